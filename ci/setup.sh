@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what building and testing mpquic needs on a fresh Debian 12 machine.
+# Idempotent: skips what is already there.
+set -euo pipefail
+
+need_apt=()
+for pkg in cmake libclang-dev pkg-config libev-dev python3-venv; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+if [ ${#need_apt[@]} -gt 0 ]; then
+    echo "ci/setup.sh: installing ${need_apt[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "ci/setup.sh: cargo not found; install Rust (rustup) first" >&2
+    exit 1
+fi

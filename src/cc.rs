@@ -1,0 +1,182 @@
+//! Per-path congestion control: the trait every controller implements, the
+//! read-only view of the connection's other paths that coupled controllers
+//! need, and the factory that builds controllers by name.
+//!
+//! One controller instance per path. The engine calls the hooks from its loss
+//! recovery; the controller answers with a congestion window and, where it has
+//! one, a pacing rate.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use crate::rtt::RttEstimator;
+use crate::PathId;
+
+/// What the engine tells a controller about one ACK frame's newly acknowledged
+/// packets on this path, with the delivery-rate sample taken from them
+/// (draft-ietf-ccwg-bbr §4.5.2).
+#[derive(Clone, Debug)]
+pub struct AckEvent {
+    /// Time the ACK was processed.
+    pub now: Instant,
+    /// Bytes newly acknowledged (in-flight packets only).
+    pub acked_bytes: usize,
+    /// Number of packets newly acknowledged.
+    pub acked_packets: usize,
+    /// Send time of the largest newly acknowledged packet.
+    pub largest_acked_sent: Instant,
+    /// Bytes in flight before this ACK was processed.
+    pub prior_in_flight: usize,
+    /// Bytes in flight after removing acked (and lost) packets.
+    pub bytes_in_flight: usize,
+    /// The delivery-rate sample, if one could be taken.
+    pub rate: Option<RateSample>,
+}
+
+/// A delivery-rate sample (BBR draft §4.5.2.4).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RateSample {
+    /// Delivered bytes over the sample interval, per second.
+    pub delivery_rate: u64,
+    /// The sample was taken while the sender was application-limited.
+    pub is_app_limited: bool,
+    /// Length of the sample interval.
+    pub interval: Duration,
+    /// Bytes delivered over the interval.
+    pub delivered: u64,
+    /// `delivered` count of the connection when the sampled packet was sent.
+    pub prior_delivered: u64,
+    /// Total bytes delivered on this path so far.
+    pub total_delivered: u64,
+    /// RTT of the most recently sent packet among those acked.
+    pub rtt: Duration,
+    /// Bytes lost on this path so far.
+    pub total_lost: u64,
+}
+
+/// A loss (congestion) event on this path.
+#[derive(Clone, Debug)]
+pub struct LossEvent {
+    /// Time loss was declared.
+    pub now: Instant,
+    /// Send time of the newest lost packet (recovery period test, RFC 9002 §7.3.2).
+    pub largest_lost_sent: Instant,
+    /// Bytes declared lost.
+    pub lost_bytes: usize,
+    /// Packets declared lost.
+    pub lost_packets: usize,
+    /// Bytes in flight after removing the lost packets.
+    pub bytes_in_flight: usize,
+    /// RFC 9002 §7.6 persistent congestion was established.
+    pub persistent_congestion: bool,
+}
+
+/// Read-only facts about one path, given to controllers and schedulers.
+#[derive(Clone, Copy, Debug)]
+pub struct PathView {
+    /// The path.
+    pub id: PathId,
+    /// Congestion window in bytes.
+    pub cwnd: usize,
+    /// Bytes in flight.
+    pub bytes_in_flight: usize,
+    /// Smoothed RTT.
+    pub srtt: Duration,
+    /// Minimum RTT.
+    pub min_rtt: Duration,
+    /// Bandwidth estimate in bytes/s (BBR's BtlBw, else cwnd/srtt).
+    pub bandwidth: u64,
+    /// Pacing rate in bytes/s, if the controller paces.
+    pub pacing_rate: Option<u64>,
+    /// In slow start / BBR Startup.
+    pub in_slow_start: bool,
+    /// The path may carry data (validated, not abandoned, not backup-only).
+    pub active: bool,
+}
+
+/// Numbers a controller exposes for stats and qlog.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CcMetrics {
+    /// Slow-start threshold, if the controller has one.
+    pub ssthresh: Option<usize>,
+    /// Controller-specific state, e.g. BBR's "ProbeBW".
+    pub state: &'static str,
+    /// Current pacing gain (BBR family).
+    pub pacing_gain: Option<f64>,
+    /// Current cwnd gain (BBR family).
+    pub cwnd_gain: Option<f64>,
+    /// Bandwidth estimate in bytes/s, if the controller keeps one.
+    pub bandwidth: Option<u64>,
+}
+
+/// A per-path congestion controller. Hooks have no-op defaults so simple
+/// controllers stay small. All paths' views (including this one's) are given
+/// to the hooks that may need them; uncoupled controllers ignore them.
+pub trait CongestionController: Send + fmt::Debug {
+    /// The controller's name as accepted by [`build`].
+    fn name(&self) -> &'static str;
+    /// Congestion window in bytes.
+    fn window(&self) -> usize;
+    /// Pacing rate in bytes/s; `None` lets the engine pace at cwnd/srtt·1.25.
+    fn pacing_rate(&self) -> Option<u64> {
+        None
+    }
+    /// In slow start or BBR Startup.
+    fn in_slow_start(&self) -> bool {
+        false
+    }
+    /// Bandwidth estimate in bytes/s, if the controller keeps one.
+    fn bandwidth_estimate(&self) -> Option<u64> {
+        None
+    }
+    /// A packet counted in flight was sent.
+    fn on_packet_sent(&mut self, _now: Instant, _bytes: usize, _bytes_in_flight: usize) {}
+    /// Newly acknowledged packets from one ACK frame.
+    fn on_ack(&mut self, ev: &AckEvent, rtt: &RttEstimator, paths: &[PathView]);
+    /// Packets were declared lost.
+    fn on_loss(&mut self, ev: &LossEvent, rtt: &RttEstimator, paths: &[PathView]);
+    /// The sender had nothing to send while below its window.
+    fn on_app_limited(&mut self, _bytes_in_flight: usize) {}
+    /// Numbers for stats.
+    fn metrics(&self) -> CcMetrics {
+        CcMetrics::default()
+    }
+}
+
+/// Parameters a controller is built with.
+#[derive(Clone, Copy, Debug)]
+pub struct CcParams {
+    /// The path this controller serves.
+    pub path_id: PathId,
+    /// Maximum datagram size in bytes.
+    pub mss: usize,
+    /// Initial window in bytes (RFC 9002: min(10·mss, max(2·mss, 14720))).
+    pub initial_window: usize,
+    /// Time the path was created.
+    pub now: Instant,
+}
+
+/// Builds one controller per path. Implement it to plug in a controller from
+/// outside the crate.
+pub trait CcFactory: Send + Sync + fmt::Debug {
+    /// Build the controller of a new path.
+    fn build(&self, params: CcParams) -> Box<dyn CongestionController>;
+    /// Name shown in stats.
+    fn name(&self) -> &str;
+}
+
+/// Error for an unknown controller name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownAlgorithm(pub String);
+
+impl fmt::Display for UnknownAlgorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown algorithm {:?}", self.0)
+    }
+}
+impl std::error::Error for UnknownAlgorithm {}
+
+/// RFC 9002 §7.2 initial window.
+pub fn initial_window(mss: usize) -> usize {
+    (10 * mss).min((2 * mss).max(14720))
+}

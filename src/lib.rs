@@ -1,0 +1,33 @@
+//! mpquic: a sans-IO multipath QUIC transport (RFC 9000/9001/9002 and
+//! draft-ietf-quic-multipath-21) with per-path, optionally coupled, congestion
+//! control and pluggable per-packet path schedulers.
+//!
+//! The engine never reads a clock or touches a socket: every call that depends
+//! on time takes `now`, and datagrams go in and out as byte slices.
+
+#![warn(missing_docs, unreachable_pub)]
+#![deny(clippy::disallowed_methods)]
+
+pub mod cc;
+pub mod codec;
+pub mod error;
+pub mod ranges;
+pub mod rtt;
+
+pub use error::{ErrorCode, TransportError};
+
+/// A path's wire identifier (draft-ietf-quic-multipath-21 §2). Path 0 is the
+/// path the handshake ran on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PathId(pub u32);
+
+impl PathId {
+    /// The initial path.
+    pub const ZERO: PathId = PathId(0);
+}
+
+impl std::fmt::Display for PathId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "path {}", self.0)
+    }
+}
