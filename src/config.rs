@@ -1,0 +1,292 @@
+//! Connection configuration, shared by clients and servers (quiche-style).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::cc::UnknownAlgorithm;
+use crate::crypto::{TlsConfig, TlsConfigBuilder, TlsError};
+
+/// Why a configuration call failed.
+#[derive(Debug)]
+pub enum ConfigError {
+    /// A certificate, key or CA file could not be loaded.
+    Tls(String),
+    /// A congestion controller or scheduler name is unknown.
+    UnknownAlgorithm(UnknownAlgorithm),
+    /// A value is out of its allowed range.
+    InvalidValue(&'static str),
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigError::Tls(s) => write!(f, "TLS configuration: {s}"),
+            ConfigError::UnknownAlgorithm(u) => u.fmt(f),
+            ConfigError::InvalidValue(s) => write!(f, "invalid value: {s}"),
+        }
+    }
+}
+impl std::error::Error for ConfigError {}
+
+impl From<TlsError> for ConfigError {
+    fn from(e: TlsError) -> Self {
+        ConfigError::Tls(format!("{e:?}"))
+    }
+}
+
+/// Settings of a connection. Build one, adjust it, and pass it to
+/// [`crate::connect`] or [`crate::accept`]; one `Config` may serve many
+/// connections.
+#[derive(Debug)]
+pub struct Config {
+    pub(crate) alpn: Vec<Vec<u8>>,
+    pub(crate) cert_chain: Option<PathBuf>,
+    pub(crate) priv_key: Option<PathBuf>,
+    pub(crate) ca_file: Option<PathBuf>,
+    pub(crate) verify_peer: bool,
+    pub(crate) keylog: Option<PathBuf>,
+    pub(crate) max_idle_timeout: Duration,
+    pub(crate) max_udp_payload: usize,
+    pub(crate) initial_max_data: u64,
+    pub(crate) initial_max_stream_data_bidi_local: u64,
+    pub(crate) initial_max_stream_data_bidi_remote: u64,
+    pub(crate) initial_max_stream_data_uni: u64,
+    pub(crate) initial_max_streams_bidi: u64,
+    pub(crate) initial_max_streams_uni: u64,
+    pub(crate) max_connection_window: u64,
+    pub(crate) max_stream_window: u64,
+    pub(crate) ack_delay_exponent: u64,
+    pub(crate) max_ack_delay: Duration,
+    pub(crate) active_cid_limit: u64,
+    pub(crate) disable_active_migration: bool,
+    pub(crate) initial_max_path_id: Option<u32>,
+    pub(crate) cc: String,
+    pub(crate) scheduler: String,
+    pub(crate) initial_rtt: Duration,
+    pub(crate) send_buffer_limit: usize,
+    pub(crate) pacing: bool,
+    tls_cache: Mutex<Option<(bool, Arc<TlsConfig>)>>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Config {
+    /// Defaults: CUBIC, minRTT scheduler, peer verification on, 30 s idle
+    /// timeout, 1350-byte datagrams, multipath off.
+    pub fn new() -> Self {
+        Config {
+            alpn: Vec::new(),
+            cert_chain: None,
+            priv_key: None,
+            ca_file: None,
+            verify_peer: true,
+            keylog: None,
+            max_idle_timeout: Duration::from_secs(30),
+            max_udp_payload: 1350,
+            initial_max_data: 10 << 20,
+            initial_max_stream_data_bidi_local: 1 << 20,
+            initial_max_stream_data_bidi_remote: 1 << 20,
+            initial_max_stream_data_uni: 1 << 20,
+            initial_max_streams_bidi: 100,
+            initial_max_streams_uni: 100,
+            max_connection_window: 24 << 20,
+            max_stream_window: 16 << 20,
+            ack_delay_exponent: 3,
+            max_ack_delay: Duration::from_millis(25),
+            active_cid_limit: 4,
+            disable_active_migration: false,
+            initial_max_path_id: None,
+            cc: "cubic".into(),
+            scheduler: "minrtt".into(),
+            initial_rtt: crate::rtt::INITIAL_RTT,
+            send_buffer_limit: 4 << 20,
+            pacing: true,
+            tls_cache: Mutex::new(None),
+        }
+    }
+
+    fn tls_changed(&mut self) {
+        if let Ok(mut c) = self.tls_cache.lock() {
+            *c = None;
+        }
+    }
+
+    /// ALPN protocols, most preferred first.
+    pub fn set_application_protos(&mut self, protos: &[&[u8]]) -> Result<(), ConfigError> {
+        if protos.iter().any(|p| p.is_empty() || p.len() > 255) {
+            return Err(ConfigError::InvalidValue("ALPN protocol must be 1..=255 bytes"));
+        }
+        self.alpn = protos.iter().map(|p| p.to_vec()).collect();
+        self.tls_changed();
+        Ok(())
+    }
+    /// Certificate chain (PEM) presented to the peer.
+    pub fn load_cert_chain_from_pem_file(&mut self, path: &str) -> Result<(), ConfigError> {
+        check_readable(path)?;
+        self.cert_chain = Some(path.into());
+        self.tls_changed();
+        Ok(())
+    }
+    /// Private key (PEM) of the certificate.
+    pub fn load_priv_key_from_pem_file(&mut self, path: &str) -> Result<(), ConfigError> {
+        check_readable(path)?;
+        self.priv_key = Some(path.into());
+        self.tls_changed();
+        Ok(())
+    }
+    /// Trusted CA certificates (PEM) used to verify the peer.
+    pub fn load_verify_locations_from_file(&mut self, path: &str) -> Result<(), ConfigError> {
+        check_readable(path)?;
+        self.ca_file = Some(path.into());
+        self.tls_changed();
+        Ok(())
+    }
+    /// Verify the peer's certificate (on by default for clients).
+    pub fn verify_peer(&mut self, v: bool) {
+        self.verify_peer = v;
+        self.tls_changed();
+    }
+    /// Append TLS secrets in NSS key log format to `path` (what SSLKEYLOGFILE
+    /// points at), so Wireshark can decrypt captures.
+    pub fn log_keys_to(&mut self, path: &str) {
+        self.keylog = Some(path.into());
+        self.tls_changed();
+    }
+    /// Idle timeout (0 disables it).
+    pub fn set_max_idle_timeout(&mut self, ms: u64) {
+        self.max_idle_timeout = Duration::from_millis(ms);
+    }
+    /// Largest UDP payload we send (at least 1200).
+    pub fn set_max_send_udp_payload_size(&mut self, v: usize) {
+        self.max_udp_payload = v.clamp(1200, 65527);
+    }
+    /// Connection-level flow-control window offered at first.
+    pub fn set_initial_max_data(&mut self, v: u64) {
+        self.initial_max_data = v;
+    }
+    /// Stream window for bidirectional streams we open.
+    pub fn set_initial_max_stream_data_bidi_local(&mut self, v: u64) {
+        self.initial_max_stream_data_bidi_local = v;
+    }
+    /// Stream window for bidirectional streams the peer opens.
+    pub fn set_initial_max_stream_data_bidi_remote(&mut self, v: u64) {
+        self.initial_max_stream_data_bidi_remote = v;
+    }
+    /// Stream window for unidirectional streams the peer opens.
+    pub fn set_initial_max_stream_data_uni(&mut self, v: u64) {
+        self.initial_max_stream_data_uni = v;
+    }
+    /// How many bidirectional streams the peer may open.
+    pub fn set_initial_max_streams_bidi(&mut self, v: u64) {
+        self.initial_max_streams_bidi = v;
+    }
+    /// How many unidirectional streams the peer may open.
+    pub fn set_initial_max_streams_uni(&mut self, v: u64) {
+        self.initial_max_streams_uni = v;
+    }
+    /// Upper bound of connection window auto-tuning.
+    pub fn set_max_connection_window(&mut self, v: u64) {
+        self.max_connection_window = v;
+    }
+    /// Upper bound of stream window auto-tuning.
+    pub fn set_max_stream_window(&mut self, v: u64) {
+        self.max_stream_window = v;
+    }
+    /// ACK delay exponent we advertise (0..=20).
+    pub fn set_ack_delay_exponent(&mut self, v: u64) -> Result<(), ConfigError> {
+        if v > 20 {
+            return Err(ConfigError::InvalidValue("ack_delay_exponent must be <= 20"));
+        }
+        self.ack_delay_exponent = v;
+        Ok(())
+    }
+    /// Max ACK delay we advertise, in ms (< 2^14).
+    pub fn set_max_ack_delay(&mut self, ms: u64) -> Result<(), ConfigError> {
+        if ms >= 1 << 14 {
+            return Err(ConfigError::InvalidValue("max_ack_delay must be < 16384 ms"));
+        }
+        self.max_ack_delay = Duration::from_millis(ms);
+        Ok(())
+    }
+    /// How many connection IDs per path we accept from the peer (>= 2).
+    pub fn set_active_connection_id_limit(&mut self, v: u64) -> Result<(), ConfigError> {
+        if v < 2 {
+            return Err(ConfigError::InvalidValue("active_connection_id_limit must be >= 2"));
+        }
+        self.active_cid_limit = v;
+        Ok(())
+    }
+    /// Advertise disable_active_migration.
+    pub fn set_disable_active_migration(&mut self, v: bool) {
+        self.disable_active_migration = v;
+    }
+    /// Enable multipath (draft-ietf-quic-multipath-21) by advertising
+    /// `initial_max_path_id`; `None` disables it.
+    pub fn set_initial_max_path_id(&mut self, v: Option<u32>) {
+        self.initial_max_path_id = v;
+    }
+    /// Congestion controller by name (see [`crate::cc::names`]).
+    pub fn set_cc(&mut self, name: &str) -> Result<(), ConfigError> {
+        if !crate::cc::names().contains(&name) {
+            return Err(ConfigError::UnknownAlgorithm(UnknownAlgorithm(name.into())));
+        }
+        self.cc = name.into();
+        Ok(())
+    }
+    /// Path scheduler by name.
+    pub fn set_scheduler(&mut self, name: &str) -> Result<(), ConfigError> {
+        self.scheduler = name.into();
+        Ok(())
+    }
+    /// RTT assumed before the first sample.
+    pub fn set_initial_rtt(&mut self, rtt: Duration) {
+        self.initial_rtt = rtt;
+    }
+    /// Bytes an application may buffer per stream before `stream_send`
+    /// accepts only part of a write.
+    pub fn set_stream_send_buffer(&mut self, bytes: usize) {
+        self.send_buffer_limit = bytes.max(1);
+    }
+    /// Whether `SendInfo::at` carries pacing release times.
+    pub fn enable_pacing(&mut self, v: bool) {
+        self.pacing = v;
+    }
+
+    /// The TLS context for one role, built once and shared.
+    pub(crate) fn tls(&self, is_server: bool) -> Result<Arc<TlsConfig>, ConfigError> {
+        let mut cache = self.tls_cache.lock().map_err(|_| ConfigError::Tls("poisoned".into()))?;
+        if let Some((s, c)) = cache.as_ref() {
+            if *s == is_server {
+                return Ok(c.clone());
+            }
+        }
+        let mut b = TlsConfigBuilder::new(is_server)?;
+        let alpn: Vec<&[u8]> = self.alpn.iter().map(|a| a.as_slice()).collect();
+        b.set_alpn(&alpn)?;
+        if let Some(p) = &self.cert_chain {
+            b.load_cert_chain_from_pem_file(p)?;
+        }
+        if let Some(p) = &self.priv_key {
+            b.load_priv_key_from_pem_file(p)?;
+        }
+        if let Some(p) = &self.ca_file {
+            b.load_verify_locations_from_file(p)?;
+        }
+        b.verify_peer(self.verify_peer);
+        if let Some(p) = &self.keylog {
+            b.set_keylog_file(p)?;
+        }
+        let c = Arc::new(b.build()?);
+        *cache = Some((is_server, c.clone()));
+        Ok(c)
+    }
+}
+
+fn check_readable(path: &str) -> Result<(), ConfigError> {
+    std::fs::metadata(path).map(|_| ()).map_err(|e| ConfigError::Tls(format!("{path}: {e}")))
+}

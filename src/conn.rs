@@ -1,0 +1,555 @@
+//! The QUIC connection: a sans-IO state machine fed with datagrams and time.
+//!
+//! The public surface follows quiche (`recv`, `send`, `timeout`,
+//! `on_timeout`, `stream_send`, `stream_recv`, ...) with one difference: every
+//! call that depends on time takes `now`. The work is split into
+//! `recv` (datagram → frames), `send` (frames → datagrams), `paths`
+//! (per-path state, connection IDs, multipath) and `spaces` (keys and
+//! packet-number spaces).
+
+mod paths;
+mod recv;
+mod send;
+pub(crate) mod sent;
+mod spaces;
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::config::{Config, ConfigError};
+use crate::crypto::{self, Level, TlsConfig, TlsSession};
+use crate::error::{ErrorCode, TransportError};
+use crate::packet::{ConnectionId, QUIC_V1};
+use crate::stream::{StreamError, Streams};
+use crate::transport_params::TransportParams;
+use crate::PathId;
+
+pub use paths::{PathEvent, PathStats, PathStatus};
+use paths::{CidState, Path};
+use spaces::{CryptoLevels, HsSpace};
+
+/// Where a datagram came from and went to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecvInfo {
+    /// The peer's address.
+    pub from: SocketAddr,
+    /// Our local address it arrived on.
+    pub to: SocketAddr,
+}
+
+/// How to send a datagram produced by [`Connection::send`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendInfo {
+    /// Our local address to send from.
+    pub from: SocketAddr,
+    /// The peer's address.
+    pub to: SocketAddr,
+    /// The path the datagram belongs to.
+    pub path_id: PathId,
+    /// Pacing: do not put the datagram on the wire before this time.
+    pub at: Instant,
+}
+
+/// Connection-level errors returned by the API.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// The connection failed with a transport error (sent to the peer).
+    Transport(TransportError),
+    /// The peer closed the connection with this code.
+    PeerClosed { app: bool, code: u64 },
+    /// The output buffer cannot hold a minimal packet.
+    BufferTooShort,
+    /// The connection is closed.
+    Closed,
+    /// TLS or configuration setup failed.
+    Config(String),
+    /// The server does not support our version (Version Negotiation).
+    UnsupportedVersion,
+    /// No path is available for the operation.
+    InvalidPath,
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Transport(e) => write!(f, "transport error: {e}"),
+            Error::PeerClosed { app, code } => {
+                write!(f, "closed by peer ({} error {code:#x})", if *app { "application" } else { "transport" })
+            }
+            Error::BufferTooShort => f.write_str("output buffer too short"),
+            Error::Closed => f.write_str("connection closed"),
+            Error::Config(s) => write!(f, "configuration: {s}"),
+            Error::UnsupportedVersion => f.write_str("no common QUIC version"),
+            Error::InvalidPath => f.write_str("no such path"),
+        }
+    }
+}
+impl std::error::Error for Error {}
+
+impl From<ConfigError> for Error {
+    fn from(e: ConfigError) -> Self {
+        Error::Config(e.to_string())
+    }
+}
+
+/// Connection-wide counters.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    /// Datagrams received.
+    pub recv: u64,
+    /// Datagrams sent.
+    pub sent: u64,
+    /// Packets declared lost.
+    pub lost: u64,
+    /// Bytes sent in UDP payloads.
+    pub sent_bytes: u64,
+    /// Bytes received in UDP payloads.
+    pub recv_bytes: u64,
+    /// Stream bytes retransmitted.
+    pub retrans_bytes: u64,
+    /// Packets dropped because they could not be decrypted or parsed.
+    pub dropped: u64,
+    /// Paths opened over the connection's life.
+    pub paths: u64,
+}
+
+/// Who closed the connection and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CloseInfo {
+    /// Application (0x1d) or transport (0x1c) close.
+    pub is_app: bool,
+    /// The error code.
+    pub code: u64,
+    /// The frame type that caused a transport error, if any.
+    pub frame_type: Option<u64>,
+    /// The reason phrase.
+    pub reason: Vec<u8>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Handshaking,
+    Established,
+    /// We sent CONNECTION_CLOSE and answer further packets with it.
+    Closing { until: Instant },
+    /// The peer closed; we stay silent until `until`.
+    Draining { until: Instant },
+    Closed,
+}
+
+/// A QUIC connection (client or server).
+pub struct Connection {
+    is_server: bool,
+    state: State,
+    tls: Box<TlsSession>,
+    levels: CryptoLevels,
+    /// Initial and Handshake packet-number spaces (on the first path only).
+    hs: [HsSpace; 2],
+    paths: Vec<Path>,
+    cids: CidState,
+    streams: Streams,
+    local_params: TransportParams,
+    peer_params: Option<TransportParams>,
+    /// The DCID of the client's first Initial (validated against the peer's
+    /// original_destination_connection_id).
+    odcid: ConnectionId,
+    /// Client: the SCID of the Retry we followed; server: the one we sent.
+    retry_scid: Option<ConnectionId>,
+    /// Client: token to echo in Initials (from Retry).
+    token: Vec<u8>,
+    /// Client: any packet from the server processed (no Retry/VN after it).
+    got_peer_packet: bool,
+    multipath: bool,
+    handshake_confirmed: bool,
+    handshake_done_pending: bool,
+    /// Server: the client's address is validated (Handshake packet received
+    /// or a valid token): the anti-amplification limit no longer applies.
+    peer_validated: bool,
+    idle_timeout: Duration,
+    idle_deadline: Option<Instant>,
+    last_ack_eliciting_sent: Option<Instant>,
+    max_udp_payload: usize,
+    max_ack_delay: Duration,
+    ack_delay_exponent: u64,
+    local_close: Option<CloseInfo>,
+    peer_close: Option<CloseInfo>,
+    /// A CONNECTION_CLOSE is due (on entering Closing, and once per packet
+    /// received while Closing).
+    close_pending: bool,
+    events: VecDeque<PathEvent>,
+    stats: Stats,
+    cc_name: String,
+    initial_rtt: Duration,
+    pacing: bool,
+    /// Reused buffers so ACK processing does not allocate.
+    scratch_acked: Vec<crate::recovery::SentPacket<sent::SentFrames>>,
+    scratch_lost: Vec<crate::recovery::SentPacket<sent::SentFrames>>,
+}
+
+/// Open a client connection to `peer`. `server_name` is used for SNI and
+/// certificate verification.
+pub fn connect(
+    server_name: Option<&str>,
+    scid: &ConnectionId,
+    local: SocketAddr,
+    peer: SocketAddr,
+    config: &Config,
+    now: Instant,
+) -> Result<Connection, Error> {
+    let tls = config.tls(false)?;
+    let mut dcid_bytes = [0u8; 16];
+    crypto::fill_random(&mut dcid_bytes);
+    let dcid = ConnectionId::from_slice(&dcid_bytes).ok_or(Error::BufferTooShort)?;
+    Connection::new(false, &tls, server_name, scid, dcid, None, local, peer, config, now)
+}
+
+/// Accept a client's connection. `odcid` is the DCID of the client's first
+/// Initial (for a connection that went through Retry, the DCID before the
+/// Retry, and `retry_scid` the SCID the Retry carried — which is then also
+/// `scid`). Call `recv` with the client's Initial next.
+#[allow(clippy::too_many_arguments)]
+pub fn accept(
+    scid: &ConnectionId,
+    odcid: &ConnectionId,
+    retry_scid: Option<&ConnectionId>,
+    local: SocketAddr,
+    peer: SocketAddr,
+    config: &Config,
+    now: Instant,
+) -> Result<Connection, Error> {
+    let tls = config.tls(true)?;
+    Connection::new(true, &tls, None, scid, *odcid, retry_scid.copied(), local, peer, config, now)
+}
+
+impl Connection {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        is_server: bool,
+        tls_config: &Arc<TlsConfig>,
+        server_name: Option<&str>,
+        scid: &ConnectionId,
+        dcid: ConnectionId,
+        retry_scid: Option<ConnectionId>,
+        local: SocketAddr,
+        peer: SocketAddr,
+        config: &Config,
+        now: Instant,
+    ) -> Result<Connection, Error> {
+        let mut cids = CidState::new(*scid, config.active_cid_limit, is_server);
+        let mut params = TransportParams::default();
+        params.max_idle_timeout = config.max_idle_timeout.as_millis() as u64;
+        params.max_udp_payload_size = 65527;
+        params.initial_max_data = config.initial_max_data;
+        params.initial_max_stream_data_bidi_local = config.initial_max_stream_data_bidi_local;
+        params.initial_max_stream_data_bidi_remote = config.initial_max_stream_data_bidi_remote;
+        params.initial_max_stream_data_uni = config.initial_max_stream_data_uni;
+        params.initial_max_streams_bidi = config.initial_max_streams_bidi;
+        params.initial_max_streams_uni = config.initial_max_streams_uni;
+        params.ack_delay_exponent = config.ack_delay_exponent;
+        params.max_ack_delay = config.max_ack_delay.as_millis() as u64;
+        params.active_connection_id_limit = config.active_cid_limit;
+        params.disable_active_migration = config.disable_active_migration;
+        params.initial_source_connection_id = Some(*scid);
+        params.initial_max_path_id = config.initial_max_path_id.map(u64::from);
+        if is_server {
+            params.original_destination_connection_id = Some(dcid);
+            params.retry_source_connection_id = retry_scid;
+            params.stateless_reset_token = Some(cids.reset_token_for(scid));
+        }
+        let mut encoded = Vec::with_capacity(128);
+        params.encode(&mut encoded);
+        let tls = TlsSession::new(tls_config, server_name, &encoded)
+            .map_err(|e| Error::Config(format!("{e:?}")))?;
+
+        // The Initial keys come from the client's first DCID (RFC 9001 §5.2).
+        let levels = CryptoLevels::new(dcid.as_slice(), is_server);
+        let streams = Streams::new(is_server, &crate::stream::LocalLimits {
+            max_data: config.initial_max_data,
+            max_stream_data_bidi_local: config.initial_max_stream_data_bidi_local,
+            max_stream_data_bidi_remote: config.initial_max_stream_data_bidi_remote,
+            max_stream_data_uni: config.initial_max_stream_data_uni,
+            max_streams_bidi: config.initial_max_streams_bidi,
+            max_streams_uni: config.initial_max_streams_uni,
+            max_connection_window: config.max_connection_window,
+            max_stream_window: config.max_stream_window,
+            send_buffer: config.send_buffer_limit,
+        });
+        let mut path0 = Path::new(PathId::ZERO, local, peer, config, now, true);
+        // The first path is validated by the handshake itself.
+        path0.validated = true;
+        cids.set_initial_peer_cid(if is_server { ConnectionId::EMPTY } else { dcid });
+        let mut conn = Connection {
+            is_server,
+            state: State::Handshaking,
+            tls: Box::new(tls),
+            levels,
+            hs: [HsSpace::new(), HsSpace::new()],
+            paths: vec![path0],
+            cids,
+            streams,
+            local_params: params,
+            peer_params: None,
+            odcid: dcid,
+            retry_scid,
+            token: Vec::new(),
+            got_peer_packet: false,
+            multipath: false,
+            handshake_confirmed: false,
+            handshake_done_pending: false,
+            peer_validated: !is_server || retry_scid.is_some(),
+            idle_timeout: config.max_idle_timeout,
+            idle_deadline: None,
+            last_ack_eliciting_sent: None,
+            max_udp_payload: config.max_udp_payload,
+            max_ack_delay: config.max_ack_delay,
+            ack_delay_exponent: config.ack_delay_exponent,
+            local_close: None,
+            peer_close: None,
+            close_pending: false,
+            events: VecDeque::new(),
+            stats: Stats { paths: 1, ..Default::default() },
+            cc_name: config.cc.clone(),
+            initial_rtt: config.initial_rtt,
+            pacing: config.pacing,
+            scratch_acked: Vec::new(),
+            scratch_lost: Vec::new(),
+        };
+        if !is_server {
+            // Produce the ClientHello.
+            conn.advance_tls(now)?;
+        }
+        conn.reset_idle(now);
+        Ok(conn)
+    }
+
+    /// Whether this is the server side.
+    pub fn is_server(&self) -> bool {
+        self.is_server
+    }
+    /// The handshake completed (1-RTT keys available both ways).
+    pub fn is_established(&self) -> bool {
+        !matches!(self.state, State::Handshaking) && self.tls.is_handshake_complete()
+    }
+    /// The connection is closing or draining.
+    pub fn is_draining(&self) -> bool {
+        matches!(self.state, State::Draining { .. } | State::Closing { .. })
+    }
+    /// Nothing more will happen on this connection.
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+    /// Multipath was negotiated.
+    pub fn is_multipath(&self) -> bool {
+        self.multipath
+    }
+    /// How the peer closed the connection, if it did.
+    pub fn peer_error(&self) -> Option<&CloseInfo> {
+        self.peer_close.as_ref()
+    }
+    /// How we closed the connection, if we did.
+    pub fn local_error(&self) -> Option<&CloseInfo> {
+        self.local_close.as_ref()
+    }
+    /// The negotiated ALPN protocol.
+    pub fn application_proto(&self) -> &[u8] {
+        self.tls.alpn().unwrap_or(&[])
+    }
+    /// The server name (SNI) of the connection.
+    pub fn server_name(&self) -> Option<&str> {
+        self.tls.server_name()
+    }
+    /// Our current source connection ID on the first path.
+    pub fn source_id(&self) -> ConnectionId {
+        self.cids.initial_scid()
+    }
+    /// The peer's transport parameters, once known.
+    pub fn peer_transport_params(&self) -> Option<&TransportParams> {
+        self.peer_params.as_ref()
+    }
+    /// Connection counters.
+    pub fn stats(&self) -> Stats {
+        self.stats.clone()
+    }
+    /// Per-path statistics.
+    pub fn path_stats(&self) -> impl Iterator<Item = PathStats> + '_ {
+        self.paths.iter().map(|p| p.stats())
+    }
+    /// Next path event (new, validated, failed, abandoned, status changed).
+    pub fn path_event_next(&mut self) -> Option<PathEvent> {
+        self.events.pop_front()
+    }
+
+    // ---- streams ---------------------------------------------------------
+
+    /// Write to a stream, opening it if needed. Returns how many bytes were
+    /// accepted (fewer than `data.len()` when buffers are full); `fin` only
+    /// takes effect if all of `data` was accepted.
+    pub fn stream_send(&mut self, id: u64, data: &[u8], fin: bool) -> Result<usize, StreamError> {
+        if self.local_close.is_some() || self.peer_close.is_some() || self.state == State::Closed {
+            return Err(StreamError::InvalidState);
+        }
+        self.streams.send(id, data, fin)
+    }
+    /// Read from a stream: (bytes read, fin reached).
+    pub fn stream_recv(&mut self, id: u64, out: &mut [u8]) -> Result<(usize, bool), StreamError> {
+        self.streams.recv(id, out)
+    }
+    /// Stop sending (RESET_STREAM) and/or receiving (STOP_SENDING) on a stream.
+    pub fn stream_shutdown(&mut self, id: u64, read: bool, write: bool, code: u64) -> Result<(), StreamError> {
+        if read {
+            self.streams.stop_sending(id, code)?;
+        }
+        if write {
+            self.streams.reset(id, code)?;
+        }
+        Ok(())
+    }
+    /// Streams with data (or a fin / reset) to read.
+    pub fn readable(&self) -> Vec<u64> {
+        self.streams.readable().collect()
+    }
+    /// Streams that can accept more data.
+    pub fn writable(&self) -> Vec<u64> {
+        self.streams.writable().collect()
+    }
+    /// Bytes `stream_send` would accept now on this stream.
+    pub fn stream_capacity(&self, id: u64) -> Result<usize, StreamError> {
+        self.streams.capacity(id)
+    }
+    /// Whether all data of the stream was read, including the fin.
+    pub fn stream_finished(&self, id: u64) -> bool {
+        self.streams.is_finished(id)
+    }
+    /// Receive-side out-of-order bytes held in reassembly buffers.
+    pub fn out_of_order_bytes(&self) -> u64 {
+        self.streams.out_of_order_bytes()
+    }
+
+    // ---- closing ---------------------------------------------------------
+
+    /// Close the connection with an application (`app`) or transport error
+    /// code. Idempotent.
+    pub fn close(&mut self, app: bool, code: u64, reason: &[u8], now: Instant) {
+        if matches!(self.state, State::Closed | State::Draining { .. } | State::Closing { .. }) {
+            return;
+        }
+        // An application close before 1-RTT keys exist must be sent as a
+        // transport APPLICATION_ERROR (RFC 9000 §10.2.3).
+        let (app, code) = if app && !self.levels.has_send_keys(Level::OneRtt) {
+            (false, ErrorCode::APPLICATION_ERROR.0)
+        } else {
+            (app, code)
+        };
+        self.local_close = Some(CloseInfo { is_app: app, code, frame_type: None, reason: reason.to_vec() });
+        self.enter_closing(now);
+    }
+
+    /// Close because of a protocol error we detected.
+    fn close_on_error(&mut self, err: TransportError, now: Instant) {
+        if matches!(self.state, State::Closed | State::Draining { .. } | State::Closing { .. }) {
+            return;
+        }
+        log::debug!("closing on error: {err}");
+        self.local_close = Some(CloseInfo {
+            is_app: false,
+            code: err.code.0,
+            frame_type: Some(err.frame_type.unwrap_or(0)),
+            reason: err.reason.as_bytes().to_vec(),
+        });
+        self.enter_closing(now);
+    }
+
+    fn enter_closing(&mut self, now: Instant) {
+        let pto = self.paths.first().map(|p| p.recovery.rtt.pto_base()).unwrap_or(Duration::from_secs(1));
+        self.state = State::Closing { until: now + pto * 3 };
+        self.close_pending = true;
+    }
+
+    fn enter_draining(&mut self, now: Instant) {
+        let pto = self.paths.first().map(|p| p.recovery.rtt.pto_base()).unwrap_or(Duration::from_secs(1));
+        self.state = State::Draining { until: now + pto * 3 };
+        self.close_pending = false;
+    }
+
+    // ---- timers ----------------------------------------------------------
+
+    fn reset_idle(&mut self, now: Instant) {
+        let peer = self.peer_params.as_ref().map(|p| p.max_idle_timeout).unwrap_or(0);
+        let mut t = self.idle_timeout;
+        if peer > 0 && (t.is_zero() || Duration::from_millis(peer) < t) {
+            t = Duration::from_millis(peer);
+        }
+        if t.is_zero() {
+            self.idle_deadline = None;
+            return;
+        }
+        // Never shorter than three PTOs (RFC 9000 §10.1).
+        let pto = self.paths.first().map(|p| p.recovery.rtt.pto_base()).unwrap_or_default();
+        self.idle_deadline = Some(now + t.max(pto * 3));
+    }
+
+    /// The earliest time `on_timeout` must be called, if any.
+    pub fn timeout(&self) -> Option<Instant> {
+        match self.state {
+            State::Closed => return None,
+            State::Closing { until } | State::Draining { until } => return Some(until),
+            _ => {}
+        }
+        let mut t = self.idle_deadline;
+        let mut min = |x: Option<Instant>| {
+            if let Some(x) = x {
+                t = Some(t.map_or(x, |t| t.min(x)));
+            }
+        };
+        min(self.loss_timer());
+        for (i, sp) in self.hs.iter().enumerate() {
+            if self.levels.has_send_keys(if i == 0 { Level::Initial } else { Level::Handshake }) {
+                min(sp.acks.ack_deadline());
+            }
+        }
+        for p in &self.paths {
+            min(p.acks.ack_deadline());
+            min(p.timer());
+        }
+        t
+    }
+
+    /// Handle timer expiry: loss detection, PTO, ACK delay, idle timeout,
+    /// path validation and close timers.
+    pub fn on_timeout(&mut self, now: Instant) {
+        match self.state {
+            State::Closed => return,
+            State::Closing { until } | State::Draining { until } => {
+                if now >= until {
+                    self.state = State::Closed;
+                }
+                return;
+            }
+            _ => {}
+        }
+        if let Some(d) = self.idle_deadline {
+            if now >= d {
+                log::debug!("idle timeout");
+                self.state = State::Closed;
+                return;
+            }
+        }
+        self.on_loss_timeout(now);
+        self.on_path_timers(now);
+    }
+}
+
+/// Generate a random connection ID of `len` bytes (for apps and tests).
+pub fn random_cid(len: usize) -> ConnectionId {
+    let mut b = [0u8; 20];
+    let len = len.min(20);
+    crypto::fill_random(&mut b[..len]);
+    ConnectionId::from_slice(&b[..len]).unwrap_or(ConnectionId::EMPTY)
+}
+
+/// The only version we speak.
+pub const PROTOCOL_VERSION: u32 = QUIC_V1;

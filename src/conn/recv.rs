@@ -1,0 +1,766 @@
+//! Receiving: datagram → packets → frames.
+
+use std::time::{Duration, Instant};
+
+use crate::crypto::{self, Level};
+use crate::error::{ErrorCode, TransportError};
+use crate::frame::{self, Frame};
+use crate::packet::{self, ConnectionId, PacketType, QUIC_V1};
+use crate::recovery::{Ecn, HandshakeStatus, PacketFate};
+use crate::transport_params::TransportParams;
+use crate::PathId;
+
+use super::paths::PathStatus;
+use super::sent::SentFrame;
+use super::spaces::level_index;
+use super::{CloseInfo, Connection, Error, PathEvent, RecvInfo, State};
+
+/// Why a packet was dropped without closing the connection.
+#[derive(Debug)]
+enum Drop {
+    /// Stop processing the rest of the datagram too.
+    Datagram,
+}
+
+/// What we learned from one packet's frames.
+#[derive(Default)]
+struct PacketFacts {
+    ack_eliciting: bool,
+    non_probing: bool,
+}
+
+fn level_of(ty: PacketType) -> Option<Level> {
+    match ty {
+        PacketType::Initial => Some(Level::Initial),
+        PacketType::Handshake => Some(Level::Handshake),
+        PacketType::Short => Some(Level::OneRtt),
+        _ => None,
+    }
+}
+
+impl Connection {
+    /// Process one received UDP datagram (which may hold several coalesced
+    /// packets). Malformed or undecryptable packets are dropped as RFC 9000
+    /// requires; protocol violations close the connection and are returned.
+    pub fn recv(&mut self, buf: &mut [u8], info: RecvInfo, now: Instant) -> Result<usize, Error> {
+        if self.state == State::Closed {
+            return Err(Error::Closed);
+        }
+        let len = buf.len();
+        self.stats.recv += 1;
+        self.stats.recv_bytes += len as u64;
+        if let State::Draining { .. } = self.state {
+            return Ok(len);
+        }
+        if let State::Closing { .. } = self.state {
+            // Answer with CONNECTION_CLOSE again (rate-limited by the peer's
+            // own retransmissions).
+            self.close_pending = true;
+            return Ok(len);
+        }
+        let mut off = 0;
+        let mut first = true;
+        while off < len {
+            match self.recv_packet(&mut buf[off..], info, first, now) {
+                Ok(n) => off += n,
+                Err(Ok(Drop::Datagram)) => {
+                    self.stats.dropped += 1;
+                    break;
+                }
+                Err(Err(e)) => {
+                    self.close_on_error(e.clone(), now);
+                    return Err(Error::Transport(e));
+                }
+            }
+            first = false;
+        }
+        // Anything the TLS stack produced in response.
+        if let Err(e) = self.advance_tls(now) {
+            if let Error::Transport(t) = &e {
+                self.close_on_error(t.clone(), now);
+            }
+            return Err(e);
+        }
+        if self.state == State::Closed {
+            return Err(Error::Closed);
+        }
+        Ok(len)
+    }
+
+    /// Returns the bytes consumed from `buf`.
+    fn recv_packet(
+        &mut self,
+        buf: &mut [u8],
+        info: RecvInfo,
+        first: bool,
+        now: Instant,
+    ) -> Result<usize, Result<Drop, TransportError>> {
+        let hdr = packet::parse_header(buf, self.cids.cid_len()).map_err(|_| Ok(Drop::Datagram))?;
+        let plen = hdr.packet_len.min(buf.len());
+
+        match hdr.ty {
+            PacketType::VersionNegotiation => {
+                self.on_version_negotiation(&hdr, first)?;
+                return Ok(plen);
+            }
+            PacketType::Retry => {
+                self.on_retry(&buf[..plen], &hdr)?;
+                return Ok(plen);
+            }
+            _ => {}
+        }
+        if hdr.is_long() && hdr.version != QUIC_V1 {
+            return Ok(plen);
+        }
+        let Some(level) = level_of(hdr.ty) else {
+            // 0-RTT is refused: drop.
+            return Ok(plen);
+        };
+        if !self.levels.has_recv_keys(level) {
+            // Keys not available (yet, or discarded): drop this packet only.
+            self.stats.dropped += 1;
+            return Ok(plen);
+        }
+        // A packet for another connection sharing the datagram is ignored.
+        if hdr.is_long() && !self.is_server && self.got_peer_packet && level == Level::Initial {
+            // Fine: the server may resend Initials.
+        }
+        let path_id = if level == Level::OneRtt {
+            match self.cids.path_of(&hdr.dcid) {
+                Some(p) => p,
+                None => return self.maybe_stateless_reset(&buf[..plen], first).map(|_| plen),
+            }
+        } else {
+            PathId::ZERO
+        };
+        let dcid = hdr.dcid;
+        let scid = hdr.scid;
+        let pn_offset = hdr.pn_offset;
+        let pkt = &mut buf[..plen];
+
+        // Remove header protection.
+        let Some(keys) = self.levels.remote(level) else { return Ok(plen) };
+        let Ok((pn_len, truncated)) = crypto::remove_header_protection(pkt, pn_offset, keys.header()) else {
+            self.stats.dropped += 1;
+            return Ok(plen);
+        };
+        let largest = if level == Level::OneRtt {
+            self.path_index(path_id).and_then(|i| self.paths[i].acks.largest_received())
+        } else {
+            self.hs[level_index(level)].acks.largest_received()
+        };
+        let pn = packet::decode_pn(largest, truncated, (pn_len * 8) as u32);
+        let first_byte = pkt[0];
+        if !packet::reserved_bits_clear(first_byte) {
+            // Checked after decryption (RFC 9000 §17.2), below.
+        }
+        let hdr_len = pn_offset + pn_len;
+        let nonce_path = if self.multipath { path_id.0 } else { 0 };
+
+        // Decrypt, handling 1-RTT key phase changes (RFC 9001 §6).
+        let (header, payload) = pkt.split_at_mut(hdr_len);
+        let mut rotated = false;
+        let plain_len = if level == Level::OneRtt && packet::key_phase(first_byte) != self.levels.ku.phase {
+            // Either the peer updated keys (try next) or a reordered packet of
+            // the previous phase.
+            let prev = self.levels.ku.prev_remote.as_ref().filter(|(_, exp)| now < *exp).map(|(k, _)| k);
+            let use_prev = prev.is_some() && largest.is_some_and(|l| pn < l);
+            let key = if use_prev { prev } else { self.levels.ku.next_remote.as_ref() };
+            match key.map(|k| k.packet().open_in_place(pn, nonce_path, header, payload)) {
+                Some(Ok(n)) => {
+                    rotated = !use_prev;
+                    n
+                }
+                _ => {
+                    self.stats.dropped += 1;
+                    return Ok(plen);
+                }
+            }
+        } else {
+            match keys_packet(self, level).map(|k| k.open_in_place(pn, nonce_path, header, payload)) {
+                Some(Ok(n)) => n,
+                _ => {
+                    self.stats.dropped += 1;
+                    return Ok(plen);
+                }
+            }
+        };
+        if !packet::reserved_bits_clear(first_byte) {
+            return Err(Err(TransportError::violation("reserved header bits set")));
+        }
+        if rotated {
+            if !self.levels.ku.phase_acked && self.levels.ku.first_pn_in_phase.is_some() {
+                return Err(Err(TransportError::new(
+                    ErrorCode::KEY_UPDATE_ERROR,
+                    "key update before the previous one was acknowledged",
+                )));
+            }
+            let pto = self.paths[0].recovery.rtt().pto_base();
+            self.levels.rotate(now, now + pto * 3);
+        }
+
+        // Duplicate?
+        let dup = if level == Level::OneRtt {
+            self.path_index(path_id).is_none_or(|i| self.paths[i].acks.is_duplicate(pn))
+        } else {
+            self.hs[level_index(level)].acks.is_duplicate(pn)
+        };
+        if dup {
+            return Ok(plen);
+        }
+
+        // The first packet from the server tells the client its CID.
+        if !self.is_server && hdr_is_long(level) && !self.got_peer_packet {
+            self.cids.set_initial_peer_cid(scid);
+        }
+        if self.is_server && level == Level::Initial && self.cids.dcid_for(PathId::ZERO) == Some(ConnectionId::EMPTY)
+        {
+            self.cids.set_initial_peer_cid(scid);
+        }
+        let _ = dcid;
+        self.got_peer_packet = true;
+
+        // Server: a Handshake packet proves the client owns its address.
+        if self.is_server && level == Level::Handshake && !self.peer_validated {
+            self.peer_validated = true;
+        }
+
+        let payload = &pkt[hdr_len..hdr_len + plain_len];
+        let ptype = hdr_type(level);
+        let mut facts = PacketFacts::default();
+        let pidx = self.path_index(path_id).unwrap_or(0);
+        let res = frame::for_each_frame(payload, |f| {
+            if !f.is_allowed_in(ptype) {
+                return Err(TransportError::violation("frame not allowed in this packet type").with_frame(f.ty()));
+            }
+            facts.ack_eliciting |= f.is_ack_eliciting();
+            facts.non_probing |= !f.is_probing();
+            let ty = f.ty();
+            self.on_frame(f, level, path_id, info, now).map_err(|e| if e.frame_type.is_none() { e.with_frame(ty) } else { e })
+        });
+        res.map_err(Err)?;
+
+        // Record the packet for acknowledgement.
+        if level == Level::OneRtt {
+            let p = &mut self.paths[pidx];
+            p.acks.on_packet_received(pn, now, facts.ack_eliciting, Ecn::NotEct);
+            p.st.recv += 1;
+            p.st.recv_bytes += plen as u64;
+            p.amp_recv += plen as u64;
+        } else {
+            let sp = &mut self.hs[level_index(level)];
+            sp.acks.on_packet_received(pn, now, facts.ack_eliciting, Ecn::NotEct);
+            self.paths[0].amp_recv += plen as u64;
+        }
+        if facts.ack_eliciting || self.idle_deadline.is_none() {
+            self.reset_idle(now);
+        } else {
+            self.reset_idle(now);
+        }
+        // Server drops Initial keys on its first Handshake packet (RFC 9001 §4.9.1).
+        if self.is_server && level == Level::Handshake {
+            self.drop_level(Level::Initial);
+        }
+        if level == Level::OneRtt && !self.is_server && self.tls.is_handshake_complete() {
+            // A client considers the handshake confirmed on HANDSHAKE_DONE only.
+        }
+        Ok(plen)
+    }
+
+    fn maybe_stateless_reset(&mut self, dgram: &[u8], _first: bool) -> Result<(), Result<Drop, TransportError>> {
+        if let Some(tok) = packet::stateless_reset_token(dgram) {
+            if self.cids.is_stateless_reset(tok) {
+                log::debug!("stateless reset received");
+                self.peer_close = Some(CloseInfo { is_app: false, code: 0, frame_type: None, reason: b"stateless reset".to_vec() });
+                self.state = State::Closed;
+                return Err(Ok(Drop::Datagram));
+            }
+        }
+        Err(Ok(Drop::Datagram))
+    }
+
+    fn on_version_negotiation(
+        &mut self,
+        hdr: &packet::Header<'_>,
+        first: bool,
+    ) -> Result<(), Result<Drop, TransportError>> {
+        // Only a client that has not yet heard from the server acts on VN,
+        // and only if it does not list the version we use (RFC 9000 §6.2).
+        if self.is_server || self.got_peer_packet || !first {
+            return Err(Ok(Drop::Datagram));
+        }
+        if hdr.dcid != self.cids.initial_scid() {
+            return Err(Ok(Drop::Datagram));
+        }
+        if hdr.supported_versions().any(|v| v == QUIC_V1) {
+            return Err(Ok(Drop::Datagram));
+        }
+        self.peer_close = Some(CloseInfo { is_app: false, code: 0, frame_type: None, reason: b"version negotiation".to_vec() });
+        self.state = State::Closed;
+        Err(Ok(Drop::Datagram))
+    }
+
+    fn on_retry(&mut self, pkt: &[u8], hdr: &packet::Header<'_>) -> Result<(), Result<Drop, TransportError>> {
+        // A client accepts one Retry, before any other server packet.
+        if self.is_server || self.got_peer_packet || self.retry_scid.is_some() {
+            return Err(Ok(Drop::Datagram));
+        }
+        if hdr.token.is_empty() || hdr.dcid != self.cids.initial_scid() {
+            return Err(Ok(Drop::Datagram));
+        }
+        let Some(without_tag) = packet::retry_without_tag(pkt, hdr) else { return Err(Ok(Drop::Datagram)) };
+        let mut pseudo = Vec::with_capacity(without_tag.len() + 21);
+        packet::retry_pseudo_packet(&mut pseudo, &self.odcid, without_tag);
+        let tag = crypto::retry_integrity_tag(&pseudo);
+        if !crypto::constant_time_eq(&tag, hdr.retry_tag) {
+            return Err(Ok(Drop::Datagram));
+        }
+        log::debug!("following Retry to {:?}", hdr.scid);
+        self.retry_scid = Some(hdr.scid);
+        self.token = hdr.token.to_vec();
+        self.cids.set_initial_peer_cid(hdr.scid);
+        self.levels.reset_initial(hdr.scid.as_slice(), false);
+        // Everything sent in Initial must be sent again under the new keys;
+        // the packet number space continues (RFC 9000 §17.2.5.3).
+        let sp = &mut self.hs[0];
+        let path = &mut self.paths[0].recovery;
+        sp.sent.discard(path, |_, _| {});
+        self.levels.send[0].requeue_all();
+        Err(Ok(Drop::Datagram))
+    }
+
+    pub(super) fn path_index(&self, id: PathId) -> Option<usize> {
+        self.paths.iter().position(|p| p.id == id)
+    }
+
+    fn handshake_status(&self) -> HandshakeStatus {
+        HandshakeStatus {
+            is_client: !self.is_server,
+            has_handshake_keys: self.levels.has_send_keys(Level::Handshake),
+            handshake_confirmed: self.handshake_confirmed,
+            peer_completed_address_validation: self.is_server || self.handshake_confirmed || self.hs[1].sent.largest_acked().is_some(),
+            amplification_limited: false,
+        }
+    }
+
+    fn on_frame(
+        &mut self,
+        f: Frame<'_>,
+        level: Level,
+        path_id: PathId,
+        _info: RecvInfo,
+        now: Instant,
+    ) -> Result<(), TransportError> {
+        match f {
+            Frame::Padding { .. } | Frame::Ping => {}
+            Frame::Ack { path_id: ack_path, ack_delay, ranges, .. } => {
+                let target = match ack_path {
+                    Some(p) => {
+                        if !self.multipath {
+                            return Err(TransportError::violation("PATH_ACK without multipath"));
+                        }
+                        PathId(p as u32)
+                    }
+                    None => path_id,
+                };
+                let exp = self.peer_params.as_ref().map(|p| p.ack_delay_exponent).unwrap_or(3);
+                let delay = Duration::from_micros(ack_delay.checked_shl(exp as u32).unwrap_or(u64::MAX).min(1 << 40));
+                self.on_ack(level, target, ranges.iter(), delay, now)?;
+            }
+            Frame::Crypto { offset, data } => {
+                if offset + data.len() as u64 > crate::codec::VARINT_MAX {
+                    return Err(TransportError::new(ErrorCode::FRAME_ENCODING_ERROR, "CRYPTO beyond 2^62"));
+                }
+                let mut out = Vec::new();
+                self.levels.recv[level_index(level)].insert(offset, data, &mut out)?;
+                if !out.is_empty() {
+                    self.tls.provide_data(level, &out).map_err(tls_error)?;
+                    // Drive the handshake now so keys for later packets of this
+                    // datagram are installed before we reach them.
+                    self.advance_tls(now).map_err(|e| match e {
+                        Error::Transport(t) => t,
+                        _ => TransportError::new(ErrorCode::INTERNAL_ERROR, "TLS failure"),
+                    })?;
+                }
+            }
+            Frame::Stream { stream_id, offset, data, fin } => {
+                self.streams.on_stream_frame(stream_id, offset, data, fin)?;
+            }
+            Frame::ResetStream { stream_id, error_code, final_size } => {
+                self.streams.on_reset_stream(stream_id, error_code, final_size)?;
+            }
+            Frame::StopSending { stream_id, error_code } => {
+                self.streams.on_stop_sending(stream_id, error_code)?;
+            }
+            Frame::MaxData(v) => self.streams.on_max_data(v),
+            Frame::MaxStreamData { stream_id, max } => self.streams.on_max_stream_data(stream_id, max)?,
+            Frame::MaxStreams { bidi, max } => self.streams.on_max_streams(bidi, max)?,
+            Frame::DataBlocked(_) => {}
+            Frame::StreamDataBlocked { stream_id, .. } => self.streams.on_stream_data_blocked(stream_id)?,
+            Frame::StreamsBlocked { .. } => {}
+            Frame::NewToken { .. } => {
+                if self.is_server {
+                    return Err(TransportError::violation("NEW_TOKEN from a client"));
+                }
+            }
+            Frame::NewConnectionId { path_id: p, seq, retire_prior_to, cid, reset_token } => {
+                let path = match p {
+                    Some(p) if !self.multipath => {
+                        let _ = p;
+                        return Err(TransportError::violation("PATH_NEW_CONNECTION_ID without multipath"));
+                    }
+                    Some(p) => PathId(p as u32),
+                    None => PathId::ZERO,
+                };
+                self.on_new_cid(path, seq, retire_prior_to, cid, reset_token)?;
+            }
+            Frame::RetireConnectionId { path_id: p, seq } => {
+                let path = p.map(|p| PathId(p as u32)).unwrap_or(PathId::ZERO);
+                self.on_retire_cid(path, seq)?;
+            }
+            Frame::PathChallenge(data) => {
+                if let Some(i) = self.path_index(path_id) {
+                    let p = &mut self.paths[i];
+                    if p.responses.len() < 8 {
+                        p.responses.push(data);
+                    }
+                }
+            }
+            Frame::PathResponse(data) => {
+                if let Some(i) = self.path_index(path_id) {
+                    let p = &mut self.paths[i];
+                    if p.challenge.is_some_and(|(c, _)| c == data) {
+                        p.challenge = None;
+                        if !p.validated {
+                            p.validated = true;
+                            self.events.push_back(PathEvent::Validated(p.id));
+                        }
+                    }
+                }
+            }
+            Frame::ConnectionClose { error_code, frame_type, reason } => {
+                self.peer_close = Some(CloseInfo {
+                    is_app: frame_type.is_none(),
+                    code: error_code,
+                    frame_type,
+                    reason: reason.to_vec(),
+                });
+                self.enter_draining(now);
+            }
+            Frame::HandshakeDone => {
+                if self.is_server {
+                    return Err(TransportError::violation("HANDSHAKE_DONE from a client"));
+                }
+                self.confirm_handshake();
+            }
+            Frame::Datagram { .. } => {
+                return Err(TransportError::violation("DATAGRAM frames were not negotiated"));
+            }
+            Frame::PathAbandon { path_id: p, .. } => {
+                self.require_multipath()?;
+                let id = PathId(p as u32);
+                if let Some(i) = self.path_index(id) {
+                    if !self.paths[i].abandoned {
+                        self.abandon_path_index(i, now);
+                    }
+                }
+            }
+            Frame::PathStatusBackup { path_id: p, .. } | Frame::PathStatusAvailable { path_id: p, .. } => {
+                self.require_multipath()?;
+                let backup = matches!(f, Frame::PathStatusBackup { .. });
+                let status = if backup { PathStatus::Backup } else { PathStatus::Available };
+                if let Some(i) = self.path_index(PathId(p as u32)) {
+                    if self.paths[i].status != status {
+                        self.paths[i].status = status;
+                        self.events.push_back(PathEvent::StatusChanged(PathId(p as u32), status));
+                    }
+                }
+            }
+            Frame::MaxPathId(_) | Frame::PathsBlocked(_) | Frame::PathCidsBlocked { .. } => {
+                self.require_multipath()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn require_multipath(&self) -> Result<(), TransportError> {
+        if self.multipath {
+            Ok(())
+        } else {
+            Err(TransportError::violation("multipath frame without multipath negotiated"))
+        }
+    }
+
+    fn on_ack<I>(&mut self, level: Level, path: PathId, ranges: I, delay: Duration, now: Instant) -> Result<(), TransportError>
+    where
+        I: Iterator<Item = std::ops::Range<u64>> + Clone,
+    {
+        let hs = self.handshake_status();
+        let views = self.path_views();
+        let mut acked = std::mem::take(&mut self.scratch_acked);
+        let mut lost = std::mem::take(&mut self.scratch_lost);
+        let res = if level == Level::OneRtt {
+            let Some(i) = self.path_index(path) else {
+                return Err(TransportError::violation("ACK for an unknown path"));
+            };
+            let p = &mut self.paths[i];
+            let r = p.space.on_ack_received(&mut p.recovery, ranges, delay, now, &hs, &views, |fate, pkt| match fate {
+                PacketFate::Acked => acked.push(pkt),
+                PacketFate::Lost => lost.push(pkt),
+                PacketFate::Discarded => {}
+            });
+            if r.is_ok() {
+                p.probes = 0;
+            }
+            r
+        } else {
+            let sp = &mut self.hs[level_index(level)];
+            sp.sent.on_ack_received(&mut self.paths[0].recovery, ranges, delay, now, &hs, &views, |fate, pkt| match fate {
+                PacketFate::Acked => acked.push(pkt),
+                PacketFate::Lost => lost.push(pkt),
+                PacketFate::Discarded => {}
+            })
+        };
+        let pi = self.path_index(path).unwrap_or(0);
+        for pkt in acked.drain(..) {
+            if level == Level::OneRtt {
+                if let Some(first) = self.levels.ku.first_pn_in_phase {
+                    if pkt.pn >= first {
+                        self.levels.ku.phase_acked = true;
+                    }
+                }
+            }
+            for f in pkt.data {
+                self.on_frame_acked(f, level, pi);
+            }
+        }
+        for pkt in lost.drain(..) {
+            self.stats.lost += 1;
+            self.paths[pi].st.lost += 1;
+            for f in pkt.data {
+                self.on_frame_lost(f, level, pi);
+            }
+        }
+        self.scratch_acked = acked;
+        self.scratch_lost = lost;
+        res.map(|_| ())
+    }
+
+    pub(super) fn on_frame_acked(&mut self, f: SentFrame, level: Level, pi: usize) {
+        match f {
+            SentFrame::Stream { id, offset, len, fin } => self.streams.on_acked(id, offset, len as usize, fin),
+            SentFrame::Crypto { level, offset, len } => self.levels.send[level_index(level)].on_acked(offset, len as usize),
+            SentFrame::Ack { largest } => {
+                if level == Level::OneRtt {
+                    if let Some(p) = self.paths.get_mut(pi) {
+                        p.acks.on_ack_frame_acked(largest);
+                    }
+                } else {
+                    self.hs[level_index(level)].acks.on_ack_frame_acked(largest);
+                }
+            }
+            SentFrame::Control(c) => self.streams.on_control_acked(c),
+            SentFrame::NewCid { path, seq } => {
+                if let Some(c) = self.cids.local.iter_mut().find(|c| c.path == path && c.seq == seq) {
+                    c.announce_pending = false;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn on_frame_lost(&mut self, f: SentFrame, _level: Level, pi: usize) {
+        match f {
+            SentFrame::Stream { id, offset, len, fin } => {
+                self.stats.retrans_bytes += len as u64;
+                if let Some(p) = self.paths.get_mut(pi) {
+                    p.st.retrans_bytes += len as u64;
+                }
+                self.streams.on_lost(id, offset, len as usize, fin);
+            }
+            SentFrame::Crypto { level, offset, len } => self.levels.send[level_index(level)].on_lost(offset, len as usize),
+            SentFrame::Control(c) => self.streams.on_control_lost(c),
+            SentFrame::HandshakeDone => self.handshake_done_pending = true,
+            SentFrame::NewCid { path, seq } => {
+                if let Some(c) = self.cids.local.iter_mut().find(|c| c.path == path && c.seq == seq) {
+                    c.announce_pending = true;
+                }
+            }
+            SentFrame::RetireCid { path, seq } => self.cids.retire_pending.push((path, seq)),
+            _ => {}
+        }
+    }
+
+    fn on_new_cid(
+        &mut self,
+        path: PathId,
+        seq: u64,
+        retire_prior_to: u64,
+        cid: ConnectionId,
+        reset_token: [u8; 16],
+    ) -> Result<(), TransportError> {
+        if self.cids.dcid_for(PathId::ZERO).is_some_and(|c| c.is_empty()) {
+            return Err(TransportError::violation("NEW_CONNECTION_ID while using zero-length CIDs"));
+        }
+        let peer = &mut self.cids.peer;
+        if let Some(existing) = peer.iter().find(|c| c.path == path && c.seq == seq) {
+            if existing.cid != cid {
+                return Err(TransportError::violation("connection ID sequence reused"));
+            }
+            return Ok(());
+        }
+        peer.push(super::paths::PeerCid { path, seq, cid, reset_token: Some(reset_token), in_use: false });
+        // Retire what the peer asks to retire.
+        let mut switched = false;
+        let mut i = 0;
+        while i < peer.len() {
+            if peer[i].path == path && peer[i].seq < retire_prior_to {
+                let c = peer.remove(i);
+                switched |= c.in_use;
+                self.cids.retire_pending.push((path, c.seq));
+            } else {
+                i += 1;
+            }
+        }
+        if switched {
+            if let Some(c) = peer.iter_mut().find(|c| c.path == path) {
+                c.in_use = true;
+            }
+        }
+        let count = peer.iter().filter(|c| c.path == path).count() as u64;
+        if count > self.cids.peer_limit {
+            return Err(TransportError::new(ErrorCode::CONNECTION_ID_LIMIT_ERROR, "too many connection IDs"));
+        }
+        Ok(())
+    }
+
+    fn on_retire_cid(&mut self, path: PathId, seq: u64) -> Result<(), TransportError> {
+        let next = self.cids.local.iter().filter(|c| c.path == path).map(|c| c.seq + 1).max().unwrap_or(0);
+        if seq >= next {
+            return Err(TransportError::violation("retiring a connection ID never issued"));
+        }
+        self.cids.local.retain(|c| !(c.path == path && c.seq == seq));
+        self.cids.issue(path);
+        Ok(())
+    }
+
+    /// The handshake is confirmed: drop Handshake keys (RFC 9001 §4.9.2).
+    pub(super) fn confirm_handshake(&mut self) {
+        if self.handshake_confirmed {
+            return;
+        }
+        self.handshake_confirmed = true;
+        self.drop_level(Level::Handshake);
+        if self.state == State::Handshaking {
+            self.state = State::Established;
+        }
+    }
+
+    pub(super) fn drop_level(&mut self, level: Level) {
+        let i = level_index(level);
+        if i > 1 || self.hs[i].discarded {
+            return;
+        }
+        self.hs[i].discarded = true;
+        self.levels.discard(level);
+        let sp = &mut self.hs[i];
+        sp.sent.discard(&mut self.paths[0].recovery, |_, _| {});
+        sp.probes = 0;
+    }
+
+    /// Feed TLS, collect its output and install new keys.
+    pub(super) fn advance_tls(&mut self, _now: Instant) -> Result<(), Error> {
+        self.tls.advance().map_err(|e| Error::Transport(tls_error(e)))?;
+        while let Some((level, data)) = self.tls.take_outgoing() {
+            self.levels.send[level_index(level)].push(&data);
+        }
+        while let Some((level, local, remote)) = self.tls.take_new_keys() {
+            self.levels.install(level, local, remote);
+        }
+        if self.tls.is_handshake_complete() && self.peer_params.is_none() {
+            self.on_handshake_complete()?;
+        }
+        Ok(())
+    }
+
+    fn on_handshake_complete(&mut self) -> Result<(), Error> {
+        let raw = self
+            .tls
+            .peer_transport_params()
+            .ok_or(Error::Transport(TransportError::new(
+                ErrorCode::TRANSPORT_PARAMETER_ERROR,
+                "missing transport parameters",
+            )))?
+            .to_vec();
+        let params = TransportParams::decode(&raw, !self.is_server).map_err(Error::Transport)?;
+        self.validate_peer_params(&params).map_err(Error::Transport)?;
+        self.streams.set_peer_limits(&crate::stream::PeerLimits {
+            max_data: params.initial_max_data,
+            max_stream_data_bidi_local: params.initial_max_stream_data_bidi_local,
+            max_stream_data_bidi_remote: params.initial_max_stream_data_bidi_remote,
+            max_stream_data_uni: params.initial_max_stream_data_uni,
+            max_streams_bidi: params.initial_max_streams_bidi,
+            max_streams_uni: params.initial_max_streams_uni,
+        });
+        let mad = Duration::from_millis(params.max_ack_delay);
+        for p in &mut self.paths {
+            p.recovery.set_max_ack_delay(mad);
+        }
+        if let Some(tok) = params.stateless_reset_token {
+            if let Some(c) = self.cids.peer.iter_mut().find(|c| c.path == PathId::ZERO && c.seq == 0) {
+                c.reset_token = Some(tok);
+            }
+        }
+        self.cids.local_limit = params.active_connection_id_limit;
+        self.multipath = params.initial_max_path_id.is_some() && self.local_params.initial_max_path_id.is_some();
+        self.max_udp_payload = self.max_udp_payload.min(params.max_udp_payload_size as usize);
+        self.peer_params = Some(params);
+        self.cids.issue(PathId::ZERO);
+        self.state = State::Established;
+        if self.is_server {
+            // The server's handshake is confirmed on completion (RFC 9001 §4.1.2).
+            self.handshake_done_pending = true;
+            self.confirm_handshake();
+        }
+        Ok(())
+    }
+
+    fn validate_peer_params(&self, p: &TransportParams) -> Result<(), TransportError> {
+        let bad = |r| TransportError::new(ErrorCode::TRANSPORT_PARAMETER_ERROR, r);
+        // RFC 9000 §7.3: authenticate the connection IDs.
+        let peer_scid = self.cids.dcid_for(PathId::ZERO);
+        if p.initial_source_connection_id != peer_scid {
+            return Err(bad("initial_source_connection_id mismatch"));
+        }
+        if !self.is_server {
+            if p.original_destination_connection_id != Some(self.odcid) {
+                return Err(bad("original_destination_connection_id mismatch"));
+            }
+            if p.retry_source_connection_id != self.retry_scid {
+                return Err(bad("retry_source_connection_id mismatch"));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn hdr_is_long(level: Level) -> bool {
+    level != Level::OneRtt
+}
+
+fn hdr_type(level: Level) -> PacketType {
+    match level {
+        Level::Initial => PacketType::Initial,
+        Level::Handshake => PacketType::Handshake,
+        Level::ZeroRtt => PacketType::ZeroRtt,
+        Level::OneRtt => PacketType::Short,
+    }
+}
+
+fn keys_packet(c: &Connection, level: Level) -> Option<&crypto::PacketKey> {
+    c.levels.remote(level).map(|k| k.packet())
+}
+
+pub(super) fn tls_error(e: crypto::TlsError) -> TransportError {
+    TransportError::new(ErrorCode(e.quic_code()), "TLS handshake failed")
+}

@@ -1,0 +1,674 @@
+//! Sending: frames → packets → one datagram (coalescing Initial, Handshake
+//! and 1-RTT packets while the handshake runs).
+
+use std::time::Instant;
+
+use crate::codec::Writer;
+use crate::crypto::{self, Level};
+use crate::frame::{self, Frame};
+use crate::packet::{self, ConnectionId, PacketType, QUIC_V1};
+use crate::recovery::{HandshakeStatus, PacketFate, SentPacket, TimeoutAction};
+use crate::stream::ControlFrame;
+use crate::PathId;
+
+use super::sent::{SentFrame, SentFrames};
+use super::spaces::level_index;
+use super::{Connection, Error, SendInfo, State};
+
+/// AEAD tag length of every QUIC v1 cipher suite.
+const TAG_LEN: usize = 16;
+/// Minimum size of datagrams carrying ack-eliciting Initial packets.
+const MIN_INITIAL_SIZE: usize = 1200;
+
+impl Connection {
+    /// Write the next datagram into `out`. `None` means there is nothing to
+    /// send now (check [`Connection::timeout`]).
+    pub fn send(&mut self, out: &mut [u8], now: Instant) -> Result<Option<(usize, SendInfo)>, Error> {
+        let pi = self.pick_path(now);
+        self.send_on_index(out, pi, now)
+    }
+
+    /// Like [`Connection::send`] but on the given path.
+    pub fn send_on_path(
+        &mut self,
+        out: &mut [u8],
+        path: PathId,
+        now: Instant,
+    ) -> Result<Option<(usize, SendInfo)>, Error> {
+        let pi = self.path_index(path).ok_or(Error::InvalidPath)?;
+        self.send_on_index(out, pi, now)
+    }
+
+    fn pick_path(&self, _now: Instant) -> usize {
+        // Paths owing control traffic first, then the scheduler's choice.
+        if let Some(i) = self.paths.iter().position(|p| {
+            !p.abandoned && (!p.responses.is_empty() || p.challenge_pending || p.probes > 0)
+        }) {
+            return i;
+        }
+        let mut best: Option<usize> = None;
+        for (i, p) in self.paths.iter().enumerate() {
+            if !p.usable() || p.status != super::PathStatus::Available {
+                continue;
+            }
+            let room = p.recovery.cwnd() > p.recovery.bytes_in_flight();
+            match best {
+                None => best = Some(i),
+                Some(b) => {
+                    let bp = &self.paths[b];
+                    let broom = bp.recovery.cwnd() > bp.recovery.bytes_in_flight();
+                    if (room && !broom) || (room == broom && p.recovery.rtt().smoothed() < bp.recovery.rtt().smoothed()) {
+                        best = Some(i);
+                    }
+                }
+            }
+        }
+        best.or_else(|| self.paths.iter().position(|p| p.usable())).unwrap_or(0)
+    }
+
+    fn send_on_index(&mut self, out: &mut [u8], pi: usize, now: Instant) -> Result<Option<(usize, SendInfo)>, Error> {
+        match self.state {
+            State::Closed | State::Draining { .. } => return Ok(None),
+            State::Closing { .. } if !self.close_pending => return Ok(None),
+            _ => {}
+        }
+        if out.len() < MIN_INITIAL_SIZE.min(self.max_udp_payload) {
+            return Err(Error::BufferTooShort);
+        }
+        let mut limit = out.len().min(self.max_udp_payload);
+        // Anti-amplification (RFC 9000 §8.1): 3x what the client sent.
+        if self.is_server && !self.peer_validated {
+            let p = &self.paths[pi];
+            let budget = (p.amp_recv * 3).saturating_sub(p.amp_sent) as usize;
+            if budget < limit {
+                limit = budget;
+            }
+            if limit < 64 {
+                return Ok(None);
+            }
+        }
+        let out = &mut out[..limit];
+
+        if self.close_pending {
+            return self.send_close(out, pi, now);
+        }
+
+        let mut written = 0;
+        let mut has_initial = false;
+        let mut ack_eliciting_initial = false;
+        for level in [Level::Initial, Level::Handshake, Level::OneRtt] {
+            if !self.levels.has_send_keys(level) {
+                continue;
+            }
+            if level != Level::OneRtt && pi != 0 {
+                continue;
+            }
+            if written + 64 > out.len() {
+                break;
+            }
+            // Client Initials are padded to 1200 bytes; the padding goes in the
+            // last packet of the datagram, so decide it for the last one.
+            let is_last = level == Level::OneRtt || !self.more_levels_to_send(level);
+            let pad_to = if is_last && (ack_eliciting_initial || (level == Level::Initial && !self.is_server)) {
+                Some(MIN_INITIAL_SIZE.saturating_sub(written))
+            } else {
+                None
+            };
+            match self.write_packet(level, pi, &mut out[written..], pad_to, now)? {
+                Some((n, eliciting)) => {
+                    if level == Level::Initial {
+                        has_initial = true;
+                        ack_eliciting_initial |= eliciting;
+                    }
+                    written += n;
+                }
+                None => continue,
+            }
+        }
+        if written == 0 {
+            return Ok(None);
+        }
+        // An ack-eliciting Initial not followed by another packet was padded
+        // inside write_packet; if a later level wrote nothing, pad here.
+        if has_initial && ack_eliciting_initial && written < MIN_INITIAL_SIZE.min(out.len()) {
+            // Trailing zero bytes after the last packet are valid padding for
+            // the datagram (receivers discard what they cannot parse).
+            let end = MIN_INITIAL_SIZE.min(out.len());
+            out[written..end].fill(0);
+            written = end;
+        }
+        let path = &mut self.paths[pi];
+        path.amp_sent += written as u64;
+        path.st.sent_bytes += written as u64;
+        self.stats.sent += 1;
+        self.stats.sent_bytes += written as u64;
+        let at = if self.pacing { path.recovery.next_send_time(now, written).unwrap_or(now) } else { now };
+        Ok(Some((written, SendInfo { from: path.local, to: path.peer, path_id: path.id, at })))
+    }
+
+    fn more_levels_to_send(&self, level: Level) -> bool {
+        match level {
+            Level::Initial => {
+                (self.levels.has_send_keys(Level::Handshake) && self.level_has_data(Level::Handshake))
+                    || (self.levels.has_send_keys(Level::OneRtt) && self.level_has_data(Level::OneRtt))
+            }
+            Level::Handshake => self.levels.has_send_keys(Level::OneRtt) && self.level_has_data(Level::OneRtt),
+            _ => false,
+        }
+    }
+
+    fn level_has_data(&self, level: Level) -> bool {
+        let i = level_index(level);
+        if i < 2 {
+            let sp = &self.hs[i];
+            return !sp.discarded && (sp.acks.has_new() || self.levels.send[i].has_pending() || sp.probes > 0);
+        }
+        self.paths[0].acks.has_new()
+            || self.streams.has_pending()
+            || self.handshake_done_pending
+            || self.levels.send[2].has_pending()
+    }
+
+    /// Write one packet at `level`; `(len, ack_eliciting)`, or `None` if
+    /// there was nothing to send at this level.
+    fn write_packet(
+        &mut self,
+        level: Level,
+        pi: usize,
+        buf: &mut [u8],
+        pad_to: Option<usize>,
+        now: Instant,
+    ) -> Result<Option<(usize, bool)>, Error> {
+        let li = level_index(level);
+        let is_data = li == 2;
+        let (next_pn, largest_acked) = if is_data {
+            let p = &self.paths[pi];
+            (p.next_pn, p.space.largest_acked())
+        } else {
+            let sp = &self.hs[li];
+            if sp.discarded {
+                return Ok(None);
+            }
+            (sp.next_pn, sp.sent.largest_acked())
+        };
+        let ack_due = if is_data {
+            let a = &self.paths[pi].acks;
+            a.has_new() && (a.ack_deadline().is_some_and(|d| d <= now) || self.level_wants_to_send(level, pi))
+        } else {
+            self.hs[li].acks.has_new()
+        };
+        let probes = if is_data { self.paths[pi].probes } else { self.hs[li].probes };
+        // Congestion control: only ACK-only packets and probes may exceed cwnd.
+        let cwnd_room = {
+            let r = &self.paths[pi].recovery;
+            r.cwnd().saturating_sub(r.bytes_in_flight())
+        };
+        let may_send_data = probes > 0 || cwnd_room >= buf.len().min(self.max_udp_payload) || !is_data;
+        let has_data = self.level_wants_to_send(level, pi);
+        let challenge = is_data && (self.paths[pi].challenge_pending || !self.paths[pi].responses.is_empty());
+        if !ack_due && !(has_data && may_send_data) && probes == 0 && !challenge {
+            if is_data && has_data && !may_send_data {
+                // cwnd-limited: nothing.
+            }
+            return Ok(None);
+        }
+
+        let pn = next_pn;
+        let pn_len = packet::pn_len_for(pn, largest_acked);
+        let dcid = self.cids.dcid_for(self.paths[pi].id).unwrap_or(ConnectionId::EMPTY);
+        let scid = self.cids.initial_scid();
+        let mut w = Writer::new(buf);
+        let (pn_offset, long) = match level {
+            Level::Initial | Level::Handshake => {
+                let ty = if level == Level::Initial { PacketType::Initial } else { PacketType::Handshake };
+                let token: &[u8] = if level == Level::Initial && !self.is_server { &self.token } else { &[] };
+                let o = packet::write_long_header(&mut w, ty, QUIC_V1, &dcid, &scid, token, pn, pn_len)
+                    .map_err(|_| Error::BufferTooShort)?;
+                (o.pn_offset, Some(o))
+            }
+            _ => {
+                let o = packet::write_short_header(&mut w, &dcid, pn, pn_len, self.levels.ku.phase, false)
+                    .map_err(|_| Error::BufferTooShort)?;
+                (o, None)
+            }
+        };
+        let hdr_len = w.pos();
+        let total = buf_len(&w);
+        if total < hdr_len + TAG_LEN + 8 {
+            return Ok(None);
+        }
+        let payload_end = total - TAG_LEN;
+        let mut frames = SentFrames::new();
+        let mut ack_eliciting = false;
+
+        // ACK first: it is never congestion controlled.
+        if ack_due || (has_data && may_send_data) {
+            let acks = if is_data { &mut self.paths[pi].acks } else { &mut self.hs[li].acks };
+            if !acks.ranges().is_empty() {
+                let delay = acks.ack_delay_field(now);
+                let path_id = if is_data && self.multipath { Some(self.paths[pi].id.0 as u64) } else { None };
+                let room = payload_end - w.pos();
+                if let Ok(_n) = frame::encode_ack_max(&mut w, path_id, acks.ranges(), delay, None, room) {
+                    if let Some(largest) = acks.ranges().max() {
+                        frames.push(SentFrame::Ack { largest });
+                    }
+                    acks.on_ack_sent();
+                }
+            }
+        }
+
+        if is_data {
+            // PATH_RESPONSE / PATH_CHALLENGE.
+            let p = &mut self.paths[pi];
+            while let Some(r) = p.responses.pop() {
+                if Frame::PathResponse(r).encode(&mut w).is_err() {
+                    p.responses.push(r);
+                    break;
+                }
+                ack_eliciting = true;
+            }
+            if p.challenge_pending {
+                let mut data = [0u8; 8];
+                crypto::fill_random(&mut data);
+                if Frame::PathChallenge(data).encode(&mut w).is_ok() {
+                    let pto = p.recovery.rtt().pto_base();
+                    p.challenge = Some((data, now + pto * 3));
+                    p.challenge_pending = false;
+                    ack_eliciting = true;
+                    frames.push(SentFrame::Ping);
+                }
+            }
+        }
+
+        if may_send_data {
+            // CRYPTO data (retransmissions first).
+            loop {
+                let room = payload_end.saturating_sub(w.pos());
+                let Some((off, _)) = self.levels.send[li].next(usize::MAX) else { break };
+                let max = frame::crypto_max_data_len(room, off);
+                if max == 0 {
+                    break;
+                }
+                let Some((off, data)) = self.levels.send[li].next(max) else { break };
+                let len = data.len();
+                if frame::encode_crypto_header(&mut w, off, len).is_err() || w.bytes(data).is_err() {
+                    break;
+                }
+                self.levels.send[li].on_sent(off, len);
+                frames.push(SentFrame::Crypto { level, offset: off, len: len as u32 });
+                ack_eliciting = true;
+            }
+
+            if is_data {
+                ack_eliciting |= self.write_data_frames(&mut w, payload_end, pi, &mut frames);
+            }
+        }
+
+        // A probe must be ack-eliciting.
+        if probes > 0 && !ack_eliciting && w.pos() < payload_end {
+            if Frame::Ping.encode(&mut w).is_ok() {
+                frames.push(SentFrame::Ping);
+                ack_eliciting = true;
+            }
+        }
+        if w.pos() == hdr_len {
+            return Ok(None);
+        }
+        if probes > 0 && ack_eliciting {
+            if is_data {
+                self.paths[pi].probes -= 1;
+            } else {
+                self.hs[li].probes -= 1;
+            }
+        }
+
+        // Padding: the header-protection sample needs 4 bytes after the
+        // packet number start beyond the pn (RFC 9001 §5.4.2), and Initial
+        // datagrams need 1200 bytes.
+        let frames_end = w.pos();
+        let mut plain_end = frames_end.max(pn_offset + 4);
+        if let Some(p) = pad_to {
+            if ack_eliciting || level == Level::Initial {
+                plain_end = plain_end.max(p.saturating_sub(TAG_LEN));
+            }
+        }
+        let plain_end = plain_end.min(payload_end);
+        let buf = w.buf_mut();
+        // PADDING frames are zero bytes.
+        buf[frames_end..plain_end].fill(0);
+        let pkt_len = plain_end + TAG_LEN;
+        if let Some(o) = long {
+            packet::patch_length(buf, &o, pkt_len - pn_offset).map_err(|_| Error::BufferTooShort)?;
+        }
+        let nonce_path = if self.multipath { self.paths[pi].id.0 } else { 0 };
+        let keys = self.levels.local(level).ok_or(Error::Closed)?;
+        let (header, rest) = buf.split_at_mut(hdr_len);
+        keys.packet()
+            .seal_in_place(pn, nonce_path, header, &mut rest[..pkt_len - hdr_len])
+            .map_err(|_| Error::Closed)?;
+        crypto::apply_header_protection(&mut buf[..pkt_len], pn_offset, pn_len, keys.header())
+            .map_err(|_| Error::Closed)?;
+
+        // Bookkeeping.
+        let in_flight = ack_eliciting || pad_to.is_some();
+        let pkt = SentPacket::new(pn, now, pkt_len, ack_eliciting, in_flight, frames);
+        if is_data {
+            if self.levels.ku.first_pn_in_phase.is_none() {
+                self.levels.ku.first_pn_in_phase = Some(pn);
+            }
+            let p = &mut self.paths[pi];
+            p.space.on_packet_sent(&mut p.recovery, pkt);
+            p.next_pn += 1;
+            p.st.sent += 1;
+        } else {
+            let sp = &mut self.hs[li];
+            sp.sent.on_packet_sent(&mut self.paths[0].recovery, pkt);
+            sp.next_pn += 1;
+        }
+        if ack_eliciting {
+            self.last_ack_eliciting_sent = Some(now);
+        }
+        // Client discards Initial keys once it sends its first Handshake
+        // packet (RFC 9001 §4.9.1).
+        if !self.is_server && level == Level::Handshake {
+            self.drop_level(Level::Initial);
+        }
+        Ok(Some((pkt_len, ack_eliciting)))
+    }
+
+    fn level_wants_to_send(&self, level: Level, pi: usize) -> bool {
+        let li = level_index(level);
+        if self.levels.send[li].has_pending() {
+            return true;
+        }
+        li == 2
+            && (self.streams.has_pending()
+                || self.handshake_done_pending
+                || self.cids.retire_pending.len() > 0
+                || self.cids.local.iter().any(|c| c.announce_pending)
+                || self.paths[pi].challenge_pending
+                || !self.paths[pi].responses.is_empty())
+    }
+
+    /// 1-RTT frames other than ACK and CRYPTO. Returns whether any
+    /// ack-eliciting frame was written.
+    fn write_data_frames(&mut self, w: &mut Writer<'_>, end: usize, pi: usize, frames: &mut SentFrames) -> bool {
+        let mut eliciting = false;
+        if self.handshake_done_pending && self.is_server && w.pos() < end {
+            if Frame::HandshakeDone.encode(w).is_ok() {
+                self.handshake_done_pending = false;
+                frames.push(SentFrame::HandshakeDone);
+                eliciting = true;
+            }
+        }
+        // Connection IDs.
+        let multipath = self.multipath;
+        for c in self.cids.local.iter_mut().filter(|c| c.announce_pending) {
+            let f = Frame::NewConnectionId {
+                path_id: if multipath && c.path != PathId::ZERO { Some(c.path.0 as u64) } else { None },
+                seq: c.seq,
+                retire_prior_to: 0,
+                cid: c.cid,
+                reset_token: c.reset_token,
+            };
+            if f.encoded_len() > end.saturating_sub(w.pos()) || f.encode(w).is_err() {
+                break;
+            }
+            c.announce_pending = false;
+            frames.push(SentFrame::NewCid { path: c.path, seq: c.seq });
+            eliciting = true;
+        }
+        while let Some((path, seq)) = self.cids.retire_pending.pop() {
+            let f = Frame::RetireConnectionId {
+                path_id: if multipath && path != PathId::ZERO { Some(path.0 as u64) } else { None },
+                seq,
+            };
+            if f.encoded_len() > end.saturating_sub(w.pos()) || f.encode(w).is_err() {
+                self.cids.retire_pending.push((path, seq));
+                break;
+            }
+            frames.push(SentFrame::RetireCid { path, seq });
+            eliciting = true;
+        }
+        // Flow control and stream state.
+        let rtt = self.paths[pi].recovery.rtt().smoothed();
+        while let Some(c) = self.streams.next_control(rtt) {
+            let f = control_frame(&c);
+            if f.encoded_len() > end.saturating_sub(w.pos()) || f.encode(w).is_err() {
+                self.streams.on_control_lost(c);
+                break;
+            }
+            frames.push(SentFrame::Control(c));
+            eliciting = true;
+        }
+        // Stream data, round-robin across streams.
+        loop {
+            let room = end.saturating_sub(w.pos());
+            if room < 24 {
+                break;
+            }
+            // Reserve for the largest header so the chunk always fits.
+            let max = room - frame::stream_header_len(u64::MAX >> 2, u64::MAX >> 2, room, true);
+            let Some((id, chunk)) = self.streams.next_chunk(max) else { break };
+            if frame::encode_stream_header(w, id, chunk.offset, chunk.len, chunk.fin, true).is_err() {
+                self.streams.on_lost(id, chunk.offset, chunk.len, chunk.fin);
+                break;
+            }
+            let Ok(dst) = w.reserve(chunk.len) else { break };
+            self.streams.copy_data(id, chunk.offset, dst);
+            let p = &mut self.paths[pi];
+            if chunk.is_retransmit {
+                p.st.retrans_bytes += 0;
+            } else {
+                p.st.stream_bytes += chunk.len as u64;
+            }
+            frames.push(SentFrame::Stream { id, offset: chunk.offset, len: chunk.len as u32, fin: chunk.fin });
+            eliciting = true;
+        }
+        eliciting
+    }
+
+    /// A packet carrying only CONNECTION_CLOSE.
+    fn send_close(&mut self, out: &mut [u8], pi: usize, now: Instant) -> Result<Option<(usize, SendInfo)>, Error> {
+        self.close_pending = false;
+        let Some(info) = self.local_close.clone() else { return Ok(None) };
+        let level = [Level::OneRtt, Level::Handshake, Level::Initial]
+            .into_iter()
+            .find(|l| self.levels.has_send_keys(*l) && (level_index(*l) == 2 || !self.hs[level_index(*l)].discarded))
+            .ok_or(Error::Closed)?;
+        let li = level_index(level);
+        // An application close is only sent in 1-RTT.
+        let (is_app, code) = if info.is_app && li != 2 { (false, 0x0c) } else { (info.is_app, info.code) };
+        let reason = &info.reason[..info.reason.len().min(64)];
+        let f = Frame::ConnectionClose {
+            error_code: code,
+            frame_type: if is_app { None } else { Some(info.frame_type.unwrap_or(0)) },
+            reason,
+        };
+        let pn = if li == 2 { self.paths[pi].next_pn } else { self.hs[li].next_pn };
+        let pn_len = 4;
+        let dcid = self.cids.dcid_for(self.paths[pi].id).unwrap_or(ConnectionId::EMPTY);
+        let scid = self.cids.initial_scid();
+        let mut w = Writer::new(out);
+        let (pn_offset, long) = if li == 2 {
+            (
+                packet::write_short_header(&mut w, &dcid, pn, pn_len, self.levels.ku.phase, false)
+                    .map_err(|_| Error::BufferTooShort)?,
+                None,
+            )
+        } else {
+            let ty = if li == 0 { PacketType::Initial } else { PacketType::Handshake };
+            let token: &[u8] = if li == 0 && !self.is_server { &self.token } else { &[] };
+            let o = packet::write_long_header(&mut w, ty, QUIC_V1, &dcid, &scid, token, pn, pn_len)
+                .map_err(|_| Error::BufferTooShort)?;
+            (o.pn_offset, Some(o))
+        };
+        let hdr_len = w.pos();
+        f.encode(&mut w).map_err(|_| Error::BufferTooShort)?;
+        let plain_end = w.pos().max(pn_offset + 4);
+        let pkt_len = plain_end + TAG_LEN;
+        let buf = w.buf_mut();
+        if let Some(o) = long {
+            packet::patch_length(buf, &o, pkt_len - pn_offset).map_err(|_| Error::BufferTooShort)?;
+        }
+        let nonce_path = if self.multipath { self.paths[pi].id.0 } else { 0 };
+        let keys = self.levels.local(level).ok_or(Error::Closed)?;
+        let (header, rest) = buf.split_at_mut(hdr_len);
+        keys.packet().seal_in_place(pn, nonce_path, header, &mut rest[..pkt_len - hdr_len]).map_err(|_| Error::Closed)?;
+        crypto::apply_header_protection(&mut buf[..pkt_len], pn_offset, pn_len, keys.header()).map_err(|_| Error::Closed)?;
+        if li == 2 {
+            self.paths[pi].next_pn += 1;
+        } else {
+            self.hs[li].next_pn += 1;
+        }
+        let p = &self.paths[pi];
+        Ok(Some((pkt_len, SendInfo { from: p.local, to: p.peer, path_id: p.id, at: now })))
+    }
+
+    // ---- loss detection timers --------------------------------------------
+
+    pub(super) fn loss_timer(&self) -> Option<Instant> {
+        let hs = self.hs_status();
+        let mut t: Option<Instant> = None;
+        for (i, p) in self.paths.iter().enumerate() {
+            let x = if i == 0 {
+                let mut spaces = Vec::with_capacity(3);
+                for sp in &self.hs {
+                    if !sp.discarded {
+                        spaces.push(&sp.sent);
+                    }
+                }
+                spaces.push(&p.space);
+                p.recovery.loss_detection_timer(&spaces, &hs)
+            } else {
+                p.recovery.loss_detection_timer(&[&p.space], &hs)
+            };
+            if let Some(x) = x {
+                t = Some(t.map_or(x, |t| t.min(x)));
+            }
+        }
+        t
+    }
+
+    pub(super) fn hs_status(&self) -> HandshakeStatus {
+        HandshakeStatus {
+            is_client: !self.is_server,
+            has_handshake_keys: self.levels.has_send_keys(Level::Handshake),
+            handshake_confirmed: self.handshake_confirmed,
+            peer_completed_address_validation: self.is_server
+                || self.handshake_confirmed
+                || self.hs[1].sent.largest_acked().is_some(),
+            amplification_limited: self.is_server
+                && !self.peer_validated
+                && self.paths[0].amp_sent >= self.paths[0].amp_recv * 3,
+        }
+    }
+
+    pub(super) fn on_loss_timeout(&mut self, now: Instant) {
+        let hs = self.hs_status();
+        let views = self.path_views();
+        let mut lost = std::mem::take(&mut self.scratch_lost);
+        for pi in 0..self.paths.len() {
+            let action = {
+                let (hs_spaces, paths) = (&mut self.hs, &mut self.paths);
+                let p = &mut paths[pi];
+                let mut on = |fate: PacketFate, pkt: SentPacket<SentFrames>| {
+                    if fate == PacketFate::Lost {
+                        lost.push(pkt);
+                    }
+                };
+                if pi == 0 {
+                    let [a, b] = hs_spaces;
+                    let mut spaces: Vec<&mut crate::recovery::PacketSpace<SentFrames>> = Vec::with_capacity(3);
+                    if !a.discarded {
+                        spaces.push(&mut a.sent);
+                    }
+                    if !b.discarded {
+                        spaces.push(&mut b.sent);
+                    }
+                    spaces.push(&mut p.space);
+                    p.recovery.on_loss_detection_timeout(&mut spaces, now, &hs, &views, &mut on)
+                } else {
+                    p.recovery.on_loss_detection_timeout(&mut [&mut p.space], now, &hs, &views, &mut on)
+                }
+            };
+            match action {
+                TimeoutAction::None | TimeoutAction::Lost(_) => {}
+                TimeoutAction::Probe { space, packets } => match space {
+                    crate::recovery::SpaceKind::Initial => self.hs[0].probes = packets,
+                    crate::recovery::SpaceKind::Handshake => self.hs[1].probes = packets,
+                    crate::recovery::SpaceKind::Data => {
+                        self.paths[pi].probes = packets;
+                        // Resend the oldest unacknowledged data in the probe
+                        // (RFC 9002 §6.2.4) by treating it as lost.
+                    }
+                },
+            }
+            // Data lost from this path's packets (CRYPTO frames carry their
+            // own level).
+            for pkt in lost.drain(..) {
+                self.stats.lost += 1;
+                self.paths[pi].st.lost += 1;
+                for f in pkt.data {
+                    self.on_frame_lost(f, Level::OneRtt, pi);
+                }
+            }
+        }
+        self.scratch_lost = lost;
+    }
+
+    /// Path-validation timeouts.
+    pub(super) fn on_path_timers(&mut self, now: Instant) {
+        for p in &mut self.paths {
+            if let Some((_, t)) = p.challenge {
+                if now >= t {
+                    p.challenge = None;
+                    if !p.validated {
+                        self.events.push_back(super::PathEvent::FailedValidation(p.id));
+                        p.abandoned = true;
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn path_views(&self) -> Vec<crate::cc::PathView> {
+        self.paths.iter().map(|p| p.recovery.view(p.usable())).collect()
+    }
+
+    pub(super) fn abandon_path_index(&mut self, i: usize, _now: Instant) {
+        let id = self.paths[i].id;
+        self.paths[i].abandoned = true;
+        // Everything in flight on the path is retransmitted elsewhere.
+        let mut lost = Vec::new();
+        {
+            let p = &mut self.paths[i];
+            p.space.discard(&mut p.recovery, |_, pkt| lost.push(pkt));
+        }
+        for pkt in lost {
+            for f in pkt.data {
+                self.on_frame_lost(f, Level::OneRtt, i);
+            }
+        }
+        self.events.push_back(super::PathEvent::Abandoned(id));
+    }
+}
+
+fn buf_len(w: &Writer<'_>) -> usize {
+    w.pos() + w.remaining()
+}
+
+fn control_frame(c: &ControlFrame) -> Frame<'static> {
+    match *c {
+        ControlFrame::MaxData(v) => Frame::MaxData(v),
+        ControlFrame::MaxStreamData { id, max } => Frame::MaxStreamData { stream_id: id, max },
+        ControlFrame::MaxStreams { bidi, max } => Frame::MaxStreams { bidi, max },
+        ControlFrame::DataBlocked(v) => Frame::DataBlocked(v),
+        ControlFrame::StreamDataBlocked { id, limit } => Frame::StreamDataBlocked { stream_id: id, limit },
+        ControlFrame::StreamsBlocked { bidi, limit } => Frame::StreamsBlocked { bidi, limit },
+        ControlFrame::ResetStream { id, code, final_size } => {
+            Frame::ResetStream { stream_id: id, error_code: code, final_size }
+        }
+        ControlFrame::StopSending { id, code } => Frame::StopSending { stream_id: id, error_code: code },
+    }
+}

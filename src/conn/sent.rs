@@ -1,0 +1,42 @@
+//! What a sent packet carried, kept until the packet is acknowledged or lost so
+//! that lost information can be sent again (RFC 9000 §13.3).
+
+use smallvec::SmallVec;
+
+use crate::crypto::Level;
+use crate::stream::ControlFrame;
+use crate::PathId;
+
+/// One retransmittable (or ACK-tracking) item of a sent packet.
+#[derive(Clone, Debug)]
+pub(crate) enum SentFrame {
+    /// STREAM data.
+    Stream { id: u64, offset: u64, len: u32, fin: bool },
+    /// CRYPTO data at an encryption level.
+    Crypto { level: Level, offset: u64, len: u32 },
+    /// A flow-control / stream-state frame; resent with current values.
+    Control(ControlFrame),
+    /// An ACK (or PATH_ACK) whose largest acknowledged was this; once the
+    /// packet carrying it is acknowledged the ranges below can be forgotten.
+    Ack { largest: u64 },
+    /// HANDSHAKE_DONE.
+    HandshakeDone,
+    /// (PATH_)NEW_CONNECTION_ID.
+    NewCid { path: PathId, seq: u64 },
+    /// (PATH_)RETIRE_CONNECTION_ID.
+    RetireCid { path: PathId, seq: u64 },
+    /// PATH_STATUS_BACKUP / PATH_STATUS_AVAILABLE.
+    PathStatus { path: PathId },
+    /// PATH_ABANDON.
+    PathAbandon { path: PathId },
+    /// MAX_PATH_ID.
+    MaxPathId,
+    /// PATH_RESPONSE: not retransmitted, tracked for completeness.
+    PathResponse,
+    /// A packet with only PING/PADDING/PATH_CHALLENGE content.
+    Ping,
+}
+
+/// The frames of one sent packet. Two inline slots cover the bulk-transfer
+/// case (one STREAM frame plus an ACK) without a heap allocation.
+pub(crate) type SentFrames = SmallVec<[SentFrame; 2]>;

@@ -1,0 +1,261 @@
+//! Encryption levels: packet protection keys, 1-RTT key update, CRYPTO
+//! streams, and the Initial/Handshake packet-number spaces.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use crate::crypto::{self, Keys, Level};
+use crate::error::{ErrorCode, TransportError};
+use crate::ranges::RangeSet;
+use crate::recovery::{AckTracker, PacketSpace};
+
+use super::sent::SentFrames;
+
+/// Most CRYPTO data we buffer out of order (RFC 9000 §7.5 allows closing with
+/// CRYPTO_BUFFER_EXCEEDED beyond a limit of our choice).
+const MAX_CRYPTO_BUFFER: u64 = 64 * 1024;
+
+/// Index of a level in the arrays below: 0-RTT is never used (refused).
+pub(crate) fn level_index(level: Level) -> usize {
+    match level {
+        Level::Initial => 0,
+        Level::Handshake => 1,
+        Level::ZeroRtt | Level::OneRtt => 2,
+    }
+}
+
+/// Outgoing CRYPTO data of one level: all bytes are kept until acknowledged
+/// (handshake flights are a few KB).
+#[derive(Debug, Default)]
+pub(crate) struct CryptoSend {
+    data: Vec<u8>,
+    /// Offset of data[0].
+    base: u64,
+    sent: u64,
+    acked: RangeSet,
+    lost: RangeSet,
+}
+
+impl CryptoSend {
+    pub(crate) fn push(&mut self, d: &[u8]) {
+        self.data.extend_from_slice(d);
+    }
+    fn end(&self) -> u64 {
+        self.base + self.data.len() as u64
+    }
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.lost.is_empty() || self.sent < self.end()
+    }
+    /// Next range to send (lost data first), at most `max` bytes.
+    pub(crate) fn next(&self, max: usize) -> Option<(u64, &[u8])> {
+        let (off, end) = if let Some(r) = self.lost.iter().next() {
+            (r.start, r.end)
+        } else if self.sent < self.end() {
+            (self.sent, self.end())
+        } else {
+            return None;
+        };
+        let len = ((end - off) as usize).min(max);
+        if len == 0 {
+            return None;
+        }
+        let s = (off - self.base) as usize;
+        self.data.get(s..s + len).map(|d| (off, d))
+    }
+    pub(crate) fn on_sent(&mut self, off: u64, len: usize) {
+        let end = off + len as u64;
+        self.lost.remove(off..end);
+        self.sent = self.sent.max(end);
+    }
+    pub(crate) fn on_acked(&mut self, off: u64, len: usize) {
+        self.acked.insert(off..off + len as u64);
+        self.lost.remove(off..off + len as u64);
+        // Drop the acknowledged prefix.
+        if let Some(r) = self.acked.iter().next() {
+            if r.start <= self.base && r.end > self.base {
+                let n = (r.end - self.base) as usize;
+                self.data.drain(..n.min(self.data.len()));
+                self.base = r.end;
+            }
+        }
+    }
+    pub(crate) fn on_lost(&mut self, off: u64, len: usize) {
+        let mut r = off..off + len as u64;
+        if r.start < self.base {
+            r.start = self.base;
+        }
+        if r.start >= r.end {
+            return;
+        }
+        // Only what is not acknowledged yet.
+        self.lost.insert(r.clone());
+        for a in self.acked.iter() {
+            if a.start < r.end && a.end > r.start {
+                self.lost.remove(a.clone());
+            }
+        }
+    }
+    /// Resend everything not acknowledged (Retry, or discarded keys).
+    pub(crate) fn requeue_all(&mut self) {
+        if self.sent > self.base {
+            self.on_lost(self.base, (self.sent - self.base) as usize);
+        }
+    }
+}
+
+/// Incoming CRYPTO data of one level, reassembled in order for TLS.
+#[derive(Debug, Default)]
+pub(crate) struct CryptoRecv {
+    read: u64,
+    pending: BTreeMap<u64, Vec<u8>>,
+}
+
+impl CryptoRecv {
+    /// Insert a CRYPTO frame; returns contiguous data ready for TLS.
+    pub(crate) fn insert(&mut self, off: u64, data: &[u8], out: &mut Vec<u8>) -> Result<(), TransportError> {
+        let end = off + data.len() as u64;
+        if end > self.read + MAX_CRYPTO_BUFFER {
+            return Err(TransportError::new(ErrorCode::CRYPTO_BUFFER_EXCEEDED, "too much CRYPTO data buffered"));
+        }
+        if end <= self.read {
+            return Ok(());
+        }
+        if off <= self.read {
+            let skip = (self.read - off) as usize;
+            out.extend_from_slice(&data[skip..]);
+            self.read = end;
+        } else {
+            let e = self.pending.entry(off).or_default();
+            if e.len() < data.len() {
+                *e = data.to_vec();
+            }
+            return Ok(());
+        }
+        // Drain buffered segments that became contiguous.
+        while let Some((&o, _)) = self.pending.iter().next() {
+            if o > self.read {
+                break;
+            }
+            if let Some(seg) = self.pending.remove(&o) {
+                let seg_end = o + seg.len() as u64;
+                if seg_end > self.read {
+                    out.extend_from_slice(&seg[(self.read - o) as usize..]);
+                    self.read = seg_end;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// 1-RTT key-update state (RFC 9001 §6).
+#[derive(Default)]
+pub(crate) struct KeyUpdate {
+    /// Current key phase bit.
+    pub(crate) phase: bool,
+    /// Keys the peer will use after its next update, derived ahead of time so
+    /// a packet in the new phase can be tried without a stall.
+    pub(crate) next_remote: Option<Keys>,
+    /// Previous remote keys, kept briefly for reordered packets.
+    pub(crate) prev_remote: Option<(Keys, Instant)>,
+    /// First packet number we sent in the current phase; an update may be
+    /// initiated/accepted once one of those is acknowledged.
+    pub(crate) first_pn_in_phase: Option<u64>,
+    pub(crate) phase_acked: bool,
+}
+
+/// Keys and CRYPTO streams of all levels.
+pub(crate) struct CryptoLevels {
+    local: [Option<Keys>; 3],
+    remote: [Option<Keys>; 3],
+    pub(crate) send: [CryptoSend; 3],
+    pub(crate) recv: [CryptoRecv; 3],
+    pub(crate) ku: KeyUpdate,
+}
+
+impl CryptoLevels {
+    pub(crate) fn new(initial_dcid: &[u8], is_server: bool) -> Self {
+        let mut s = CryptoLevels {
+            local: [None, None, None],
+            remote: [None, None, None],
+            send: Default::default(),
+            recv: Default::default(),
+            ku: KeyUpdate::default(),
+        };
+        s.reset_initial(initial_dcid, is_server);
+        s
+    }
+
+    /// (Re)derive Initial keys, e.g. after a Retry changed the DCID.
+    pub(crate) fn reset_initial(&mut self, dcid: &[u8], is_server: bool) {
+        let (local, remote) = crypto::initial_keys(dcid, is_server);
+        self.local[0] = Some(local);
+        self.remote[0] = Some(remote);
+    }
+
+    pub(crate) fn install(&mut self, level: Level, local: Option<Keys>, remote: Option<Keys>) {
+        let i = level_index(level);
+        if let Some(k) = local {
+            self.local[i] = Some(k);
+        }
+        if let Some(k) = remote {
+            if i == 2 {
+                self.ku.next_remote = Some(k.next());
+            }
+            self.remote[i] = Some(k);
+        }
+    }
+
+    pub(crate) fn discard(&mut self, level: Level) {
+        let i = level_index(level);
+        self.local[i] = None;
+        self.remote[i] = None;
+        self.send[i] = CryptoSend::default();
+    }
+
+    pub(crate) fn has_send_keys(&self, level: Level) -> bool {
+        self.local[level_index(level)].is_some()
+    }
+    pub(crate) fn has_recv_keys(&self, level: Level) -> bool {
+        self.remote[level_index(level)].is_some()
+    }
+    pub(crate) fn local(&self, level: Level) -> Option<&Keys> {
+        self.local[level_index(level)].as_ref()
+    }
+    pub(crate) fn remote(&self, level: Level) -> Option<&Keys> {
+        self.remote[level_index(level)].as_ref()
+    }
+
+    /// The peer flipped the key phase and a packet decrypted with the next
+    /// keys: rotate both directions (RFC 9001 §6.2).
+    pub(crate) fn rotate(&mut self, now: Instant, prev_expiry: Instant) {
+        let Some(next) = self.ku.next_remote.take() else { return };
+        if let Some(old) = self.remote[2].replace(next) {
+            let _ = now;
+            self.ku.prev_remote = Some((old, prev_expiry));
+        }
+        self.ku.next_remote = self.remote[2].as_ref().map(|k| k.next());
+        if let Some(l) = self.local[2].take() {
+            self.local[2] = Some(l.next());
+        }
+        self.ku.phase = !self.ku.phase;
+        self.ku.first_pn_in_phase = None;
+        self.ku.phase_acked = false;
+    }
+}
+
+/// An Initial or Handshake packet-number space (first path only).
+pub(crate) struct HsSpace {
+    pub(crate) sent: PacketSpace<SentFrames>,
+    pub(crate) acks: AckTracker,
+    pub(crate) next_pn: u64,
+    pub(crate) discarded: bool,
+    /// PTO probes owed in this space.
+    pub(crate) probes: u8,
+}
+
+impl HsSpace {
+    pub(crate) fn new() -> Self {
+        HsSpace { sent: PacketSpace::new(), acks: AckTracker::new(), next_pn: 0, discarded: false, probes: 0 }
+    }
+}
