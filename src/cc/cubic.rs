@@ -165,8 +165,11 @@ impl CongestionController for Cubic {
             self.recovering = true;
             // Fast convergence (RFC 9438 §4.7): release bandwidth when the
             // window peaked below the previous W_max.
-            self.w_max =
-                if self.cwnd < self.w_max { self.cwnd * (1.0 + BETA) / 2.0 } else { self.cwnd };
+            self.w_max = if self.cwnd < self.w_max {
+                self.cwnd * (1.0 + BETA) / 2.0
+            } else {
+                self.cwnd
+            };
             self.ssthresh = (self.cwnd * BETA).max(self.min_window());
             self.cwnd = self.ssthresh;
             self.k = Self::compute_k(self.w_max, self.cwnd);
@@ -182,7 +185,10 @@ impl CongestionController for Cubic {
 
     fn metrics(&self) -> CcMetrics {
         CcMetrics {
-            ssthresh: self.ssthresh.is_finite().then(|| (self.ssthresh * self.mss) as usize),
+            ssthresh: self
+                .ssthresh
+                .is_finite()
+                .then_some((self.ssthresh * self.mss) as usize),
             state: if self.recovering {
                 "recovery"
             } else if self.cwnd < self.ssthresh {
@@ -195,3 +201,127 @@ impl CongestionController for Cubic {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PathId;
+    use std::time::Duration;
+
+    fn ack_ev(now: Instant, sent: Instant, bytes: usize) -> AckEvent {
+        AckEvent {
+            now,
+            acked_bytes: bytes,
+            acked_packets: bytes / 1200,
+            largest_acked_sent: sent,
+            prior_in_flight: bytes,
+            bytes_in_flight: 0,
+            rate: None,
+        }
+    }
+
+    fn loss_ev(now: Instant, sent: Instant) -> LossEvent {
+        LossEvent {
+            now,
+            largest_lost_sent: sent,
+            lost_bytes: 1200,
+            lost_packets: 1,
+            bytes_in_flight: 0,
+            persistent_congestion: false,
+        }
+    }
+
+    fn close(a: f64, b: f64, eps: f64) -> bool {
+        (a - b).abs() < eps
+    }
+
+    /// A CUBIC controller at 100 packets of 1200 bytes (grown in slow start),
+    /// with an RTT of 100 ms.
+    fn at_100(t: Instant) -> (Cubic, RttEstimator) {
+        let mut c = Cubic::new(CcParams {
+            path_id: PathId(0),
+            mss: 1200,
+            initial_window: 12000,
+            now: t,
+        });
+        let mut rtt = RttEstimator::default();
+        rtt.update(Duration::from_millis(100), Duration::ZERO);
+        c.on_ack(&ack_ev(t, t, 108_000), &rtt, &[]);
+        assert_eq!(c.window(), 120_000);
+        (c, rtt)
+    }
+
+    #[test]
+    fn reduction_k_and_cubic_growth() {
+        #[allow(clippy::disallowed_methods)]
+        let t = Instant::now();
+        let ms = Duration::from_millis;
+        let (mut c, rtt) = at_100(t);
+        c.on_loss(&loss_ev(t + ms(10), t + ms(5)), &rtt, &[]);
+        // W_max = 100, cwnd = 0.7·100 = 70 packets, K = ∛(100·0.3/0.4) = ∛75.
+        assert_eq!(c.window(), 84_000);
+        assert_eq!(c.metrics().ssthresh, Some(84_000));
+        assert!(close(c.w_max(), 100.0, 1e-9));
+        assert!(close(c.k(), 4.217163, 1e-6));
+        assert!(close(c.w_cubic(0.0), 70.0, 1e-9));
+        assert!(close(c.w_cubic(c.k()), 100.0, 1e-9));
+        // W_cubic(1.1 s) = 0.4·(1.1 − 4.217163)³ + 100 = 87.8842.
+        assert!(close(c.w_cubic(1.1), 87.8842, 1e-3));
+
+        // First ACK after recovery starts the epoch at T (t = 0): W_cubic(0)
+        // = 70 < W_est, Reno-friendly: cwnd = W_est = 70 + 0.5294·1/70.
+        let e = t + ms(200);
+        c.on_ack(&ack_ev(e, t + ms(150), 1200), &rtt, &[]);
+        let w_est = 70.0 + ALPHA / 70.0;
+        assert!(close(c.cwnd, w_est, 1e-9));
+        // One second later, one packet acked: cubic region, target
+        // W_cubic(1 + 0.1) = 87.8842; cwnd += (87.8842 − cwnd)/cwnd.
+        c.on_ack(&ack_ev(e + ms(1000), e + ms(900), 1200), &rtt, &[]);
+        let expect = w_est + (87.8842 - w_est) / w_est;
+        assert!(close(c.cwnd, expect, 1e-3), "{} vs {}", c.cwnd, expect);
+        assert!(close(c.cwnd, 70.2628, 1e-3));
+    }
+
+    #[test]
+    fn fast_convergence_and_target_cap() {
+        #[allow(clippy::disallowed_methods)]
+        let t = Instant::now();
+        let ms = Duration::from_millis;
+        let (mut c, rtt) = at_100(t);
+        c.on_loss(&loss_ev(t + ms(10), t + ms(5)), &rtt, &[]);
+        c.cwnd = 80.0;
+        // Second loss below W_max = 100: W_max = 80·(1+0.7)/2 = 68, cwnd 56,
+        // K = ∛((68 − 56)/0.4) = ∛30 = 3.1072.
+        c.on_loss(&loss_ev(t + ms(300), t + ms(250)), &rtt, &[]);
+        assert!(close(c.w_max(), 68.0, 1e-9));
+        assert!(close(c.cwnd, 56.0, 1e-9));
+        assert!(close(c.k(), 3.107233, 1e-6));
+        // Far beyond K the target is capped at 1.5·cwnd: one packet acked
+        // adds at most 0.5 packet.
+        let e = t + ms(400);
+        c.on_ack(&ack_ev(e, t + ms(350), 1200), &rtt, &[]);
+        let before = c.cwnd;
+        c.on_ack(&ack_ev(e + ms(20_000), e, 1200), &rtt, &[]);
+        assert!(close(c.cwnd - before, 0.5, 1e-9));
+    }
+
+    #[test]
+    fn no_growth_while_app_limited() {
+        #[allow(clippy::disallowed_methods)]
+        let t = Instant::now();
+        let ms = Duration::from_millis;
+        let (mut c, rtt) = at_100(t);
+        c.on_loss(&loss_ev(t + ms(10), t + ms(5)), &rtt, &[]);
+        let e = t + ms(200);
+        c.on_ack(&ack_ev(e, t + ms(150), 1200), &rtt, &[]);
+        let w = c.cwnd;
+        c.on_app_limited(0);
+        c.on_ack(&ack_ev(e + ms(1000), e, 1200), &rtt, &[]);
+        c.on_ack(&ack_ev(e + ms(3000), e, 1200), &rtt, &[]);
+        assert_eq!(c.cwnd, w);
+        // The idle 3 s do not count in t: the epoch moved forward by 3 s.
+        assert_eq!(c.epoch_start, Some(e + ms(3000)));
+        c.on_packet_sent(e + ms(3001), 1200, 84_000);
+        c.on_ack(&ack_ev(e + ms(3100), e + ms(3001), 1200), &rtt, &[]);
+        assert!(c.cwnd > w);
+    }
+}

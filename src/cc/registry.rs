@@ -9,7 +9,10 @@ use super::{CcParams, CongestionController, UnknownAlgorithm};
 pub const NAMES: &[&str] = &["newreno", "reno", "cubic"];
 
 /// Build the controller called `name` (ASCII case-insensitive).
-pub fn build(name: &str, params: CcParams) -> Result<Box<dyn CongestionController>, UnknownAlgorithm> {
+pub fn build(
+    name: &str,
+    params: CcParams,
+) -> Result<Box<dyn CongestionController>, UnknownAlgorithm> {
     let n = name.to_ascii_lowercase();
     match n.as_str() {
         "newreno" | "reno" => Ok(Box::new(NewReno::new(params))),
@@ -25,7 +28,12 @@ mod tests {
 
     #[allow(clippy::disallowed_methods)]
     fn params() -> CcParams {
-        CcParams { path_id: PathId(1), mss: 1200, initial_window: 12000, now: std::time::Instant::now() }
+        CcParams {
+            path_id: PathId(1),
+            mss: 1200,
+            initial_window: 12000,
+            now: std::time::Instant::now(),
+        }
     }
 
     #[test]
@@ -33,6 +41,9 @@ mod tests {
         assert_eq!(build("reno", params()).map(|c| c.name()), Ok("newreno"));
         assert_eq!(build("NewReno", params()).map(|c| c.name()), Ok("newreno"));
         assert_eq!(build("cubic", params()).map(|c| c.window()), Ok(12000));
-        assert_eq!(build("vegas", params()).map(|c| c.name()), Err(UnknownAlgorithm("vegas".into())));
+        assert_eq!(
+            build("vegas", params()).map(|c| c.name()),
+            Err(UnknownAlgorithm("vegas".into()))
+        );
     }
 }

@@ -82,7 +82,13 @@ impl AckTracker {
 
     /// Record a packet that was successfully decrypted. Returns false (and
     /// changes nothing) if it is a duplicate, which must be dropped.
-    pub fn on_packet_received(&mut self, pn: u64, now: Instant, ack_eliciting: bool, ecn: Ecn) -> bool {
+    pub fn on_packet_received(
+        &mut self,
+        pn: u64,
+        now: Instant,
+        ack_eliciting: bool,
+        ecn: Ecn,
+    ) -> bool {
         if self.is_duplicate(pn) {
             return false;
         }
@@ -168,7 +174,9 @@ impl AckTracker {
     /// time since the largest packet arrived, in microseconds, shifted by
     /// the exponent.
     pub fn ack_delay_field(&self, now: Instant) -> u64 {
-        let Some((_, at)) = self.largest else { return 0 };
+        let Some((_, at)) = self.largest else {
+            return 0;
+        };
         let us = now.saturating_duration_since(at).as_micros();
         (us >> self.ack_delay_exponent).min((1 << 62) - 1) as u64
     }
