@@ -12,6 +12,11 @@ use std::time::{Duration, Instant};
 use crate::rtt::RttEstimator;
 use crate::PathId;
 
+pub mod cubic;
+pub mod newreno;
+pub mod registry;
+pub use registry::{build, NAMES};
+
 /// What the engine tells a controller about one ACK frame's newly acknowledged
 /// packets on this path, with the delivery-rate sample taken from them
 /// (draft-ietf-ccwg-bbr §4.5.2).

@@ -11,7 +11,9 @@
 pub mod cc;
 pub mod codec;
 pub mod error;
+pub mod pacer;
 pub mod ranges;
+pub mod recovery;
 pub mod rtt;
 
 pub use error::{ErrorCode, TransportError};
