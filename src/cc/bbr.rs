@@ -7,6 +7,11 @@
 //! `cwnd_gain · BtlBw · RTprop`. Loss is mostly ignored, apart from the packet
 //! conservation v1 applies during the first round of a recovery period.
 //!
+//! As in Linux's v1, a ProbeBW phase lasts one RTprop (the 1.25 phase until
+//! inflight reached 1.25·BDP or a loss, the 0.75 phase possibly less), and
+//! leaving a recovery period restores the window saved on entering it. Not
+//! modelled: restart from idle and ACK-aggregation compensation.
+//!
 //! [`CoupledBbr`](super::coupled_bbr::CoupledBbr) reuses this controller and
 //! only replaces the gain of ProbeBW's six cruising phases.
 
@@ -478,13 +483,13 @@ impl Bbr {
         let acked = ev.acked_bytes;
         if acked > 0 {
             if self.packet_conservation {
-                self.cwnd = self.cwnd.max(ev.bytes_in_flight + acked);
+                self.cwnd = self.cwnd.max(ev.bytes_in_flight.saturating_add(acked));
             } else {
                 let target = self.inflight(self.cwnd_gain);
                 if self.filled_pipe {
-                    self.cwnd = (self.cwnd + acked).min(target);
+                    self.cwnd = self.cwnd.saturating_add(acked).min(target);
                 } else if self.cwnd < target || (self.delivered as usize) < self.initial_window {
-                    self.cwnd += acked;
+                    self.cwnd = self.cwnd.saturating_add(acked);
                 }
             }
             self.cwnd = self.cwnd.max(self.min_window());

@@ -108,7 +108,7 @@ impl Window {
             return AckAction::None;
         }
         if self.in_slow_start() {
-            self.cwnd += ev.acked_bytes;
+            self.cwnd = self.cwnd.saturating_add(ev.acked_bytes);
             return AckAction::SlowStart;
         }
         AckAction::Avoid(ev.acked_bytes)

@@ -276,9 +276,10 @@ fn probe_rtt_lasts_at_least_200ms() {
     while d.bbr.state() != BbrState::ProbeRtt {
         d.ack(RTT, 1_600_000, 210_000, 4 * MSS);
     }
-    // The entering ACK already had inflight ≤ 4 packets? Then the hold
-    // started with the next one; give it one ACK to be sure.
+    // The entering ACK already had inflight ≤ 4 packets, so the 200 ms hold
+    // started with it. 10 ms later a round ends: only the time is missing.
     d.ack(Duration::from_millis(10), 1_600_000, 4 * MSS, 4 * MSS);
+    assert_eq!(d.bbr.state(), BbrState::ProbeRtt);
     // Rounds keep ending every 50 ms, but 200 ms have not passed.
     for _ in 0..3 {
         d.ack(Duration::from_millis(50), 1_600_000, 4 * MSS, 4 * MSS);
