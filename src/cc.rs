@@ -185,3 +185,11 @@ impl std::error::Error for UnknownAlgorithm {}
 pub fn initial_window(mss: usize) -> usize {
     (10 * mss).min((2 * mss).max(14720))
 }
+
+pub mod balia;
+pub mod bbr;
+pub mod coupled;
+pub mod coupled_bbr;
+pub mod extra;
+pub mod lia;
+pub mod olia;

@@ -1,0 +1,316 @@
+//! Coupled BBR (seed paper 000, section IV, eq. 1-2, Alg. 1): BBR on every
+//! path, with the gain of ProbeBW's six cruising phases replaced by
+//!
+//! β_i = BW_i · max_j BW_j / Σ_j BW_j²,   α_i = (4β_i − 1)/3,
+//!
+//! BW being each active path's BtlBw. The probing phases keep 1.25 and 0.75,
+//! so path i averages (1.25 + 0.75 + 6α_i)/8 = β_i of its bandwidth and the
+//! connection max_j BW_j in total: what one BBR flow gets on the best path.
+//! When α_i ≤ 0 the path sends four packets per RTT instead, which keeps it
+//! alive and measuring.
+
+use super::bbr::{Bbr, Cruise};
+use super::{AckEvent, CcMetrics, CcParams, CongestionController, LossEvent, PathView};
+use crate::rtt::RttEstimator;
+use crate::PathId;
+
+/// Eq. 2: `β_i = BW_i · max_j BW_j / Σ_j BW_j²`. Returns 1 (plain BBR) when
+/// `i` is out of range or no path has a bandwidth yet.
+pub fn coupled_beta(bws: &[f64], i: usize) -> f64 {
+    let Some(&bi) = bws.get(i) else { return 1.0 };
+    let max = bws.iter().copied().fold(0.0, f64::max);
+    let sq: f64 = bws.iter().map(|b| b * b).sum();
+    if sq <= 0.0 || !sq.is_finite() {
+        return 1.0;
+    }
+    bi * max / sq
+}
+
+/// Eq. 1: `α_i = (4β_i − 1)/3`, the cruising gain (may be ≤ 0).
+pub fn coupled_alpha(bws: &[f64], i: usize) -> f64 {
+    (4.0 * coupled_beta(bws, i) - 1.0) / 3.0
+}
+
+/// Alg. 1's cruising behaviour for a given α: its gain, or four packets per
+/// RTT when α ≤ 0.
+pub fn cruise_for(alpha: f64) -> Cruise {
+    if alpha > 0.0 {
+        Cruise::Gain(alpha)
+    } else {
+        Cruise::FourPerRtt
+    }
+}
+
+/// A Coupled BBR controller for one path.
+#[derive(Clone, Debug)]
+pub struct CoupledBbr {
+    id: PathId,
+    bbr: Bbr,
+    alpha: f64,
+}
+
+impl CoupledBbr {
+    /// A controller in Startup.
+    pub fn new(params: CcParams) -> Self {
+        Self {
+            id: params.path_id,
+            bbr: Bbr::new(params),
+            alpha: 1.0,
+        }
+    }
+
+    /// The underlying BBR state machine.
+    pub fn bbr(&self) -> &Bbr {
+        &self.bbr
+    }
+
+    /// α_i as of the last event.
+    pub fn alpha(&self) -> f64 {
+        self.alpha
+    }
+
+    /// Recompute α from the active paths' BtlBw, this path's own value taken
+    /// from its controller (its view may lag by one event).
+    fn recouple(&mut self, paths: &[PathView]) {
+        let mut bws: Vec<f64> = paths
+            .iter()
+            .filter(|p| p.active && p.id != self.id)
+            .map(|p| p.bandwidth as f64)
+            .collect();
+        let me = bws.len();
+        bws.push(self.bbr.btl_bw() as f64);
+        self.alpha = coupled_alpha(&bws, me);
+        self.bbr.set_cruise(cruise_for(self.alpha));
+    }
+}
+
+impl CongestionController for CoupledBbr {
+    fn name(&self) -> &'static str {
+        "coupled-bbr"
+    }
+    fn window(&self) -> usize {
+        self.bbr.window()
+    }
+    fn pacing_rate(&self) -> Option<u64> {
+        self.bbr.pacing_rate()
+    }
+    fn in_slow_start(&self) -> bool {
+        self.bbr.in_slow_start()
+    }
+    fn bandwidth_estimate(&self) -> Option<u64> {
+        self.bbr.bandwidth_estimate()
+    }
+    fn on_packet_sent(&mut self, now: std::time::Instant, bytes: usize, bytes_in_flight: usize) {
+        self.bbr.on_packet_sent(now, bytes, bytes_in_flight);
+    }
+    fn on_ack(&mut self, ev: &AckEvent, rtt: &RttEstimator, paths: &[PathView]) {
+        self.bbr.on_ack(ev, rtt, paths);
+        self.recouple(paths);
+    }
+    fn on_loss(&mut self, ev: &LossEvent, rtt: &RttEstimator, paths: &[PathView]) {
+        self.bbr.on_loss(ev, rtt, paths);
+        self.recouple(paths);
+    }
+    fn on_app_limited(&mut self, bytes_in_flight: usize) {
+        self.bbr.on_app_limited(bytes_in_flight);
+    }
+    fn metrics(&self) -> CcMetrics {
+        self.bbr.metrics()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::bbr::{BbrState, PROBE_BW_GAINS};
+    use crate::cc::RateSample;
+    use std::time::{Duration, Instant};
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    /// Mean pacing gain over one ProbeBW cycle with α in the cruising phases.
+    fn cycle_mean(alpha: f64) -> f64 {
+        let g: f64 = PROBE_BW_GAINS
+            .iter()
+            .enumerate()
+            .map(|(k, g)| if k < 2 { *g } else { alpha })
+            .sum();
+        g / 8.0
+    }
+
+    #[test]
+    fn beta_alpha_100_50() {
+        // Σ BW² = 100² + 50² = 12 500, max = 100.
+        // β = (100·100, 50·100)/12 500 = (0.8, 0.4).
+        // α_1 = (3.2 − 1)/3 = 2.2/3 = 0.7333…; α_2 = (1.6 − 1)/3 = 0.2.
+        // (DESIGN.md's worked example prints α_1 = 0.7667; eq. 1 gives 0.7333,
+        // and only 0.7333 makes the cycle average β_1 = 0.8, checked below.)
+        let bw = [100.0, 50.0];
+        assert!(close(coupled_beta(&bw, 0), 0.8));
+        assert!(close(coupled_beta(&bw, 1), 0.4));
+        assert!(close(coupled_alpha(&bw, 0), 2.2 / 3.0));
+        assert!((coupled_alpha(&bw, 0) - 0.7333).abs() < 1e-4);
+        assert!(close(coupled_alpha(&bw, 1), 0.2));
+        // Cycle average: (1.25 + 0.75 + 6α)/8 = β.
+        // (2 + 6·0.7333)/8 = 6.4/8 = 0.8; (2 + 6·0.2)/8 = 3.2/8 = 0.4.
+        for i in 0..2 {
+            assert!(close(
+                cycle_mean(coupled_alpha(&bw, i)),
+                coupled_beta(&bw, i)
+            ));
+        }
+        // Total average rate Σ β_i·BW_i = 80 + 20 = 100 = max BW.
+        let total: f64 = (0..2).map(|i| coupled_beta(&bw, i) * bw[i]).sum();
+        assert!(close(total, 100.0));
+    }
+
+    #[test]
+    fn beta_alpha_100_20_goes_four_per_rtt() {
+        // Σ BW² = 10 000 + 400 = 10 400. β_2 = 20·100/10 400 = 0.19231;
+        // α_2 = (0.76923 − 1)/3 = −0.07692 < 0 → four packets per RTT.
+        let bw = [100.0, 20.0];
+        assert!((coupled_beta(&bw, 1) - 0.192_307_7).abs() < 1e-6);
+        let a2 = coupled_alpha(&bw, 1);
+        assert!(a2 < 0.0 && (a2 + 0.076_923).abs() < 1e-6);
+        assert_eq!(cruise_for(a2), Cruise::FourPerRtt);
+        // β_1 = 10 000/10 400 = 0.96154, α_1 = 0.94872 > 0.
+        assert!((coupled_alpha(&bw, 0) - 0.948_718).abs() < 1e-6);
+        assert_eq!(
+            cruise_for(coupled_alpha(&bw, 0)),
+            Cruise::Gain(coupled_alpha(&bw, 0))
+        );
+        assert!(close(
+            cycle_mean(coupled_alpha(&bw, 1)),
+            coupled_beta(&bw, 1)
+        ));
+    }
+
+    #[test]
+    fn single_path_is_plain_bbr() {
+        assert!(close(coupled_beta(&[42.0], 0), 1.0));
+        assert!(close(coupled_alpha(&[42.0], 0), 1.0));
+        // Equal paths: β = 1/2 each, α = 1/3.
+        assert!(close(coupled_alpha(&[7.0, 7.0], 1), 1.0 / 3.0));
+        // Nothing measured yet: plain BBR, no division by zero.
+        assert!(close(coupled_alpha(&[0.0, 0.0], 0), 1.0));
+        assert!(close(coupled_beta(&[1.0], 5), 1.0));
+    }
+
+    #[allow(clippy::disallowed_methods)]
+    fn base() -> Instant {
+        Instant::now()
+    }
+
+    fn view(id: u32, bw: u64) -> PathView {
+        PathView {
+            id: PathId(id),
+            cwnd: 100_000,
+            bytes_in_flight: 0,
+            srtt: Duration::from_millis(100),
+            min_rtt: Duration::from_millis(100),
+            bandwidth: bw,
+            pacing_rate: None,
+            in_slow_start: false,
+            active: true,
+        }
+    }
+
+    /// Drive path `id` (BtlBw `bw`) to ProbeBW beside a path of `other` B/s,
+    /// then through `acks` more round trips; returns the controller.
+    fn drive(id: u32, bw: u64, other: u64, acks: usize) -> CoupledBbr {
+        let t0 = base();
+        let mss = 1200;
+        let mut c = CoupledBbr::new(CcParams {
+            path_id: PathId(id),
+            mss,
+            initial_window: 10 * mss,
+            now: t0,
+        });
+        let mut rtt = RttEstimator::default();
+        let r = Duration::from_millis(100);
+        let paths = [view(id, 0), view(id + 1, other)];
+        let mut delivered = 0u64;
+        let mut t = Duration::ZERO;
+        let bdp = (bw / 10) as usize;
+        for k in 0..(9 + acks) {
+            t += r + Duration::from_millis(1);
+            let acked = bw / 10;
+            let prior = delivered;
+            delivered += acked;
+            rtt.update(r, Duration::ZERO);
+            // Startup queue for 8 rounds, then inflight at 1.4·BDP (enough
+            // for the 1.25 phase to end on time: 1.25·BDP + 3 packets).
+            let inflight = if k < 8 { 4 * bdp } else { bdp * 14 / 10 };
+            let ev = AckEvent {
+                now: t0 + t,
+                acked_bytes: acked as usize,
+                acked_packets: acked as usize / mss,
+                largest_acked_sent: t0 + t - r,
+                prior_in_flight: inflight,
+                bytes_in_flight: if k == 8 { bdp } else { inflight },
+                rate: Some(RateSample {
+                    delivery_rate: bw,
+                    is_app_limited: false,
+                    interval: r,
+                    delivered: acked,
+                    prior_delivered: prior,
+                    total_delivered: delivered,
+                    rtt: r,
+                    total_lost: 0,
+                }),
+            };
+            c.on_ack(&ev, &rtt, &paths);
+        }
+        c
+    }
+
+    #[test]
+    fn cruising_phases_use_alpha() {
+        // This path at 500 000 B/s beside one at 1 000 000 B/s:
+        // BW = (100, 50) ratio, α = 0.2 for this path.
+        let mut seen = Vec::new();
+        let c = drive(0, 500_000, 1_000_000, 0);
+        assert_eq!(c.bbr().state(), BbrState::ProbeBw);
+        assert!(close(c.alpha(), 0.2));
+        for extra in 0..8 {
+            let c = drive(0, 500_000, 1_000_000, extra);
+            let k = c.bbr().cycle_index();
+            let gain = c.metrics().pacing_gain.unwrap_or(f64::NAN);
+            let expected = if k < 2 { PROBE_BW_GAINS[k] } else { 0.2 };
+            assert!(close(gain, expected), "phase {k}: {gain}");
+            assert_eq!(c.pacing_rate(), Some((expected * 500_000.0) as u64));
+            seen.push(k);
+        }
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), 8, "all phases visited");
+    }
+
+    #[test]
+    fn weak_path_paces_four_packets_per_rtt() {
+        // BW = (100, 20) ratio: α < 0. In a cruising phase the rate is
+        // 4·1200 B per 100 ms = 48 000 B/s, whatever BtlBw says.
+        for extra in 0..8 {
+            let c = drive(0, 200_000, 1_000_000, extra);
+            assert!(c.alpha() < 0.0);
+            let k = c.bbr().cycle_index();
+            let expected = if k < 2 {
+                (PROBE_BW_GAINS[k] * 200_000.0) as u64
+            } else {
+                48_000
+            };
+            assert_eq!(c.pacing_rate(), Some(expected), "phase {k}");
+        }
+    }
+
+    #[test]
+    fn alone_it_is_bbr() {
+        // The other path reports no bandwidth: α = 1 and gains are BBR's.
+        let c = drive(0, 500_000, 0, 3);
+        assert!(close(c.alpha(), 1.0));
+        let k = c.bbr().cycle_index();
+        assert_eq!(c.metrics().pacing_gain, Some(PROBE_BW_GAINS[k]));
+    }
+}
