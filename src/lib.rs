@@ -13,6 +13,7 @@ pub mod codec;
 pub mod error;
 pub mod ranges;
 pub mod rtt;
+pub mod sched;
 
 pub use error::{ErrorCode, TransportError};
 
