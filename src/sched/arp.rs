@@ -487,7 +487,7 @@ mod tests {
         p0.in_slow_start = true;
         p1.in_slow_start = true;
         let paths = [p0, p1];
-        let now = Instant::now();
+        let now = t0();
         let picks: Vec<_> = (0..4)
             .map(|_| {
                 s.decide(&SchedContext::new(now, &paths, pending(100_000)))
@@ -518,7 +518,7 @@ mod tests {
         // N = {0}: Σx = 1e7, Σxr = 2e5. Path 1: left 5e5/1e7 = 0.05;
         // right (0.2·1e7 − 4e5)/2e5 = 8 → R.
         let mut s = ArpScheduler::default();
-        let now = Instant::now();
+        let now = t0();
         let paths = [
             rated(0, 20, 10_000_000, 100, 100),
             rated(1, 200, 500_000, 20, 8),
@@ -559,7 +559,7 @@ mod tests {
         // path 1: left 1, right (0.06·1e6 − 4e4)/2e4 = 1 → 1 > 1 false → R!
         // Use 50 ms instead: right (0.05e6 − 4e4)/2e4 = 0.5 < 1 → N.
         let mut s = ArpScheduler::default();
-        let now = Instant::now();
+        let now = t0();
         let paths = [
             rated(0, 20, 1_000_000, 10, 10),
             rated(1, 50, 1_000_000, 10, 5),

@@ -173,14 +173,15 @@ impl Scheduler for CapacityScheduler {
 mod tests {
     use super::super::test_util::*;
     use super::*;
-    use std::time::Instant;
 
     #[test]
     fn estimate_through_loss_and_loss_free_period() {
-        let mut e = CapacityEstimate::default();
         // Loss with cwnd reduced to ssthresh = 20 packets:
         // Max = 40, Min = 20, estimate = 30.
-        e.loss_pending = true;
+        let mut e = CapacityEstimate {
+            loss_pending: true,
+            ..Default::default()
+        };
         e.update(20.0, 20.0, 20.0);
         assert_eq!((e.max, e.min, e.estimate), (40.0, 20.0, 30.0));
         // Outstanding 25 < estimate 30: nothing changes.
@@ -202,7 +203,7 @@ mod tests {
     fn loss_hook_feeds_the_estimate() {
         let mut s = CapacityScheduler::default();
         let paths = [path(0, 10, 16, 4)];
-        let ctx = SchedContext::new(Instant::now(), &paths, pending(100_000));
+        let ctx = SchedContext::new(t0(), &paths, pending(100_000));
         s.decide(&ctx);
         assert_eq!(s.estimate(PathId(0)).unwrap().estimate, UNKNOWN_CAPACITY);
         s.on_loss(PathId(0), 1000);
@@ -236,7 +237,7 @@ mod tests {
         // Uncongested: 0 and 2; lowest srtt among them: path 0.
         let mut s = sched_with(&[(0, 20.0), (1, 20.0), (2, 20.0)]);
         let paths = [path(0, 10, 40, 3), path(1, 5, 40, 12), path(2, 30, 40, 0)];
-        let d = s.decide(&SchedContext::new(Instant::now(), &paths, pending(1 << 20)));
+        let d = s.decide(&SchedContext::new(t0(), &paths, pending(1 << 20)));
         assert_eq!(d, Decision::send(PathId(0)));
     }
 
@@ -246,21 +247,21 @@ mod tests {
         // both > γ = 0.5 and <= δ = 1: least occupied is path 0.
         let mut s = sched_with(&[(0, 20.0), (1, 20.0)]);
         let paths = [path(0, 10, 40, 12), path(1, 5, 40, 14)];
-        let d = s.decide(&SchedContext::new(Instant::now(), &paths, pending(1 << 20)));
+        let d = s.decide(&SchedContext::new(t0(), &paths, pending(1 << 20)));
         assert_eq!(d, Decision::send(PathId(0)));
         // Path 0: est 20.5, 20 outstanding (< 20.5, so Fig. 2 leaves the
         // estimate alone) -> 21/20.5 = 1.024 > δ; path 1 has a full cwnd:
         // nothing usable, wait.
         let paths = [path(0, 10, 40, 20), path(1, 5, 14, 14)];
         let mut s = sched_with(&[(0, 20.5), (1, 20.0)]);
-        let d = s.decide(&SchedContext::new(Instant::now(), &paths, pending(1 << 20)));
+        let d = s.decide(&SchedContext::new(t0(), &paths, pending(1 << 20)));
         assert_eq!(d, Decision::WAIT);
         // With 20 outstanding against an estimate of 20, Fig. 2 first raises
         // the estimate (Min = 20, est = (41+20)/2 = 30.5): 21/30.5 = 0.69,
         // usable again.
         let mut s = sched_with(&[(0, 20.0), (1, 20.0)]);
         s.est.get_or_insert(PathId(0)).max = 41.0;
-        let d = s.decide(&SchedContext::new(Instant::now(), &paths, pending(1 << 20)));
+        let d = s.decide(&SchedContext::new(t0(), &paths, pending(1 << 20)));
         assert_eq!(d, Decision::send(PathId(0)));
         assert_eq!(s.estimate(PathId(0)).unwrap().estimate, 30.5);
     }
@@ -274,7 +275,7 @@ mod tests {
             retransmit_origin: Some(PathId(0)),
             ..Default::default()
         };
-        let d = s.decide(&SchedContext::new(Instant::now(), &paths, pending));
+        let d = s.decide(&SchedContext::new(t0(), &paths, pending));
         assert_eq!(d, Decision::send(PathId(1)));
     }
 }

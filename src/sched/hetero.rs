@@ -225,7 +225,6 @@ mod tests {
     use super::super::test_util::*;
     use super::super::PendingInfo;
     use super::*;
-    use std::time::Instant;
 
     // Hand case shared by both: fast path 0 at 10 ms with its 10-packet
     // window full; slow path 1 at 100 ms, 10-packet window, empty.
@@ -254,11 +253,11 @@ mod tests {
             ..Default::default()
         };
         let paths = hand_case();
-        let d = b.decide(&SchedContext::new(Instant::now(), &paths, pending));
+        let d = b.decide(&SchedContext::new(t0(), &paths, pending));
         assert_eq!(d, Decision::WAIT);
         // Fast path with space: always used.
         let paths = [path(0, 10, 10, 9), path(1, 100, 10, 0)];
-        let d = b.decide(&SchedContext::new(Instant::now(), &paths, pending));
+        let d = b.decide(&SchedContext::new(t0(), &paths, pending));
         assert_eq!(d, Decision::send(PathId(0)));
     }
 
@@ -288,7 +287,7 @@ mod tests {
 
         let mut e = EcfScheduler::default();
         let paths = hand_case();
-        let now = Instant::now();
+        let now = t0();
         let d = e.decide(&SchedContext::new(now, &paths, pending(5000)));
         assert_eq!(
             d,

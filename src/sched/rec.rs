@@ -362,7 +362,7 @@ mod tests {
         s.on_rate_feedback(PathId(0), 1_375_000);
         s.on_rate_feedback(PathId(1), 1_250_000);
         s.on_rate_feedback(PathId(2), 48_000);
-        let t0 = Instant::now();
+        let t0 = t0();
         let ms = |n| t0 + Duration::from_millis(n);
         // Round 1: awnd 100 000 (single sample, jitter 0): full mode, minRTT
         // picks UMTS.
@@ -429,7 +429,7 @@ mod tests {
         let mut s = RecScheduler::default();
         let paths = [path(0, 20, 10, 0)];
         s.on_rate_feedback(PathId(0), 1000);
-        let t0 = Instant::now();
+        let t0 = t0();
         s.decide(&ctx_at(t0, &paths, 100_000));
         let d = s.decide(&ctx_at(t0 + Duration::from_millis(20), &paths, 50_000));
         assert_eq!(d.path(), Some(PathId(0)));

@@ -176,10 +176,9 @@ mod tests {
     use super::super::test_util::*;
     use super::super::PathStatus;
     use super::*;
-    use std::time::Instant;
 
     fn decide(s: &mut dyn Scheduler, paths: &[super::super::PathSnapshot]) -> Decision {
-        s.decide(&SchedContext::new(Instant::now(), paths, pending(100_000)))
+        s.decide(&SchedContext::new(t0(), paths, pending(100_000)))
     }
 
     #[test]

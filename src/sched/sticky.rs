@@ -136,10 +136,9 @@ impl Scheduler for StickyScheduler {
 mod tests {
     use super::super::test_util::*;
     use super::*;
-    use std::time::Instant;
 
     fn pick(s: &mut StickyScheduler, paths: &[PathSnapshot]) -> Option<PathId> {
-        s.decide(&SchedContext::new(Instant::now(), paths, pending(1 << 20)))
+        s.decide(&SchedContext::new(t0(), paths, pending(1 << 20)))
             .path()
     }
 
