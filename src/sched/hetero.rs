@@ -6,7 +6,7 @@
 
 use super::{secs, Counters, Decision, PathSnapshot, SchedContext, SchedMetrics, Scheduler};
 use crate::PathId;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// BLEST's test: should the sender wait for the fast path `f` instead of
 /// sending on the slow path `s`?
@@ -48,6 +48,7 @@ fn fast_and_candidate<'a>(
 #[derive(Debug)]
 pub struct BlestScheduler {
     lambda: f64,
+    last_adapt: Option<Instant>,
     c: Counters,
 }
 
@@ -62,6 +63,7 @@ impl BlestScheduler {
     pub fn new(lambda: f64) -> Self {
         Self {
             lambda,
+            last_adapt: None,
             c: Counters::default(),
         }
     }
@@ -86,18 +88,24 @@ impl Scheduler for BlestScheduler {
             (_, None) => Decision::WAIT,
             (Some(f), Some(c)) if f.id == c.id => Decision::send(c.id),
             (Some(f), Some(s)) => {
-                // The send window is nearly exhausted: the previous estimate
-                // was too optimistic, so be more careful (λ up); otherwise
-                // relax slowly.
-                let blocked = ctx
-                    .pending
-                    .peer_recv_window
-                    .is_some_and(|w| w < s.mss as u64);
-                self.lambda = if blocked {
-                    (self.lambda + LAMBDA_UP).min(LAMBDA_MAX)
-                } else {
-                    (self.lambda - LAMBDA_DOWN).max(LAMBDA_MIN.min(self.lambda))
-                };
+                // λ adapts at most once per fast-path RTT: up when the send
+                // window is nearly exhausted (the last estimates let the
+                // slow path block the fast one), slowly down otherwise.
+                let due = self
+                    .last_adapt
+                    .is_none_or(|t| ctx.now.saturating_duration_since(t) >= f.srtt);
+                if due {
+                    self.last_adapt = Some(ctx.now);
+                    let blocked = ctx
+                        .pending
+                        .peer_recv_window
+                        .is_some_and(|w| w < s.mss as u64);
+                    self.lambda = if blocked {
+                        (self.lambda + LAMBDA_UP).min(LAMBDA_MAX.max(self.lambda))
+                    } else {
+                        (self.lambda - LAMBDA_DOWN).max(LAMBDA_MIN.min(self.lambda))
+                    };
+                }
                 if blest_should_wait(f, s, ctx.pending.peer_recv_window, self.lambda) {
                     Decision::WAIT
                 } else {
@@ -253,8 +261,21 @@ mod tests {
             ..Default::default()
         };
         let paths = hand_case();
-        let d = b.decide(&SchedContext::new(t0(), &paths, pending));
+        let now = t0();
+        let d = b.decide(&SchedContext::new(now, &paths, pending));
         assert_eq!(d, Decision::WAIT);
+        // First adaptation: not blocked, λ 1.2 → 1.19; not again within 10 ms.
+        assert!((b.lambda() - 1.19).abs() < 1e-9);
+        b.decide(&SchedContext::new(now, &paths, pending));
+        assert!((b.lambda() - 1.19).abs() < 1e-9);
+        // Window exhausted 10 ms later: λ up by 0.1 to 1.29.
+        let blocked = PendingInfo {
+            peer_recv_window: Some(500),
+            ..pending
+        };
+        let later = now + Duration::from_millis(10);
+        b.decide(&SchedContext::new(later, &paths, blocked));
+        assert!((b.lambda() - 1.29).abs() < 1e-9);
         // Fast path with space: always used.
         let paths = [path(0, 10, 10, 9), path(1, 100, 10, 0)];
         let d = b.decide(&SchedContext::new(t0(), &paths, pending));
