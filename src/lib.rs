@@ -15,6 +15,7 @@ pub mod pacer;
 pub mod ranges;
 pub mod recovery;
 pub mod rtt;
+pub mod sched;
 
 pub use error::{ErrorCode, TransportError};
 
