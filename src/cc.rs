@@ -15,7 +15,7 @@ use crate::PathId;
 pub mod cubic;
 pub mod newreno;
 pub mod registry;
-pub use registry::{build, NAMES};
+pub use registry::{build, canonical, names, NAMES};
 
 /// What the engine tells a controller about one ACK frame's newly acknowledged
 /// packets on this path, with the delivery-rate sample taken from them

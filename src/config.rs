@@ -232,14 +232,16 @@ impl Config {
     }
     /// Congestion controller by name (see [`crate::cc::names`]).
     pub fn set_cc(&mut self, name: &str) -> Result<(), ConfigError> {
-        if !crate::cc::names().contains(&name) {
+        let Some(c) = crate::cc::canonical(name) else {
             return Err(ConfigError::UnknownAlgorithm(UnknownAlgorithm(name.into())));
-        }
-        self.cc = name.into();
+        };
+        self.cc = c.into();
         Ok(())
     }
     /// Path scheduler by name.
     pub fn set_scheduler(&mut self, name: &str) -> Result<(), ConfigError> {
+        crate::sched::build(name, &crate::sched::SchedParams::default())
+            .map_err(|e| ConfigError::UnknownAlgorithm(UnknownAlgorithm(e.to_string())))?;
         self.scheduler = name.into();
         Ok(())
     }

@@ -5,8 +5,26 @@ use super::cubic::Cubic;
 use super::newreno::NewReno;
 use super::{CcParams, CongestionController, UnknownAlgorithm};
 
-/// Names accepted by [`build`] (aliases included).
-pub const NAMES: &[&str] = &["newreno", "reno", "cubic"];
+/// Canonical names accepted by [`build`] (plus the aliases "reno",
+/// "coupled_bbr" and "cbbr").
+pub const NAMES: &[&str] = &["newreno", "cubic", "bbr", "coupled-bbr", "lia", "olia", "balia"];
+
+/// The controllers selectable by name.
+pub fn names() -> &'static [&'static str] {
+    NAMES
+}
+
+/// The canonical name for `name` (case-insensitive, aliases resolved), if
+/// it names a known controller.
+pub fn canonical(name: &str) -> Option<&'static str> {
+    let n = name.to_ascii_lowercase();
+    let n = match n.as_str() {
+        "reno" => "newreno",
+        "coupled_bbr" | "cbbr" => "coupled-bbr",
+        other => other,
+    };
+    NAMES.iter().copied().find(|c| *c == n)
+}
 
 /// Build the controller called `name` (ASCII case-insensitive).
 pub fn build(
@@ -17,7 +35,7 @@ pub fn build(
     match n.as_str() {
         "newreno" | "reno" => Ok(Box::new(NewReno::new(params))),
         "cubic" => Ok(Box::new(Cubic::new(params))),
-        _ => Err(UnknownAlgorithm(name.to_string())),
+        _ => super::extra::build_extra(&n, params).ok_or_else(|| UnknownAlgorithm(name.to_string())),
     }
 }
 
@@ -41,6 +59,9 @@ mod tests {
         assert_eq!(build("reno", params()).map(|c| c.name()), Ok("newreno"));
         assert_eq!(build("NewReno", params()).map(|c| c.name()), Ok("newreno"));
         assert_eq!(build("cubic", params()).map(|c| c.window()), Ok(12000));
+        for n in NAMES {
+            assert!(build(n, params()).is_ok(), "{n}");
+        }
         assert_eq!(
             build("vegas", params()).map(|c| c.name()),
             Err(UnknownAlgorithm("vegas".into()))
