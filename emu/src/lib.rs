@@ -25,5 +25,6 @@ pub mod stage;
 pub mod trace;
 
 
+pub use link::{Link, LinkConfig, LinkStats, PathLinks};
 pub use stage::{Packet, Stage};
 pub use trace::{Trace, TraceError};
