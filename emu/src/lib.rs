@@ -24,7 +24,6 @@ pub mod scenario;
 pub mod stage;
 pub mod trace;
 
-
 pub use link::{Link, LinkConfig, LinkStats, PathLinks};
 pub use stage::{Packet, Stage};
 pub use trace::{Trace, TraceError};

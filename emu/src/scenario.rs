@@ -212,7 +212,9 @@ impl Scenario {
             return Scenario::load(p);
         }
         let file = format!("{name_or_path}.toml");
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("traces");
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join("traces");
         for dir in [PathBuf::from("traces"), repo] {
             let candidate = dir.join(&file);
             if candidate.is_file() {
@@ -251,10 +253,16 @@ impl Scenario {
             message,
         };
         if !(raw.duration.is_finite() && raw.duration > 0.0) {
-            return Err(invalid("duration", format!("must be > 0, got {}", raw.duration)));
+            return Err(invalid(
+                "duration",
+                format!("must be > 0, got {}", raw.duration),
+            ));
         }
         if raw.path.is_empty() {
-            return Err(invalid("path", "a scenario needs at least one [[path]]".into()));
+            return Err(invalid(
+                "path",
+                "a scenario needs at least one [[path]]".into(),
+            ));
         }
         let mut traces: HashMap<PathBuf, Arc<Trace>> = HashMap::new();
         let mut load_trace = |rel: &str| -> Result<Arc<Trace>, ScenarioError> {
@@ -347,9 +355,7 @@ impl Scenario {
 }
 
 fn prob(name: &str, v: Option<f64>, default: Option<f64>) -> Result<f64, String> {
-    let v = v
-        .or(default)
-        .ok_or_else(|| format!("missing {name}"))?;
+    let v = v.or(default).ok_or_else(|| format!("missing {name}"))?;
     if !(0.0..=1.0).contains(&v) {
         return Err(format!("{name} must be in [0, 1], got {v}"));
     }
@@ -368,10 +374,7 @@ fn parse_loss(raw: Option<&RawLoss>) -> Result<LossModel, String> {
             ("loss_good", r.loss_good.is_some()),
             ("loss_bad", r.loss_bad.is_some()),
         ];
-        match given
-            .iter()
-            .find(|(k, set)| *set && !allowed.contains(k))
-        {
+        match given.iter().find(|(k, set)| *set && !allowed.contains(k)) {
             Some((k, _)) => Err(format!("key {k} does not apply to model {:?}", r.model)),
             None => Ok(()),
         }
@@ -484,7 +487,9 @@ fn apply_schedule(
     let mut prev = f64::NEG_INFINITY;
     for &(t, v) in points {
         if !(t.is_finite() && t >= 0.0) || t < prev {
-            return Err(format!("point times must be >= 0 and non-decreasing, got {t}"));
+            return Err(format!(
+                "point times must be >= 0 and non-decreasing, got {t}"
+            ));
         }
         prev = t;
         if !v.is_finite() || v < lo || v > hi {

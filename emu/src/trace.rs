@@ -202,7 +202,11 @@ impl Trace {
     pub fn opportunity_ms(&self, index: u64) -> u64 {
         let len = self.times_ms.len().max(1) as u64;
         let cycle = index / len;
-        let within = self.times_ms.get((index % len) as usize).copied().unwrap_or(0);
+        let within = self
+            .times_ms
+            .get((index % len) as usize)
+            .copied()
+            .unwrap_or(0);
         cycle * self.period_ms() + within
     }
 
@@ -313,7 +317,10 @@ mod tests {
             )
         );
         assert_eq!(kind("0\n0\n"), (2, TraceErrorKind::LastIsZero));
-        assert_eq!(kind("# c\n1\n"), (1, TraceErrorKind::NotAnInteger("# c".into())));
+        assert_eq!(
+            kind("# c\n1\n"),
+            (1, TraceErrorKind::NotAnInteger("# c".into()))
+        );
         let e = Trace::parse("foo.down", "1\n2\n1\n").unwrap_err();
         assert!(e.to_string().starts_with("foo.down:3: "), "{e}");
         let e = Trace::load("/nonexistent/x.up").unwrap_err();
