@@ -1,0 +1,201 @@
+//! One direction of one path ([`Link`]) and a path's two directions ([`PathLinks`]).
+//!
+//! A link is `loss -> queue + trace-driven service -> fixed delay`, the order of
+//! `mm-loss` inside `mm-delay` around `mm-link` for the direction leaving the host: lost
+//! packets never take capacity, and the delay is applied to what leaves the bottleneck.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::loss::{LossModel, LossStage};
+use crate::profile::Profile;
+use crate::queue::{QueueConfig, TraceStage};
+use crate::stage::{Chain, DelayStage, Packet, Stage};
+use crate::trace::Trace;
+
+/// Everything needed to build a [`Link`].
+#[derive(Debug, Clone)]
+pub struct LinkConfig {
+    /// Delivery-opportunity trace.
+    pub trace: Arc<Trace>,
+    /// Fixed one-way delay (`mm-delay`).
+    pub delay: Duration,
+    /// Random loss (`mm-loss`).
+    pub loss: LossModel,
+    /// Queue discipline and limits.
+    pub queue: QueueConfig,
+    /// Time-varying extra one-way delay, in milliseconds (delay spikes).
+    pub delay_extra_ms: Vec<Profile>,
+    /// Time-varying extra loss probability (loss ramps).
+    pub loss_profiles: Vec<Profile>,
+    /// Time-varying capacity scale factor (rate cuts).
+    pub rate_scale: Vec<Profile>,
+    /// Outage windows `[start, end)`: arrivals are dropped and service stops.
+    pub outages: Vec<(Duration, Duration)>,
+    /// Seed of this link's loss RNG.
+    pub seed: u64,
+}
+
+impl LinkConfig {
+    /// A lossless, zero-delay link with an infinite queue over `trace`.
+    pub fn new(trace: Arc<Trace>) -> LinkConfig {
+        LinkConfig {
+            trace,
+            delay: Duration::ZERO,
+            loss: LossModel::None,
+            queue: QueueConfig::default(),
+            delay_extra_ms: Vec::new(),
+            loss_profiles: Vec::new(),
+            rate_scale: Vec::new(),
+            outages: Vec::new(),
+            seed: 0,
+        }
+    }
+}
+
+/// Counters of one link.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    /// Packets offered to the link.
+    pub arrived_packets: u64,
+    /// Bytes (charged sizes) offered.
+    pub arrived_bytes: u64,
+    /// Packets delivered at the far end.
+    pub delivered_packets: u64,
+    /// Bytes delivered.
+    pub delivered_bytes: u64,
+    /// Packets dropped by random loss, loss schedules and outages.
+    pub dropped_loss: u64,
+    /// Packets dropped by the queue limits.
+    pub dropped_queue: u64,
+}
+
+type Inner = Chain<Chain<LossStage, TraceStage>, DelayStage>;
+
+/// One direction of one emulated path.
+#[derive(Debug, Clone)]
+pub struct Link {
+    inner: Inner,
+    stats: LinkStats,
+}
+
+impl Link {
+    /// Builds the link; its clock (and trace) starts at time zero.
+    pub fn new(cfg: &LinkConfig) -> Link {
+        let mut loss = LossStage::new(cfg.loss, cfg.seed);
+        for p in &cfg.loss_profiles {
+            loss.add_profile(p.clone());
+        }
+        let mut service = TraceStage::new(cfg.trace.clone(), cfg.queue);
+        for p in &cfg.rate_scale {
+            service.add_rate_scale(p.clone());
+        }
+        for &(from, until) in &cfg.outages {
+            loss.add_profile(Profile::window(from, until, 1.0, 0.0));
+            service.add_rate_scale(Profile::window(from, until, 0.0, 1.0));
+        }
+        let mut delay = DelayStage::new(cfg.delay);
+        for p in &cfg.delay_extra_ms {
+            delay.add_extra_ms(p.clone());
+        }
+        Link {
+            inner: Chain::new(Chain::new(loss, service), delay),
+            stats: LinkStats::default(),
+        }
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> LinkStats {
+        let mut s = self.stats;
+        s.dropped_loss = self.inner.first.first.dropped();
+        s.dropped_queue = self.inner.first.second.dropped();
+        s
+    }
+
+    /// The bottleneck queue and its trace (for queue-length sampling).
+    pub fn bottleneck(&self) -> &TraceStage {
+        &self.inner.first.second
+    }
+
+    /// Packets inside the link (queued, being served or in the delay line).
+    pub fn in_flight(&self) -> u64 {
+        let s = self.stats();
+        s.arrived_packets - s.delivered_packets - s.dropped_loss - s.dropped_queue
+    }
+}
+
+impl Stage for Link {
+    fn enqueue(&mut self, now: Duration, pkt: Packet) {
+        self.stats.arrived_packets += 1;
+        self.stats.arrived_bytes += u64::from(pkt.size);
+        self.inner.enqueue(now, pkt);
+    }
+
+    fn dequeue_ready(&mut self, now: Duration, out: &mut Vec<Packet>) {
+        let start = out.len();
+        self.inner.dequeue_ready(now, out);
+        for p in out.iter().skip(start) {
+            self.stats.delivered_packets += 1;
+            self.stats.delivered_bytes += u64::from(p.size);
+        }
+    }
+
+    fn next_wakeup(&self) -> Option<Duration> {
+        self.inner.next_wakeup()
+    }
+}
+
+/// Both directions of one path. Uplink leaves the emulated host (client) towards the
+/// Internet (server); downlink comes back.
+#[derive(Debug, Clone)]
+pub struct PathLinks {
+    /// Path name from the scenario.
+    pub name: String,
+    /// Client -> server.
+    pub up: Link,
+    /// Server -> client.
+    pub down: Link,
+}
+
+impl PathLinks {
+    /// Earliest wake-up of either direction.
+    pub fn next_wakeup(&self) -> Option<Duration> {
+        match (self.up.next_wakeup(), self.down.next_wakeup()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn composed_link_timing_and_outage() {
+        let mut cfg = LinkConfig::new(Arc::new(Trace::constant(1)));
+        cfg.delay = Duration::from_millis(20);
+        cfg.outages = vec![(Duration::from_millis(100), Duration::from_millis(200))];
+        let mut link = Link::new(&cfg);
+        link.enqueue(Duration::from_micros(10_300), Packet::sized(1500, 1));
+        // Served at 11 ms, delivered 20 ms later.
+        assert_eq!(link.next_wakeup(), Some(Duration::from_millis(11)));
+        let mut out = Vec::new();
+        link.dequeue_ready(Duration::from_millis(30), &mut out);
+        assert!(out.is_empty());
+        assert_eq!(link.next_wakeup(), Some(Duration::from_millis(31)));
+        link.dequeue_ready(Duration::from_millis(31), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].time, Duration::from_millis(31));
+        for ms in 100..200 {
+            link.enqueue(Duration::from_millis(ms), Packet::sized(100, ms));
+        }
+        link.enqueue(Duration::from_millis(200), Packet::sized(100, 0));
+        link.dequeue_ready(Duration::from_millis(300), &mut out);
+        let s = link.stats();
+        assert_eq!(s.dropped_loss, 100);
+        assert_eq!(s.delivered_packets, 2);
+        assert_eq!(out[1].time, Duration::from_millis(221));
+        assert_eq!(link.in_flight(), 0);
+    }
+}

@@ -1,0 +1,125 @@
+use super::*;
+
+fn dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("emu-scenario-test-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("c.up"), "1\n").unwrap();
+    std::fs::write(d.join("c.down"), "1\n1\n").unwrap();
+    std::fs::write(d.join("bad.down"), "1\n3\n2\n").unwrap();
+    d
+}
+
+fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+    Scenario::parse(&dir().join("s.toml"), text)
+}
+
+fn err(text: &str) -> String {
+    match parse(text) {
+        Ok(_) => panic!("expected an error for:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+const GOOD: &str = r#"
+duration = 30.0
+seed = 9
+[[path]]
+name = "a"
+up = "c.up"
+down = "c.down"
+delay_ms = 20.0
+loss_down = { model = "gilbert", p_good_to_bad = 0.01, p_bad_to_good = 0.5 }
+queue = { kind = "droptail", packets = 50 }
+[[path.schedule]]
+param = "outage"
+direction = "up"
+start = 10.0
+end = 12.0
+[[path.schedule]]
+param = "loss"
+points = [[0.0, 0.0], [10.0, 0.05]]
+[[path]]
+name = "b"
+up = "c.up"
+down = "c.up"
+"#;
+
+#[test]
+fn loads_valid_scenario() {
+    let s = parse(GOOD).unwrap();
+    assert_eq!(s.name, "s");
+    assert_eq!(s.duration, Duration::from_secs(30));
+    assert_eq!(s.paths.len(), 2);
+    let a = &s.paths[0];
+    assert_eq!(a.up.delay, Duration::from_millis(20));
+    assert_eq!(a.up.loss, LossModel::None);
+    assert!(matches!(a.down.loss, LossModel::GilbertElliott { loss_bad, .. } if loss_bad == 1.0));
+    assert_eq!(a.up.queue.packets, Some(50));
+    assert_eq!(a.up.outages.len(), 1);
+    assert!(a.down.outages.is_empty());
+    assert_eq!(a.down.loss_profiles.len(), 1);
+    assert_eq!(a.down.trace.len(), 2);
+    assert_ne!(a.up.seed, a.down.seed);
+    assert_ne!(a.up.seed, s.paths[1].up.seed);
+    // Traces are shared, not reloaded.
+    assert!(Arc::ptr_eq(&s.paths[0].up.trace, &s.paths[1].down.trace));
+    let links = s.build();
+    assert_eq!(links[1].name, "b");
+    let reseeded = parse(GOOD).unwrap().with_seed(10);
+    assert_ne!(reseeded.paths[0].up.seed, a.up.seed);
+}
+
+#[test]
+fn rejects_bad_scenarios() {
+    let base = "duration = 10.0\n[[path]]\nname = \"a\"\nup = \"c.up\"\ndown = \"c.down\"\n";
+    assert!(err(&format!("{base}colour = 3\n")).contains("colour"));
+    assert!(err(&format!("{base}delay_ms = -1.0\n")).contains("delay_ms must be >= 0"));
+    assert!(err(&format!(
+        "{base}loss = {{ model = \"bernoulli\", p = 1.5 }}\n"
+    ))
+    .contains("p must be in [0, 1]"));
+    assert!(err(&format!("{base}loss = {{ model = \"bernoulli\" }}\n")).contains("missing p"));
+    assert!(err(&format!(
+        "{base}loss = {{ model = \"bernoulli\", p = 0.1, loss_bad = 0.2 }}\n"
+    ))
+    .contains("loss_bad"));
+    assert!(err(&format!("{base}queue = {{ kind = \"droptail\" }}\n")).contains("packets"));
+    assert!(err(&format!("{base}queue = {{ kind = \"red\" }}\n")).contains("unknown queue"));
+    assert!(err(&format!(
+        "{base}[[path.schedule]]\nparam = \"loss\"\npoints = [[0.0, 2.0]]\n"
+    ))
+    .contains("out of range"));
+    assert!(err(&format!(
+        "{base}[[path.schedule]]\nparam = \"jitter\"\npoints = [[0.0, 2.0]]\n"
+    ))
+    .contains("unknown param"));
+    assert!(err(&format!(
+        "{base}[[path.schedule]]\nparam = \"rate\"\npoints = [[5.0, 1.0], [1.0, 1.0]]\n"
+    ))
+    .contains("non-decreasing"));
+    assert!(err(&format!(
+        "{base}[[path.schedule]]\nparam = \"outage\"\nstart = 5.0\nend = 1.0\n"
+    ))
+    .contains("start < end"));
+    let missing =
+        err("duration = 1.0\n[[path]]\nname = \"a\"\nup = \"nope.up\"\ndown = \"c.down\"\n");
+    assert!(missing.contains("nope.up"), "{missing}");
+    let bad = err("duration = 1.0\n[[path]]\nname = \"a\"\nup = \"c.up\"\ndown = \"bad.down\"\n");
+    assert!(bad.contains("bad.down:3:"), "{bad}");
+    assert!(
+        err("duration = 0.0\n[[path]]\nname = \"a\"\nup = \"c.up\"\ndown = \"c.up\"\n")
+            .contains("duration")
+    );
+    assert!(err("duration = 1.0\n").contains("at least one"));
+    assert!(err(&format!(
+        "{base}[[path]]\nname = \"a\"\nup = \"c.up\"\ndown = \"c.up\"\n"
+    ))
+    .contains("duplicate"));
+    assert!(err("duration = \"x\"\n").contains("duration"));
+}
+
+#[test]
+fn find_reports_unknown_names() {
+    let e = Scenario::find("no-such-scenario-xyz").unwrap_err();
+    assert!(e.to_string().contains("no-such-scenario-xyz"));
+}
