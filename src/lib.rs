@@ -13,6 +13,7 @@ pub mod codec;
 pub mod error;
 pub mod ranges;
 pub mod rtt;
+pub mod stream;
 
 pub use error::{ErrorCode, TransportError};
 
