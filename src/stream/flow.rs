@@ -161,9 +161,15 @@ impl SendCredit {
 mod tests {
     use super::*;
 
+    /// A base instant for tests; only differences between instants matter.
+    #[allow(clippy::disallowed_methods)]
+    fn epoch() -> Instant {
+        Instant::now()
+    }
+
     #[test]
     fn update_after_half_window() {
-        let now = Instant::now();
+        let now = epoch();
         let rtt = Duration::from_millis(100);
         let mut w = RecvWindow::new(1000, 8000);
         w.add_consumed(499);
@@ -176,7 +182,7 @@ mod tests {
 
     #[test]
     fn autotune_doubles_when_fast_and_caps() {
-        let t0 = Instant::now();
+        let t0 = epoch();
         let rtt = Duration::from_millis(50);
         let mut w = RecvWindow::new(1000, 3000);
         w.add_consumed(500);
@@ -203,7 +209,7 @@ mod tests {
 
     #[test]
     fn slow_updates_keep_window() {
-        let t0 = Instant::now();
+        let t0 = epoch();
         let rtt = Duration::from_millis(50);
         let mut w = RecvWindow::new(1000, 100_000);
         for i in 1..5u64 {

@@ -8,6 +8,12 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use std::time::{Duration, Instant};
 
+/// A base instant for tests; only differences between instants matter.
+#[allow(clippy::disallowed_methods)]
+fn epoch() -> Instant {
+    Instant::now()
+}
+
 fn cfg() -> StreamsConfig {
     StreamsConfig {
         initial_max_data: 10_000,
@@ -138,7 +144,7 @@ fn transfer_with_loss_reordering_and_flow_control() {
     let mut written = 0;
     let mut got = Vec::new();
     let mut fin = false;
-    let now = Instant::now();
+    let now = epoch();
     for round in 0..2000 {
         if written < data.len() {
             written += c.stream_send(id, &data[written..], true).unwrap_or(0);
@@ -189,7 +195,7 @@ fn transfer_with_loss_reordering_and_flow_control() {
 #[test]
 fn local_stream_limit_and_streams_blocked() {
     let (mut c, _s) = pair(cfg(), cfg());
-    let now = Instant::now();
+    let now = epoch();
     for i in 0..4 {
         assert_eq!(c.stream_send(StreamId(i * 4), b"x", false), Ok(1));
     }
@@ -344,7 +350,7 @@ fn data_blocked_once_per_limit_and_unblock() {
     let mut sc = cfg();
     sc.initial_max_stream_data_bidi_remote = 100_000;
     let (mut c, mut s) = pair(cfg(), sc);
-    let now = Instant::now();
+    let now = epoch();
     c.stream_send(StreamId(0), &[1; 20_000], false).unwrap();
     let mut sent = 0;
     loop {
@@ -378,7 +384,7 @@ fn data_blocked_once_per_limit_and_unblock() {
 #[test]
 fn stream_data_blocked_and_resume() {
     let (mut c, mut s) = pair(cfg(), cfg());
-    let now = Instant::now();
+    let now = epoch();
     c.stream_send(StreamId(0), &[1; 6000], false).unwrap();
     let p = emit(&mut c, 100_000);
     assert_eq!(p.iter().map(|f| f.1.len).sum::<usize>(), 4000);
@@ -424,7 +430,7 @@ fn stream_data_blocked_and_resume() {
 #[test]
 fn window_autotuning_grows_with_fast_reads() {
     let (mut c, mut s) = pair(cfg(), cfg());
-    let t0 = Instant::now();
+    let t0 = epoch();
     let rtt = Duration::from_millis(100);
     let id = StreamId(0);
     c.stream_send(id, &vec![7; 200_000], false).unwrap();
@@ -459,7 +465,7 @@ fn window_autotuning_grows_with_fast_reads() {
 #[test]
 fn max_streams_credit_returned_when_peer_streams_finish() {
     let (mut c, mut s) = pair(cfg(), cfg());
-    let now = Instant::now();
+    let now = epoch();
     // Client opens and finishes 2 uni streams (limit 2).
     for id in [StreamId(2), StreamId(6)] {
         c.stream_send(id, b"abc", true).unwrap();
@@ -512,7 +518,7 @@ fn max_streams_credit_returned_when_peer_streams_finish() {
 #[test]
 fn stop_sending_and_reset_exchange() {
     let (mut c, mut s) = pair(cfg(), cfg());
-    let now = Instant::now();
+    let now = epoch();
     let id = StreamId(0);
     c.stream_send(id, &[1; 3000], false).unwrap();
     let p = emit(&mut c, 1200);
@@ -571,7 +577,7 @@ fn reset_received_is_reported_and_releases_credit() {
     c.stream_send(id, &[1; 1000], false).unwrap();
     deliver(&mut s, &emit(&mut c, 500));
     c.stream_reset(id, 9).unwrap();
-    let r = c.next_control(Instant::now(), Duration::ZERO).unwrap();
+    let r = c.next_control(epoch(), Duration::ZERO).unwrap();
     assert_eq!(
         r,
         ControlFrame::ResetStream {
@@ -633,7 +639,7 @@ fn app_calls_never_panic() {
                     c.send_chunk(id, 50);
                 }
             }
-            _ => drop(c.next_control(Instant::now(), Duration::ZERO)),
+            _ => drop(c.next_control(epoch(), Duration::ZERO)),
         }
     }
 }
