@@ -317,16 +317,26 @@ impl Streams {
         Ok(())
     }
 
+    /// Put a stream with new data in the round-robin queue, or, if the
+    /// peer's stream limit stops it, queue STREAM_DATA_BLOCKED instead.
     fn enqueue_send(&mut self, id: StreamId) {
-        if let Some(s) = self.map.get_mut(&id) {
-            if !s.in_send_q
-                && s.send
-                    .as_ref()
-                    .is_some_and(|x| x.has_new() && !x.is_flow_blocked())
-            {
-                s.in_send_q = true;
-                self.send_q.push_back(id);
+        let Some(s) = self.map.get_mut(&id) else {
+            return;
+        };
+        let Some(send) = s.send.as_mut() else {
+            return;
+        };
+        if !send.has_new() {
+            return;
+        }
+        if send.is_flow_blocked() {
+            if let Some(limit) = send.take_blocked() {
+                self.ctrl
+                    .push_back(ControlFrame::StreamDataBlocked { id, limit });
             }
+        } else if !s.in_send_q {
+            s.in_send_q = true;
+            self.send_q.push_back(id);
         }
     }
 

@@ -182,13 +182,16 @@ impl RecvStream {
                 }
             }
         }
-        // Large capacity only for data that continues a full segment or the
-        // read point: each such allocation is backed by real data, so a peer
-        // sending scattered tiny frames cannot inflate memory.
-        let in_order = match self.segs.range(..at).next_back() {
-            Some((&k, v)) => k + v.len() as u64 == at && v.len() >= SEGMENT / 2,
-            None => at == self.read_off,
-        };
+        // Large capacity only for data at the contiguous end or continuing a
+        // well-filled segment: the bytes before each such allocation are real
+        // data, so a peer sending scattered tiny frames cannot inflate memory.
+        // Out-of-order islands get exact-size pieces.
+        let in_order = at == self.contig_end
+            || self
+                .segs
+                .range(..at)
+                .next_back()
+                .is_some_and(|(&k, v)| k + v.len() as u64 == at && v.len() >= SEGMENT / 2);
         let mut v = if in_order && piece.len() < SEGMENT {
             let mut v = self.spare.take().unwrap_or_default();
             v.clear();

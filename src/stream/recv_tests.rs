@@ -267,3 +267,34 @@ fn empty_stream_fin() {
 }
 
 use super::super::StreamId;
+
+#[test]
+fn in_order_data_after_a_hole_is_packed_again() {
+    let d = data(400_000);
+    let mut r = RecvStream::new(1 << 20, 1 << 20);
+    let chunks: Vec<(usize, &[u8])> = d
+        .chunks(1200)
+        .enumerate()
+        .map(|(i, c)| (i * 1200, c))
+        .collect();
+    // Packet 10 lost and retransmitted after 50 more packets.
+    for &(o, c) in chunks.iter().take(61) {
+        if o != 12_000 {
+            r.on_data(o as u64, c, false).unwrap();
+        }
+    }
+    assert_eq!(r.out_of_order_bytes(), 50 * 1200);
+    r.on_data(12_000, chunks[10].1, false).unwrap();
+    assert_eq!(r.out_of_order_bytes(), 0);
+    let before = r.segs.len();
+    for &(o, c) in chunks.iter().skip(61) {
+        r.on_data(o as u64, c, false).unwrap();
+    }
+    let added = r.segs.len() - before;
+    assert!(
+        added <= (400_000 - 61 * 1200) / SEGMENT + 1,
+        "{added} new segments"
+    );
+    let (out, _) = read_all(&mut r, 10_000);
+    assert_eq!(out, d);
+}

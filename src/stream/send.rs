@@ -325,13 +325,13 @@ impl SendStream {
         let end = offset.saturating_add(len as u64).min(self.send_off);
         if start < end {
             self.lost.insert(start..end);
-            let acked: Vec<Range<u64>> = self
-                .acked
-                .iter()
-                .filter(|r| r.end > start && r.start < end)
-                .cloned()
-                .collect();
-            for r in acked {
+            // Only the acknowledged ranges overlapping the loss matter; find
+            // them by binary search so heavy loss stays cheap.
+            let acked = self.acked.iter().as_slice();
+            let lo = acked.partition_point(|r| r.end <= start);
+            let hi = acked.partition_point(|r| r.start < end);
+            let overlap: Vec<Range<u64>> = acked.get(lo..hi).unwrap_or_default().to_vec();
+            for r in overlap {
                 self.lost.remove(r);
             }
         }

@@ -643,3 +643,25 @@ fn app_calls_never_panic() {
         }
     }
 }
+
+#[test]
+fn write_on_zero_credit_stream_reports_blocked() {
+    let mut sc = cfg();
+    sc.initial_max_stream_data_bidi_remote = 0;
+    let (mut c, _s) = pair(cfg(), sc);
+    c.stream_send(StreamId(0), b"abc", false).unwrap();
+    assert!(c.next_to_send().is_none());
+    assert_eq!(
+        c.next_control(epoch(), Duration::ZERO),
+        Some(ControlFrame::StreamDataBlocked {
+            id: StreamId(0),
+            limit: 0
+        })
+    );
+    c.stream_send(StreamId(0), b"def", false).unwrap();
+    assert!(!c.has_pending_control(), "once per limit");
+    c.on_max_stream_data(StreamId(0), 4).unwrap();
+    let (id, off) = c.next_to_send().unwrap();
+    assert_eq!((id, off), (StreamId(0), 0));
+    assert_eq!(c.send_chunk(id, 100).unwrap().len, 4);
+}
