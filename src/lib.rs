@@ -16,6 +16,7 @@ pub mod ranges;
 pub mod recovery;
 pub mod rtt;
 pub mod sched;
+pub mod stream;
 
 pub use error::{ErrorCode, TransportError};
 

@@ -1,0 +1,246 @@
+use super::*;
+
+fn data(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 7 + 3) as u8).collect()
+}
+
+fn emit(s: &mut SendStream, max_len: usize) -> Option<(Chunk, Vec<u8>)> {
+    let c = s.next_chunk(max_len, u64::MAX)?;
+    let mut b = vec![0u8; c.len];
+    assert!(s.copy_data(c.offset, &mut b));
+    Some((c, b))
+}
+
+#[test]
+fn sends_in_order_and_copies_across_segments() {
+    let d = data(40_000);
+    let mut s = SendStream::new(1 << 20, 1 << 20);
+    // Several writes so the data spans segments.
+    assert_eq!(s.write(&d[..10], false), Ok(10));
+    assert_eq!(s.write(&d[10..20_000], false), Ok(19_990));
+    assert_eq!(s.write(&d[20_000..], true), Ok(20_000));
+    let mut out = Vec::new();
+    while let Some((c, b)) = emit(&mut s, 1200) {
+        assert_eq!(c.offset as usize, out.len());
+        assert!(!c.is_retransmit);
+        out.extend_from_slice(&b);
+        if c.fin {
+            break;
+        }
+    }
+    assert_eq!(out, d);
+    assert!(emit(&mut s, 1200).is_none());
+}
+
+#[test]
+fn lost_ranges_go_before_new_data() {
+    let d = data(5000);
+    let mut s = SendStream::new(1 << 20, 1 << 20);
+    s.write(&d, false).unwrap();
+    let c1 = s.next_chunk(1000, u64::MAX).unwrap();
+    let c2 = s.next_chunk(1000, u64::MAX).unwrap();
+    let c3 = s.next_chunk(1000, u64::MAX).unwrap();
+    assert_eq!((c1.offset, c2.offset, c3.offset), (0, 1000, 2000));
+    s.on_acked(0, 1000, false);
+    assert!(s.on_lost(1000, 1000, false));
+    // Retransmission first, split by max_len, flagged, no conn credit needed.
+    let r = s.next_chunk(600, 0).unwrap();
+    assert_eq!(
+        r,
+        Chunk {
+            offset: 1000,
+            len: 600,
+            fin: false,
+            is_retransmit: true
+        }
+    );
+    let r = s.next_chunk(600, 0).unwrap();
+    assert_eq!(
+        r,
+        Chunk {
+            offset: 1600,
+            len: 400,
+            fin: false,
+            is_retransmit: true
+        }
+    );
+    let mut b = vec![0; 400];
+    assert!(s.copy_data(1600, &mut b));
+    assert_eq!(&b[..], &d[1600..2000]);
+    // Then new data; with zero connection credit there is none.
+    assert!(s.next_chunk(600, 0).is_none());
+    let n = s.next_chunk(600, u64::MAX).unwrap();
+    assert_eq!((n.offset, n.is_retransmit), (3000, false));
+}
+
+#[test]
+fn loss_of_already_acked_bytes_is_ignored() {
+    let mut s = SendStream::new(1 << 20, 1 << 20);
+    s.write(&data(3000), false).unwrap();
+    for _ in 0..3 {
+        s.next_chunk(1000, u64::MAX).unwrap();
+    }
+    s.on_acked(1000, 1000, false); // out of order ack
+    assert!(s.on_lost(0, 3000, false)); // spurious: whole range lost
+    let a = s.next_chunk(5000, 0).unwrap();
+    assert_eq!((a.offset, a.len), (0, 1000));
+    let b = s.next_chunk(5000, 0).unwrap();
+    assert_eq!(
+        (b.offset, b.len),
+        (2000, 1000),
+        "acked middle range skipped"
+    );
+    assert!(!s.has_lost());
+    // Late ack of a range pending retransmission cancels it.
+    s.on_lost(0, 1000, false);
+    s.on_acked(0, 1000, false);
+    assert!(!s.has_lost());
+    assert_eq!(s.acked_offset(), 2000);
+}
+
+#[test]
+fn acks_free_buffer_and_complete() {
+    let mut s = SendStream::new(1 << 20, 1 << 20);
+    s.write(&data(50_000), true).unwrap();
+    let mut chunks = Vec::new();
+    while let Some(c) = s.next_chunk(1200, u64::MAX) {
+        chunks.push(c);
+    }
+    assert!(chunks.last().unwrap().fin);
+    assert_eq!(s.buffered(), 50_000);
+    for c in chunks.iter().rev() {
+        s.on_acked(c.offset, c.len, c.fin);
+    }
+    assert_eq!(s.acked_offset(), 50_000);
+    assert_eq!(s.buffered(), 0);
+    assert!(s.buf.segs.is_empty(), "acknowledged segments are freed");
+    assert!(s.is_complete() && s.is_finished());
+    assert!(s.reset(7).is_none(), "nothing to reset once all is acked");
+}
+
+#[test]
+fn fin_only_and_lost_fin() {
+    let mut s = SendStream::new(1 << 20, 1 << 20);
+    s.write(b"hello", false).unwrap();
+    let c = s.next_chunk(100, u64::MAX).unwrap();
+    assert!(!c.fin);
+    assert_eq!(s.write(b"", true), Ok(0));
+    let f = s.next_chunk(100, u64::MAX).unwrap();
+    assert_eq!(
+        f,
+        Chunk {
+            offset: 5,
+            len: 0,
+            fin: true,
+            is_retransmit: false
+        }
+    );
+    assert!(s.next_chunk(100, u64::MAX).is_none());
+    s.on_acked(0, 5, false);
+    assert!(s.on_lost(5, 0, true));
+    let f2 = s.next_chunk(100, 0).unwrap();
+    assert_eq!(
+        f2,
+        Chunk {
+            offset: 5,
+            len: 0,
+            fin: true,
+            is_retransmit: true
+        }
+    );
+    s.on_acked(5, 0, true);
+    assert!(s.is_complete());
+    // Writes after FIN fail.
+    assert_eq!(s.write(b"x", false), Err(StreamError::FinalSize));
+}
+
+#[test]
+fn lost_last_bytes_carry_fin_again() {
+    let mut s = SendStream::new(1 << 20, 1 << 20);
+    s.write(&data(100), true).unwrap();
+    let c = s.next_chunk(1000, u64::MAX).unwrap();
+    assert!(c.fin);
+    s.on_lost(0, 100, true);
+    let r = s.next_chunk(1000, 0).unwrap();
+    assert_eq!(
+        r,
+        Chunk {
+            offset: 0,
+            len: 100,
+            fin: true,
+            is_retransmit: true
+        }
+    );
+    assert!(s.next_chunk(1000, u64::MAX).is_none(), "FIN not sent twice");
+}
+
+#[test]
+fn bounded_buffer_partial_writes() {
+    let d = data(10_000);
+    let mut s = SendStream::new(1 << 20, 4000);
+    assert_eq!(
+        s.write(&d, true),
+        Ok(4000),
+        "partial write, FIN not applied"
+    );
+    assert_eq!(s.capacity(), 0);
+    assert_eq!(s.write(&d[4000..], true), Err(StreamError::Done));
+    let c = s.next_chunk(1500, u64::MAX).unwrap();
+    assert!(!c.fin);
+    assert_eq!(
+        s.write(&d[4000..], true),
+        Err(StreamError::Done),
+        "sent but unacked still counts"
+    );
+    s.on_acked(0, 1500, false);
+    assert_eq!(s.capacity(), 1500);
+    assert_eq!(s.write(&d[4000..], true), Ok(1500));
+    assert!(s.buffered() <= 4000);
+}
+
+#[test]
+fn stream_flow_limit_and_blocked_once() {
+    let mut s = SendStream::new(1000, 1 << 20);
+    s.write(&data(3000), false).unwrap();
+    assert_eq!(s.next_chunk(5000, u64::MAX).unwrap().len, 1000);
+    assert!(s.next_chunk(5000, u64::MAX).is_none());
+    assert!(s.is_flow_blocked());
+    assert_eq!(s.take_blocked(), Some(1000));
+    assert_eq!(s.take_blocked(), None);
+    assert!(s.on_max_stream_data(2500));
+    assert!(!s.on_max_stream_data(2000));
+    assert_eq!(
+        s.next_chunk(5000, 700).unwrap().len,
+        700,
+        "conn credit bounds it"
+    );
+    assert_eq!(s.next_chunk(5000, u64::MAX).unwrap().len, 800);
+    assert_eq!(s.take_blocked(), Some(2500));
+}
+
+#[test]
+fn reset_and_stop_sending() {
+    let mut s = SendStream::new(1 << 20, 1 << 20);
+    s.write(&data(3000), false).unwrap();
+    s.next_chunk(1000, u64::MAX).unwrap();
+    let r = s.on_stop_sending(42).unwrap();
+    assert_eq!((r.code, r.final_size, r.acked), (42, 1000, false));
+    assert_eq!(s.write(b"x", false), Err(StreamError::StopSending(42)));
+    assert!(s.next_chunk(1000, u64::MAX).is_none());
+    assert!(!s.on_lost(0, 1000, false), "no retransmission after reset");
+    assert!(s.reset(1).is_none(), "reset only once");
+    assert!(!s.is_finished());
+    s.on_reset_acked();
+    assert!(s.is_finished());
+    assert_eq!(s.buffered(), 0);
+}
+
+#[test]
+fn app_reset_blocks_writes() {
+    let mut s = SendStream::new(1 << 20, 1 << 20);
+    s.write(b"abc", false).unwrap();
+    assert_eq!(s.reset(9).unwrap().final_size, 0);
+    assert_eq!(s.write(b"x", false), Err(StreamError::InvalidState));
+    let mut b = [0u8; 3];
+    assert!(!s.copy_data(0, &mut b));
+}
