@@ -147,7 +147,7 @@ impl PacketKey {
         packet: &mut [u8],
         header_len: usize,
     ) -> Result<(), CryptoError> {
-        if packet.len() < header_len + TAG_LEN {
+        if packet.len() < header_len.saturating_add(TAG_LEN) {
             return Err(CryptoError::BufferTooShort);
         }
         let (header, rest) = packet.split_at_mut(header_len);
@@ -158,7 +158,9 @@ impl PacketKey {
 
     /// Decrypts `payload_and_tag` (ciphertext followed by the tag) in place,
     /// with `header` as associated data. Returns the plaintext length: the
-    /// plaintext is `payload_and_tag[..len]`.
+    /// plaintext is `payload_and_tag[..len]`. On failure the buffer's
+    /// contents are unspecified (BoringSSL may have decrypted into it), so a
+    /// caller that wants to retry with another key must keep a copy.
     pub fn open_in_place(
         &self,
         pn: u64,
@@ -207,7 +209,7 @@ impl PacketKey {
         packet: &mut [u8],
         header_len: usize,
     ) -> Result<usize, CryptoError> {
-        if packet.len() < header_len + TAG_LEN {
+        if packet.len() < header_len.saturating_add(TAG_LEN) {
             return Err(CryptoError::BufferTooShort);
         }
         let (header, rest) = packet.split_at_mut(header_len);

@@ -117,8 +117,11 @@ pub fn remove_header_protection(
     let sample_at = pn_offset
         .checked_add(4)
         .ok_or(CryptoError::BufferTooShort)?;
+    let sample_end = sample_at
+        .checked_add(SAMPLE_LEN)
+        .ok_or(CryptoError::BufferTooShort)?;
     let sample = buf
-        .get(sample_at..sample_at + SAMPLE_LEN)
+        .get(sample_at..sample_end)
         .ok_or(CryptoError::BufferTooShort)?;
     let mask = key.mask(sample)?;
     let first = buf.first_mut().ok_or(CryptoError::BufferTooShort)?;
@@ -151,8 +154,11 @@ pub fn apply_header_protection(
     let sample_at = pn_offset
         .checked_add(4)
         .ok_or(CryptoError::BufferTooShort)?;
+    let sample_end = sample_at
+        .checked_add(SAMPLE_LEN)
+        .ok_or(CryptoError::BufferTooShort)?;
     let sample = buf
-        .get(sample_at..sample_at + SAMPLE_LEN)
+        .get(sample_at..sample_end)
         .ok_or(CryptoError::BufferTooShort)?;
     let mask = key.mask(sample)?;
     let first = buf.first_mut().ok_or(CryptoError::BufferTooShort)?;

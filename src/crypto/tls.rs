@@ -685,6 +685,12 @@ impl TlsSession {
         Level::from_ssl(unsafe { ffi::SSL_quic_read_level(self.ptr()) }).unwrap_or(Level::Initial)
     }
 
+    /// The current write level: the highest level TLS has produced data at.
+    pub fn write_level(&self) -> Level {
+        // SAFETY: our SSL.
+        Level::from_ssl(unsafe { ffi::SSL_quic_write_level(self.ptr()) }).unwrap_or(Level::Initial)
+    }
+
     /// Whether the peer presented a certificate that verified (always false
     /// when verification is off or no certificate was sent).
     pub fn peer_verified(&self) -> bool {

@@ -134,6 +134,7 @@ fn full_handshake_with_verification() {
     assert_eq!(c.tls.algorithm(), s.tls.algorithm());
     assert!(c.tls.algorithm().is_some());
     assert_eq!(c.tls.read_level(), Level::OneRtt);
+    assert_eq!(s.tls.write_level(), Level::OneRtt);
 
     // TLS gives Handshake and 1-RTT secrets (Initial comes from the DCID,
     // 0-RTT is refused); each write key matches the peer's read key.
