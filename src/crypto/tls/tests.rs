@@ -351,3 +351,86 @@ fn transport_parameters_use_codepoint_0x39() {
     assert!(c.take_outgoing().is_none());
     assert!(!c.is_handshake_complete());
 }
+
+/// Decrypts the first (Initial) packet of a datagram from a QUIC v1 client
+/// with our Initial keys and returns its CRYPTO frames as (offset, data).
+fn open_client_initial(datagram: &[u8]) -> (Vec<u8>, Vec<(u64, Vec<u8>)>) {
+    use crate::codec::Reader;
+    use crate::crypto::{initial_keys, remove_header_protection};
+    let mut r = Reader::new(datagram);
+    let first = r.u8().unwrap();
+    assert_eq!(first & 0xf0, 0xc0, "long header Initial");
+    assert_eq!(r.u32().unwrap(), 1);
+    let dcid = r.bytes(r.peek_u8().unwrap() as usize + 1).unwrap()[1..].to_vec();
+    let scid_len = r.u8().unwrap() as usize;
+    r.skip(scid_len).unwrap();
+    let _token = r.varint_prefixed().unwrap();
+    let len = r.varint().unwrap() as usize;
+    let pn_offset = r.pos();
+    let (_, remote) = initial_keys(&dcid, true).unwrap();
+    let mut pkt = datagram[..pn_offset + len].to_vec();
+    let (pn_len, pn) = remove_header_protection(&mut pkt, pn_offset, &remote.header).unwrap();
+    let hdr = pn_offset + pn_len;
+    let n = remote.packet.open_packet(pn, 0, &mut pkt, hdr).unwrap();
+    let mut frames = Reader::new(&pkt[hdr..hdr + n]);
+    let mut crypto = Vec::new();
+    while !frames.is_empty() {
+        match frames.varint().unwrap() {
+            0x00 | 0x01 => {}
+            0x06 => {
+                let off = frames.varint().unwrap();
+                crypto.push((off, frames.varint_prefixed().unwrap().to_vec()));
+            }
+            t => panic!("unexpected frame {t:#x} in client Initial"),
+        }
+    }
+    (dcid, crypto)
+}
+
+#[test]
+fn quiche_client_hello_is_accepted() {
+    let mut qc = quiche::Config::new(quiche::PROTOCOL_VERSION).unwrap();
+    qc.set_application_protos(&[b"h3"]).unwrap();
+    qc.verify_peer(false);
+    qc.set_initial_max_data(1 << 20);
+    let scid = quiche::ConnectionId::from_ref(&[7u8; 16]);
+    let addr: std::net::SocketAddr = "127.0.0.1:4433".parse().unwrap();
+    let mut conn = quiche::connect(Some("localhost"), &scid, addr, addr, &mut qc).unwrap();
+    // The ClientHello may span several Initial packets (large key shares).
+    let mut hello = Vec::new();
+    let mut buf = [0u8; 1500];
+    while let Ok((n, _)) = conn.send(&mut buf) {
+        let (_, frames) = open_client_initial(&buf[..n]);
+        for (off, data) in frames {
+            let off = off as usize;
+            if hello.len() < off + data.len() {
+                hello.resize(off + data.len(), 0);
+            }
+            hello[off..off + data.len()].copy_from_slice(&data);
+        }
+    }
+    assert!(!hello.is_empty());
+
+    let mut s = Side::new(&server_config(&[b"h3"]), None, b"our params");
+    s.tls.provide_data(Level::Initial, &hello).unwrap();
+    s.tls.advance().unwrap();
+    s.collect_keys();
+    assert_eq!(s.tls.alpn(), Some(&b"h3"[..]));
+    assert_eq!(s.tls.server_name(), Some("localhost"));
+    // quiche's transport parameters arrived through the 0x39 extension and
+    // carry its SCID as initial_source_connection_id (0x0f).
+    let tp = s.tls.peer_transport_params().unwrap();
+    let mut isc = vec![0x0f, 16];
+    isc.extend_from_slice(&[7u8; 16]);
+    assert!(tp.windows(isc.len()).any(|w| w == isc.as_slice()));
+    // The server flight is ready: ServerHello at Initial, the rest at
+    // Handshake, with handshake keys both ways and 1-RTT write keys.
+    assert_eq!(s.tls.take_outgoing().map(|(l, _)| l), Some(Level::Initial));
+    assert_eq!(
+        s.tls.take_outgoing().map(|(l, _)| l),
+        Some(Level::Handshake)
+    );
+    assert!(s.read[Level::Handshake.index()].is_some());
+    assert!(s.write[Level::Handshake.index()].is_some());
+    assert!(s.write[Level::OneRtt.index()].is_some());
+}
