@@ -10,6 +10,7 @@
 
 pub mod cc;
 pub mod codec;
+pub mod crypto;
 pub mod error;
 pub mod pacer;
 pub mod ranges;
