@@ -11,8 +11,11 @@
 pub mod cc;
 pub mod codec;
 pub mod error;
+pub mod frame;
+pub mod packet;
 pub mod ranges;
 pub mod rtt;
+pub mod transport_params;
 
 pub use error::{ErrorCode, TransportError};
 
