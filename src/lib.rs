@@ -12,12 +12,15 @@ pub mod cc;
 pub mod codec;
 pub mod crypto;
 pub mod error;
+pub mod frame;
 pub mod pacer;
+pub mod packet;
 pub mod ranges;
 pub mod recovery;
 pub mod rtt;
 pub mod sched;
 pub mod stream;
+pub mod transport_params;
 
 pub use error::{ErrorCode, TransportError};
 
