@@ -434,3 +434,186 @@ fn quiche_client_hello_is_accepted() {
     assert!(s.write[Level::Handshake.index()].is_some());
     assert!(s.write[Level::OneRtt.index()].is_some());
 }
+
+/// Builds one protected long-header packet (Initial when `initial`, else
+/// Handshake) carrying a CRYPTO frame, padded to `pad_to` bytes.
+fn long_packet(
+    keys: &Keys,
+    initial: bool,
+    (dcid, scid): (&[u8], &[u8]),
+    pn: u32,
+    offset: u64,
+    data: &[u8],
+    pad_to: usize,
+) -> Vec<u8> {
+    use crate::codec::Writer;
+    let mut payload = vec![0u8; 16 + data.len()];
+    let mut w = Writer::new(&mut payload);
+    w.u8(0x06).unwrap();
+    w.varint(offset).unwrap();
+    w.varint(data.len() as u64).unwrap();
+    w.bytes(data).unwrap();
+    let used = w.pos();
+    payload.truncate(used);
+    let mut hdr = vec![if initial { 0xc3 } else { 0xe3 }, 0, 0, 0, 1];
+    hdr.push(dcid.len() as u8);
+    hdr.extend_from_slice(dcid);
+    hdr.push(scid.len() as u8);
+    hdr.extend_from_slice(scid);
+    if initial {
+        hdr.push(0); // no token
+    }
+    let fixed = hdr.len() + 2 + 4 + TAG_LEN;
+    if fixed + payload.len() < pad_to {
+        payload.resize(pad_to - fixed, 0); // PADDING frames
+    }
+    let len = (4 + payload.len() + TAG_LEN) as u16;
+    hdr.extend_from_slice(&(0x4000 | len).to_be_bytes());
+    let pn_offset = hdr.len();
+    hdr.extend_from_slice(&pn.to_be_bytes());
+    let hdr_len = hdr.len();
+    let mut pkt = [hdr, payload, vec![0u8; TAG_LEN]].concat();
+    keys.packet
+        .seal_packet(u64::from(pn), 0, &mut pkt, hdr_len)
+        .unwrap();
+    crate::crypto::apply_header_protection(&mut pkt, pn_offset, 4, &keys.header).unwrap();
+    pkt
+}
+
+/// Splits a datagram from a server into its long-header packets, opens each
+/// with `keys_for(is_initial)` and feeds CRYPTO frames to `client`. Returns
+/// the server's SCID.
+fn feed_server_datagram(client: &mut Side, odcid: &[u8], mut dgram: &[u8]) -> Vec<u8> {
+    use crate::codec::Reader;
+    use crate::crypto::{initial_keys, remove_header_protection};
+    let mut server_scid = Vec::new();
+    while dgram.first().is_some_and(|b| b & 0x80 != 0) {
+        let mut r = Reader::new(dgram);
+        let first = r.u8().unwrap();
+        r.u32().unwrap();
+        let dl = r.u8().unwrap() as usize;
+        r.skip(dl).unwrap();
+        let sl = r.u8().unwrap() as usize;
+        server_scid = r.bytes(sl).unwrap().to_vec();
+        let initial = first & 0x30 == 0;
+        if initial {
+            r.varint_prefixed().unwrap();
+        }
+        let len = r.varint().unwrap() as usize;
+        let pn_offset = r.pos();
+        let mut pkt = dgram[..pn_offset + len].to_vec();
+        dgram = &dgram[pn_offset + len..];
+        let init_keys;
+        let keys = if initial {
+            init_keys = initial_keys(odcid, false).unwrap().1;
+            &init_keys
+        } else {
+            client.read[Level::Handshake.index()].as_ref().unwrap()
+        };
+        let (pn_len, pn) = remove_header_protection(&mut pkt, pn_offset, &keys.header).unwrap();
+        let hdr = pn_offset + pn_len;
+        let n = keys.packet.open_packet(pn, 0, &mut pkt, hdr).unwrap();
+        let mut f = Reader::new(&pkt[hdr..hdr + n]);
+        let level = if initial {
+            Level::Initial
+        } else {
+            Level::Handshake
+        };
+        while !f.is_empty() {
+            match f.varint().unwrap() {
+                0x00 | 0x01 => {}
+                t @ (0x02 | 0x03) => {
+                    f.varint().unwrap();
+                    f.varint().unwrap();
+                    let ranges = f.varint().unwrap();
+                    f.varint().unwrap();
+                    for _ in 0..ranges * 2 + if t == 0x03 { 3 } else { 0 } {
+                        f.varint().unwrap();
+                    }
+                }
+                0x06 => {
+                    f.varint().unwrap(); // in-order in this test
+                    let data = f.varint_prefixed().unwrap();
+                    client.tls.provide_data(level, data).unwrap();
+                    client.tls.advance().unwrap();
+                    client.collect_keys();
+                }
+                t => panic!("unexpected frame {t:#x} from server"),
+            }
+        }
+    }
+    server_scid
+}
+
+#[test]
+fn handshake_with_quiche_server() {
+    use crate::crypto::initial_keys;
+    let mut qc = quiche::Config::new(quiche::PROTOCOL_VERSION).unwrap();
+    qc.set_application_protos(&[b"h3"]).unwrap();
+    qc.load_cert_chain_from_pem_file(certs().join("cert.pem").to_str().unwrap())
+        .unwrap();
+    qc.load_priv_key_from_pem_file(certs().join("key.pem").to_str().unwrap())
+        .unwrap();
+    qc.set_initial_max_data(1 << 20);
+    let server_addr: std::net::SocketAddr = "127.0.0.1:4433".parse().unwrap();
+    let client_addr: std::net::SocketAddr = "127.0.0.1:5555".parse().unwrap();
+
+    let odcid = [0x11u8; 8];
+    let scid = [0x22u8; 8];
+    // Minimal transport parameters: initial_source_connection_id.
+    let mut tp = vec![0x0f, scid.len() as u8];
+    tp.extend_from_slice(&scid);
+    let client_cfg = client_builder(&[b"h3"]).build().unwrap();
+    let mut c = Side::new(&client_cfg, Some("localhost"), &tp);
+    c.tls.advance().unwrap();
+    let (level, hello) = c.tls.take_outgoing().unwrap();
+    assert_eq!(level, Level::Initial);
+    let (init_local, _) = initial_keys(&odcid, false).unwrap();
+
+    let mut server = quiche::accept(
+        &quiche::ConnectionId::from_ref(&[0x33u8; 8]),
+        None,
+        server_addr,
+        client_addr,
+        &mut qc,
+    )
+    .unwrap();
+    let info = quiche::RecvInfo {
+        from: client_addr,
+        to: server_addr,
+    };
+    for (i, chunk) in hello.chunks(1000).enumerate() {
+        let mut pkt = long_packet(
+            &init_local,
+            true,
+            (&odcid, &scid),
+            i as u32,
+            (i * 1000) as u64,
+            chunk,
+            1200,
+        );
+        server.recv(&mut pkt, info).unwrap();
+    }
+    let mut buf = [0u8; 1500];
+    let mut server_scid = Vec::new();
+    while let Ok((n, _)) = server.send(&mut buf) {
+        server_scid = feed_server_datagram(&mut c, &odcid, &buf[..n]);
+    }
+    assert!(c.tls.is_handshake_complete(), "client did not complete");
+    assert!(c.tls.peer_verified());
+    assert_eq!(c.tls.alpn(), Some(&b"h3"[..]));
+    assert!(c.tls.peer_transport_params().is_some());
+    assert!(c.write[Level::OneRtt.index()].is_some() && c.read[Level::OneRtt.index()].is_some());
+
+    // Our Finished, sealed with our Handshake keys, completes quiche's side.
+    let (level, fin) = c.tls.take_outgoing().unwrap();
+    assert_eq!(level, Level::Handshake);
+    let hs = c.write[Level::Handshake.index()].as_ref().unwrap();
+    let mut pkt = long_packet(hs, false, (&server_scid, &scid), 0, 0, &fin, 0);
+    server.recv(&mut pkt, info).unwrap();
+    assert!(
+        server.is_established(),
+        "quiche did not accept our Finished"
+    );
+    assert_eq!(server.application_proto(), b"h3");
+}
