@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::cc::UnknownAlgorithm;
-use crate::crypto::{TlsConfig, TlsConfigBuilder, TlsError};
+use crate::crypto::{TlsConfig, TlsError};
 
 /// Why a configuration call failed.
 #[derive(Debug)]
@@ -44,7 +44,8 @@ pub struct Config {
     pub(crate) cert_chain: Option<PathBuf>,
     pub(crate) priv_key: Option<PathBuf>,
     pub(crate) ca_file: Option<PathBuf>,
-    pub(crate) verify_peer: bool,
+    /// `None`: verify on clients, not on servers.
+    pub(crate) verify_peer: Option<bool>,
     pub(crate) keylog: Option<PathBuf>,
     pub(crate) max_idle_timeout: Duration,
     pub(crate) max_udp_payload: usize,
@@ -84,7 +85,7 @@ impl Config {
             cert_chain: None,
             priv_key: None,
             ca_file: None,
-            verify_peer: true,
+            verify_peer: None,
             keylog: None,
             max_idle_timeout: Duration::from_secs(30),
             max_udp_payload: 1350,
@@ -146,9 +147,10 @@ impl Config {
         self.tls_changed();
         Ok(())
     }
-    /// Verify the peer's certificate (on by default for clients).
+    /// Verify the peer's certificate (default: on for clients; a server that
+    /// turns it on requires client certificates).
     pub fn verify_peer(&mut self, v: bool) {
-        self.verify_peer = v;
+        self.verify_peer = Some(v);
         self.tls_changed();
     }
     /// Append TLS secrets in NSS key log format to `path` (what SSLKEYLOGFILE
@@ -267,21 +269,20 @@ impl Config {
                 return Ok(c.clone());
             }
         }
-        let mut b = TlsConfigBuilder::new(is_server)?;
-        let alpn: Vec<&[u8]> = self.alpn.iter().map(|a| a.as_slice()).collect();
-        b.set_alpn(&alpn)?;
+        let mut b = if is_server { TlsConfig::server() } else { TlsConfig::client() };
+        b = b.alpn(&self.alpn).verify_peer(self.verify_peer.unwrap_or(!is_server));
         if let Some(p) = &self.cert_chain {
-            b.load_cert_chain_from_pem_file(p)?;
+            b = b.cert_chain_file(p);
         }
         if let Some(p) = &self.priv_key {
-            b.load_priv_key_from_pem_file(p)?;
+            b = b.private_key_file(p);
         }
-        if let Some(p) = &self.ca_file {
-            b.load_verify_locations_from_file(p)?;
-        }
-        b.verify_peer(self.verify_peer);
+        b = match &self.ca_file {
+            Some(p) => b.ca_file(p),
+            None => b.default_verify_paths(),
+        };
         if let Some(p) = &self.keylog {
-            b.set_keylog_file(p)?;
+            b = b.keylog_file(p);
         }
         let c = Arc::new(b.build()?);
         *cache = Some((is_server, c.clone()));

@@ -23,8 +23,9 @@ use std::time::{Duration, Instant};
 use crate::config::{Config, ConfigError};
 use crate::crypto::{self, Level, TlsConfig, TlsSession};
 use crate::error::{ErrorCode, TransportError};
+use crate::recovery::SpaceKind;
 use crate::packet::{ConnectionId, QUIC_V1};
-use crate::stream::{StreamError, Streams};
+use crate::stream::{Side, StreamError, StreamId, Streams, StreamsConfig};
 use crate::transport_params::TransportParams;
 use crate::PathId;
 
@@ -60,7 +61,12 @@ pub enum Error {
     /// The connection failed with a transport error (sent to the peer).
     Transport(TransportError),
     /// The peer closed the connection with this code.
-    PeerClosed { app: bool, code: u64 },
+    PeerClosed {
+        /// Application (true) or transport close.
+        app: bool,
+        /// The peer's error code.
+        code: u64,
+    },
     /// The output buffer cannot hold a minimal packet.
     BufferTooShort,
     /// The connection is closed.
@@ -173,8 +179,6 @@ pub struct Connection {
     idle_deadline: Option<Instant>,
     last_ack_eliciting_sent: Option<Instant>,
     max_udp_payload: usize,
-    max_ack_delay: Duration,
-    ack_delay_exponent: u64,
     local_close: Option<CloseInfo>,
     peer_close: Option<CloseInfo>,
     /// A CONNECTION_CLOSE is due (on entering Closing, and once per packet
@@ -182,8 +186,6 @@ pub struct Connection {
     close_pending: bool,
     events: VecDeque<PathEvent>,
     stats: Stats,
-    cc_name: String,
-    initial_rtt: Duration,
     pacing: bool,
     /// Reused buffers so ACK processing does not allocate.
     scratch_acked: Vec<crate::recovery::SentPacket<sent::SentFrames>>,
@@ -266,17 +268,18 @@ impl Connection {
             .map_err(|e| Error::Config(format!("{e:?}")))?;
 
         // The Initial keys come from the client's first DCID (RFC 9001 §5.2).
-        let levels = CryptoLevels::new(dcid.as_slice(), is_server);
-        let streams = Streams::new(is_server, &crate::stream::LocalLimits {
-            max_data: config.initial_max_data,
-            max_stream_data_bidi_local: config.initial_max_stream_data_bidi_local,
-            max_stream_data_bidi_remote: config.initial_max_stream_data_bidi_remote,
-            max_stream_data_uni: config.initial_max_stream_data_uni,
-            max_streams_bidi: config.initial_max_streams_bidi,
-            max_streams_uni: config.initial_max_streams_uni,
-            max_connection_window: config.max_connection_window,
+        let levels = CryptoLevels::new(dcid.as_slice(), is_server).map_err(|e| Error::Config(format!("{e:?}")))?;
+        let side = if is_server { Side::Server } else { Side::Client };
+        let streams = Streams::new(side, StreamsConfig {
+            initial_max_data: config.initial_max_data,
+            max_data_window: config.max_connection_window,
+            initial_max_stream_data_bidi_local: config.initial_max_stream_data_bidi_local,
+            initial_max_stream_data_bidi_remote: config.initial_max_stream_data_bidi_remote,
+            initial_max_stream_data_uni: config.initial_max_stream_data_uni,
             max_stream_window: config.max_stream_window,
-            send_buffer: config.send_buffer_limit,
+            initial_max_streams_bidi: config.initial_max_streams_bidi,
+            initial_max_streams_uni: config.initial_max_streams_uni,
+            send_buffer_cap: config.send_buffer_limit,
         });
         let mut path0 = Path::new(PathId::ZERO, local, peer, config, now, true);
         // The first path is validated by the handshake itself.
@@ -287,7 +290,7 @@ impl Connection {
             state: State::Handshaking,
             tls: Box::new(tls),
             levels,
-            hs: [HsSpace::new(), HsSpace::new()],
+            hs: [HsSpace::new(SpaceKind::Initial), HsSpace::new(SpaceKind::Handshake)],
             paths: vec![path0],
             cids,
             streams,
@@ -305,15 +308,11 @@ impl Connection {
             idle_deadline: None,
             last_ack_eliciting_sent: None,
             max_udp_payload: config.max_udp_payload,
-            max_ack_delay: config.max_ack_delay,
-            ack_delay_exponent: config.ack_delay_exponent,
             local_close: None,
             peer_close: None,
             close_pending: false,
             events: VecDeque::new(),
             stats: Stats { paths: 1, ..Default::default() },
-            cc_name: config.cc.clone(),
-            initial_rtt: config.initial_rtt,
             pacing: config.pacing,
             scratch_acked: Vec::new(),
             scratch_lost: Vec::new(),
@@ -392,37 +391,37 @@ impl Connection {
         if self.local_close.is_some() || self.peer_close.is_some() || self.state == State::Closed {
             return Err(StreamError::InvalidState);
         }
-        self.streams.send(id, data, fin)
+        self.streams.stream_send(StreamId(id), data, fin)
     }
     /// Read from a stream: (bytes read, fin reached).
     pub fn stream_recv(&mut self, id: u64, out: &mut [u8]) -> Result<(usize, bool), StreamError> {
-        self.streams.recv(id, out)
+        self.streams.stream_recv(StreamId(id), out)
     }
     /// Stop sending (RESET_STREAM) and/or receiving (STOP_SENDING) on a stream.
     pub fn stream_shutdown(&mut self, id: u64, read: bool, write: bool, code: u64) -> Result<(), StreamError> {
         if read {
-            self.streams.stop_sending(id, code)?;
+            self.streams.stream_stop_sending(StreamId(id), code)?;
         }
         if write {
-            self.streams.reset(id, code)?;
+            self.streams.stream_reset(StreamId(id), code)?;
         }
         Ok(())
     }
     /// Streams with data (or a fin / reset) to read.
     pub fn readable(&self) -> Vec<u64> {
-        self.streams.readable().collect()
+        self.streams.readable().map(|s| s.0).collect()
     }
     /// Streams that can accept more data.
     pub fn writable(&self) -> Vec<u64> {
-        self.streams.writable().collect()
+        self.streams.writable().map(|s| s.0).collect()
     }
     /// Bytes `stream_send` would accept now on this stream.
     pub fn stream_capacity(&self, id: u64) -> Result<usize, StreamError> {
-        self.streams.capacity(id)
+        self.streams.stream_capacity(StreamId(id))
     }
     /// Whether all data of the stream was read, including the fin.
     pub fn stream_finished(&self, id: u64) -> bool {
-        self.streams.is_finished(id)
+        self.streams.is_finished(StreamId(id))
     }
     /// Receive-side out-of-order bytes held in reassembly buffers.
     pub fn out_of_order_bytes(&self) -> u64 {
@@ -464,13 +463,13 @@ impl Connection {
     }
 
     fn enter_closing(&mut self, now: Instant) {
-        let pto = self.paths.first().map(|p| p.recovery.rtt.pto_base()).unwrap_or(Duration::from_secs(1));
+        let pto = self.paths.first().map(|p| p.recovery.rtt().pto_base()).unwrap_or(Duration::from_secs(1));
         self.state = State::Closing { until: now + pto * 3 };
         self.close_pending = true;
     }
 
     fn enter_draining(&mut self, now: Instant) {
-        let pto = self.paths.first().map(|p| p.recovery.rtt.pto_base()).unwrap_or(Duration::from_secs(1));
+        let pto = self.paths.first().map(|p| p.recovery.rtt().pto_base()).unwrap_or(Duration::from_secs(1));
         self.state = State::Draining { until: now + pto * 3 };
         self.close_pending = false;
     }
@@ -488,7 +487,7 @@ impl Connection {
             return;
         }
         // Never shorter than three PTOs (RFC 9000 §10.1).
-        let pto = self.paths.first().map(|p| p.recovery.rtt.pto_base()).unwrap_or_default();
+        let pto = self.paths.first().map(|p| p.recovery.rtt().pto_base()).unwrap_or_default();
         self.idle_deadline = Some(now + t.max(pto * 3));
     }
 

@@ -10,6 +10,8 @@
 
 pub mod cc;
 pub mod codec;
+pub mod config;
+mod conn;
 pub mod crypto;
 pub mod error;
 pub mod frame;
@@ -22,7 +24,13 @@ pub mod sched;
 pub mod stream;
 pub mod transport_params;
 
+pub use config::{Config, ConfigError};
+pub use conn::{
+    accept, connect, random_cid, CloseInfo, Connection, Error, PathEvent, PathStats, PathStatus, RecvInfo,
+    SendInfo, Stats, PROTOCOL_VERSION,
+};
 pub use error::{ErrorCode, TransportError};
+pub use packet::ConnectionId;
 
 /// A path's wire identifier (draft-ietf-quic-multipath-21 §2). Path 0 is the
 /// path the handshake ran on.

@@ -2,7 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::crypto::{self, Level};
+use crate::crypto::{self, Direction, Level};
+use crate::stream::StreamId;
 use crate::error::{ErrorCode, TransportError};
 use crate::frame::{self, Frame};
 use crate::packet::{self, ConnectionId, PacketType, QUIC_V1};
@@ -140,7 +141,7 @@ impl Connection {
 
         // Remove header protection.
         let Some(keys) = self.levels.remote(level) else { return Ok(plen) };
-        let Ok((pn_len, truncated)) = crypto::remove_header_protection(pkt, pn_offset, keys.header()) else {
+        let Ok((pn_len, truncated)) = crypto::remove_header_protection(pkt, pn_offset, &keys.header) else {
             self.stats.dropped += 1;
             return Ok(plen);
         };
@@ -166,7 +167,7 @@ impl Connection {
             let prev = self.levels.ku.prev_remote.as_ref().filter(|(_, exp)| now < *exp).map(|(k, _)| k);
             let use_prev = prev.is_some() && largest.is_some_and(|l| pn < l);
             let key = if use_prev { prev } else { self.levels.ku.next_remote.as_ref() };
-            match key.map(|k| k.packet().open_in_place(pn, nonce_path, header, payload)) {
+            match key.map(|k| k.packet.open_in_place(pn, nonce_path, header, payload)) {
                 Some(Ok(n)) => {
                     rotated = !use_prev;
                     n
@@ -309,9 +310,9 @@ impl Connection {
             return Err(Ok(Drop::Datagram));
         }
         let Some(without_tag) = packet::retry_without_tag(pkt, hdr) else { return Err(Ok(Drop::Datagram)) };
-        let mut pseudo = Vec::with_capacity(without_tag.len() + 21);
-        packet::retry_pseudo_packet(&mut pseudo, &self.odcid, without_tag);
-        let tag = crypto::retry_integrity_tag(&pseudo);
+        let Ok(tag) = crypto::retry_tag_for(self.odcid.as_slice(), without_tag) else {
+            return Err(Ok(Drop::Datagram));
+        };
         if !crypto::constant_time_eq(&tag, hdr.retry_tag) {
             return Err(Ok(Drop::Datagram));
         }
@@ -319,7 +320,9 @@ impl Connection {
         self.retry_scid = Some(hdr.scid);
         self.token = hdr.token.to_vec();
         self.cids.set_initial_peer_cid(hdr.scid);
-        self.levels.reset_initial(hdr.scid.as_slice(), false);
+        if self.levels.reset_initial(hdr.scid.as_slice(), false).is_err() {
+            return Err(Ok(Drop::Datagram));
+        }
         // Everything sent in Initial must be sent again under the new keys;
         // the packet number space continues (RFC 9000 §17.2.5.3).
         let sp = &mut self.hs[0];
@@ -384,20 +387,22 @@ impl Connection {
                 }
             }
             Frame::Stream { stream_id, offset, data, fin } => {
-                self.streams.on_stream_frame(stream_id, offset, data, fin)?;
+                self.streams.on_stream_frame(StreamId(stream_id), offset, data, fin)?;
             }
             Frame::ResetStream { stream_id, error_code, final_size } => {
-                self.streams.on_reset_stream(stream_id, error_code, final_size)?;
+                self.streams.on_reset_stream(StreamId(stream_id), error_code, final_size)?;
             }
             Frame::StopSending { stream_id, error_code } => {
-                self.streams.on_stop_sending(stream_id, error_code)?;
+                self.streams.on_stop_sending(StreamId(stream_id), error_code)?;
             }
-            Frame::MaxData(v) => self.streams.on_max_data(v),
-            Frame::MaxStreamData { stream_id, max } => self.streams.on_max_stream_data(stream_id, max)?,
+            Frame::MaxData(v) => self.streams.on_max_data(v)?,
+            Frame::MaxStreamData { stream_id, max } => self.streams.on_max_stream_data(StreamId(stream_id), max)?,
             Frame::MaxStreams { bidi, max } => self.streams.on_max_streams(bidi, max)?,
-            Frame::DataBlocked(_) => {}
-            Frame::StreamDataBlocked { stream_id, .. } => self.streams.on_stream_data_blocked(stream_id)?,
-            Frame::StreamsBlocked { .. } => {}
+            Frame::DataBlocked(v) => self.streams.on_data_blocked(v)?,
+            Frame::StreamDataBlocked { stream_id, limit } => {
+                self.streams.on_stream_data_blocked(StreamId(stream_id), limit)?
+            }
+            Frame::StreamsBlocked { bidi, limit } => self.streams.on_streams_blocked(bidi, limit)?,
             Frame::NewToken { .. } => {
                 if self.is_server {
                     return Err(TransportError::violation("NEW_TOKEN from a client"));
@@ -548,7 +553,9 @@ impl Connection {
 
     pub(super) fn on_frame_acked(&mut self, f: SentFrame, level: Level, pi: usize) {
         match f {
-            SentFrame::Stream { id, offset, len, fin } => self.streams.on_acked(id, offset, len as usize, fin),
+            SentFrame::Stream { id, offset, len, fin } => {
+                self.streams.on_stream_acked(StreamId(id), offset, len as usize, fin)
+            }
             SentFrame::Crypto { level, offset, len } => self.levels.send[level_index(level)].on_acked(offset, len as usize),
             SentFrame::Ack { largest } => {
                 if level == Level::OneRtt {
@@ -576,7 +583,7 @@ impl Connection {
                 if let Some(p) = self.paths.get_mut(pi) {
                     p.st.retrans_bytes += len as u64;
                 }
-                self.streams.on_lost(id, offset, len as usize, fin);
+                self.streams.on_stream_lost(StreamId(id), offset, len as usize, fin);
             }
             SentFrame::Crypto { level, offset, len } => self.levels.send[level_index(level)].on_lost(offset, len as usize),
             SentFrame::Control(c) => self.streams.on_control_lost(c),
@@ -674,8 +681,11 @@ impl Connection {
         while let Some((level, data)) = self.tls.take_outgoing() {
             self.levels.send[level_index(level)].push(&data);
         }
-        while let Some((level, local, remote)) = self.tls.take_new_keys() {
-            self.levels.install(level, local, remote);
+        while let Some((level, dir, keys)) = self.tls.take_new_keys() {
+            match dir {
+                Direction::Read => self.levels.install(level, None, Some(keys)),
+                Direction::Write => self.levels.install(level, Some(keys), None),
+            }
         }
         if self.tls.is_handshake_complete() && self.peer_params.is_none() {
             self.on_handshake_complete()?;
@@ -694,14 +704,16 @@ impl Connection {
             .to_vec();
         let params = TransportParams::decode(&raw, !self.is_server).map_err(Error::Transport)?;
         self.validate_peer_params(&params).map_err(Error::Transport)?;
-        self.streams.set_peer_limits(&crate::stream::PeerLimits {
-            max_data: params.initial_max_data,
-            max_stream_data_bidi_local: params.initial_max_stream_data_bidi_local,
-            max_stream_data_bidi_remote: params.initial_max_stream_data_bidi_remote,
-            max_stream_data_uni: params.initial_max_stream_data_uni,
-            max_streams_bidi: params.initial_max_streams_bidi,
-            max_streams_uni: params.initial_max_streams_uni,
-        });
+        self.streams
+            .set_peer_limits(&crate::stream::PeerLimits {
+                initial_max_data: params.initial_max_data,
+                initial_max_stream_data_bidi_local: params.initial_max_stream_data_bidi_local,
+                initial_max_stream_data_bidi_remote: params.initial_max_stream_data_bidi_remote,
+                initial_max_stream_data_uni: params.initial_max_stream_data_uni,
+                initial_max_streams_bidi: params.initial_max_streams_bidi,
+                initial_max_streams_uni: params.initial_max_streams_uni,
+            })
+            .map_err(Error::Transport)?;
         let mad = Duration::from_millis(params.max_ack_delay);
         for p in &mut self.paths {
             p.recovery.set_max_ack_delay(mad);
@@ -758,9 +770,9 @@ fn hdr_type(level: Level) -> PacketType {
 }
 
 fn keys_packet(c: &Connection, level: Level) -> Option<&crypto::PacketKey> {
-    c.levels.remote(level).map(|k| k.packet())
+    c.levels.remote(level).map(|k| &k.packet)
 }
 
 pub(super) fn tls_error(e: crypto::TlsError) -> TransportError {
-    TransportError::new(ErrorCode(e.quic_code()), "TLS handshake failed")
+    TransportError::new(e.code, e.reason)
 }

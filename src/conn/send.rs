@@ -164,7 +164,7 @@ impl Connection {
             return !sp.discarded && (sp.acks.has_new() || self.levels.send[i].has_pending() || sp.probes > 0);
         }
         self.paths[0].acks.has_new()
-            || self.streams.has_pending()
+            || self.streams.has_pending_data()
             || self.handshake_done_pending
             || self.levels.send[2].has_pending()
     }
@@ -243,10 +243,10 @@ impl Connection {
 
         // ACK first: it is never congestion controlled.
         if ack_due || (has_data && may_send_data) {
+            let path_id = if is_data && self.multipath { Some(self.paths[pi].id.0 as u64) } else { None };
             let acks = if is_data { &mut self.paths[pi].acks } else { &mut self.hs[li].acks };
             if !acks.ranges().is_empty() {
                 let delay = acks.ack_delay_field(now);
-                let path_id = if is_data && self.multipath { Some(self.paths[pi].id.0 as u64) } else { None };
                 let room = payload_end - w.pos();
                 if let Ok(_n) = frame::encode_ack_max(&mut w, path_id, acks.ranges(), delay, None, room) {
                     if let Some(largest) = acks.ranges().max() {
@@ -300,7 +300,7 @@ impl Connection {
             }
 
             if is_data {
-                ack_eliciting |= self.write_data_frames(&mut w, payload_end, pi, &mut frames);
+                ack_eliciting |= self.write_data_frames(&mut w, payload_end, pi, &mut frames, now);
             }
         }
 
@@ -342,11 +342,8 @@ impl Connection {
         }
         let nonce_path = if self.multipath { self.paths[pi].id.0 } else { 0 };
         let keys = self.levels.local(level).ok_or(Error::Closed)?;
-        let (header, rest) = buf.split_at_mut(hdr_len);
-        keys.packet()
-            .seal_in_place(pn, nonce_path, header, &mut rest[..pkt_len - hdr_len])
-            .map_err(|_| Error::Closed)?;
-        crypto::apply_header_protection(&mut buf[..pkt_len], pn_offset, pn_len, keys.header())
+        keys.packet.seal_packet(pn, nonce_path, &mut buf[..pkt_len], hdr_len).map_err(|_| Error::Closed)?;
+        crypto::apply_header_protection(&mut buf[..pkt_len], pn_offset, pn_len, &keys.header)
             .map_err(|_| Error::Closed)?;
 
         // Bookkeeping.
@@ -382,7 +379,8 @@ impl Connection {
             return true;
         }
         li == 2
-            && (self.streams.has_pending()
+            && (self.streams.has_pending_data()
+                || self.streams.has_pending_control()
                 || self.handshake_done_pending
                 || self.cids.retire_pending.len() > 0
                 || self.cids.local.iter().any(|c| c.announce_pending)
@@ -392,7 +390,14 @@ impl Connection {
 
     /// 1-RTT frames other than ACK and CRYPTO. Returns whether any
     /// ack-eliciting frame was written.
-    fn write_data_frames(&mut self, w: &mut Writer<'_>, end: usize, pi: usize, frames: &mut SentFrames) -> bool {
+    fn write_data_frames(
+        &mut self,
+        w: &mut Writer<'_>,
+        end: usize,
+        pi: usize,
+        frames: &mut SentFrames,
+        now: Instant,
+    ) -> bool {
         let mut eliciting = false;
         if self.handshake_done_pending && self.is_server && w.pos() < end {
             if Frame::HandshakeDone.encode(w).is_ok() {
@@ -432,7 +437,7 @@ impl Connection {
         }
         // Flow control and stream state.
         let rtt = self.paths[pi].recovery.rtt().smoothed();
-        while let Some(c) = self.streams.next_control(rtt) {
+        while let Some(c) = self.streams.next_control(now, rtt) {
             let f = control_frame(&c);
             if f.encoded_len() > end.saturating_sub(w.pos()) || f.encode(w).is_err() {
                 self.streams.on_control_lost(c);
@@ -447,15 +452,16 @@ impl Connection {
             if room < 24 {
                 break;
             }
-            // Reserve for the largest header so the chunk always fits.
-            let max = room - frame::stream_header_len(u64::MAX >> 2, u64::MAX >> 2, room, true);
-            let Some((id, chunk)) = self.streams.next_chunk(max) else { break };
+            let Some((sid, offset)) = self.streams.next_to_send() else { break };
+            let max = frame::stream_max_data_len(room, sid.0, offset);
+            let Some(chunk) = self.streams.send_chunk(sid, max) else { break };
+            let id = sid.0;
             if frame::encode_stream_header(w, id, chunk.offset, chunk.len, chunk.fin, true).is_err() {
-                self.streams.on_lost(id, chunk.offset, chunk.len, chunk.fin);
+                self.streams.on_stream_lost(sid, chunk.offset, chunk.len, chunk.fin);
                 break;
             }
             let Ok(dst) = w.reserve(chunk.len) else { break };
-            self.streams.copy_data(id, chunk.offset, dst);
+            self.streams.copy_data(sid, chunk.offset, dst);
             let p = &mut self.paths[pi];
             if chunk.is_retransmit {
                 p.st.retrans_bytes += 0;
@@ -513,9 +519,9 @@ impl Connection {
         }
         let nonce_path = if self.multipath { self.paths[pi].id.0 } else { 0 };
         let keys = self.levels.local(level).ok_or(Error::Closed)?;
-        let (header, rest) = buf.split_at_mut(hdr_len);
-        keys.packet().seal_in_place(pn, nonce_path, header, &mut rest[..pkt_len - hdr_len]).map_err(|_| Error::Closed)?;
-        crypto::apply_header_protection(&mut buf[..pkt_len], pn_offset, pn_len, keys.header()).map_err(|_| Error::Closed)?;
+        keys.packet.seal_packet(pn, nonce_path, &mut buf[..pkt_len], hdr_len).map_err(|_| Error::Closed)?;
+        crypto::apply_header_protection(&mut buf[..pkt_len], pn_offset, pn_len, &keys.header)
+            .map_err(|_| Error::Closed)?;
         if li == 2 {
             self.paths[pi].next_pn += 1;
         } else {
@@ -661,14 +667,14 @@ fn buf_len(w: &Writer<'_>) -> usize {
 fn control_frame(c: &ControlFrame) -> Frame<'static> {
     match *c {
         ControlFrame::MaxData(v) => Frame::MaxData(v),
-        ControlFrame::MaxStreamData { id, max } => Frame::MaxStreamData { stream_id: id, max },
+        ControlFrame::MaxStreamData { id, max } => Frame::MaxStreamData { stream_id: id.0, max },
         ControlFrame::MaxStreams { bidi, max } => Frame::MaxStreams { bidi, max },
         ControlFrame::DataBlocked(v) => Frame::DataBlocked(v),
-        ControlFrame::StreamDataBlocked { id, limit } => Frame::StreamDataBlocked { stream_id: id, limit },
+        ControlFrame::StreamDataBlocked { id, limit } => Frame::StreamDataBlocked { stream_id: id.0, limit },
         ControlFrame::StreamsBlocked { bidi, limit } => Frame::StreamsBlocked { bidi, limit },
         ControlFrame::ResetStream { id, code, final_size } => {
-            Frame::ResetStream { stream_id: id, error_code: code, final_size }
+            Frame::ResetStream { stream_id: id.0, error_code: code, final_size }
         }
-        ControlFrame::StopSending { id, code } => Frame::StopSending { stream_id: id, error_code: code },
+        ControlFrame::StopSending { id, code } => Frame::StopSending { stream_id: id.0, error_code: code },
     }
 }

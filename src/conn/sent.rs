@@ -25,14 +25,6 @@ pub(crate) enum SentFrame {
     NewCid { path: PathId, seq: u64 },
     /// (PATH_)RETIRE_CONNECTION_ID.
     RetireCid { path: PathId, seq: u64 },
-    /// PATH_STATUS_BACKUP / PATH_STATUS_AVAILABLE.
-    PathStatus { path: PathId },
-    /// PATH_ABANDON.
-    PathAbandon { path: PathId },
-    /// MAX_PATH_ID.
-    MaxPathId,
-    /// PATH_RESPONSE: not retransmitted, tracked for completeness.
-    PathResponse,
     /// A packet with only PING/PADDING/PATH_CHALLENGE content.
     Ping,
 }

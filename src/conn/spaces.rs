@@ -2,12 +2,12 @@
 //! streams, and the Initial/Handshake packet-number spaces.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::crypto::{self, Keys, Level};
 use crate::error::{ErrorCode, TransportError};
 use crate::ranges::RangeSet;
-use crate::recovery::{AckTracker, PacketSpace};
+use crate::recovery::{AckTracker, PacketSpace, SpaceKind};
 
 use super::sent::SentFrames;
 
@@ -174,7 +174,7 @@ pub(crate) struct CryptoLevels {
 }
 
 impl CryptoLevels {
-    pub(crate) fn new(initial_dcid: &[u8], is_server: bool) -> Self {
+    pub(crate) fn new(initial_dcid: &[u8], is_server: bool) -> Result<Self, crypto::CryptoError> {
         let mut s = CryptoLevels {
             local: [None, None, None],
             remote: [None, None, None],
@@ -182,15 +182,16 @@ impl CryptoLevels {
             recv: Default::default(),
             ku: KeyUpdate::default(),
         };
-        s.reset_initial(initial_dcid, is_server);
-        s
+        s.reset_initial(initial_dcid, is_server)?;
+        Ok(s)
     }
 
     /// (Re)derive Initial keys, e.g. after a Retry changed the DCID.
-    pub(crate) fn reset_initial(&mut self, dcid: &[u8], is_server: bool) {
-        let (local, remote) = crypto::initial_keys(dcid, is_server);
+    pub(crate) fn reset_initial(&mut self, dcid: &[u8], is_server: bool) -> Result<(), crypto::CryptoError> {
+        let (local, remote) = crypto::initial_keys(dcid, is_server)?;
         self.local[0] = Some(local);
         self.remote[0] = Some(remote);
+        Ok(())
     }
 
     pub(crate) fn install(&mut self, level: Level, local: Option<Keys>, remote: Option<Keys>) {
@@ -200,7 +201,7 @@ impl CryptoLevels {
         }
         if let Some(k) = remote {
             if i == 2 {
-                self.ku.next_remote = Some(k.next());
+                self.ku.next_remote = k.next().ok();
             }
             self.remote[i] = Some(k);
         }
@@ -234,9 +235,9 @@ impl CryptoLevels {
             let _ = now;
             self.ku.prev_remote = Some((old, prev_expiry));
         }
-        self.ku.next_remote = self.remote[2].as_ref().map(|k| k.next());
+        self.ku.next_remote = self.remote[2].as_ref().and_then(|k| k.next().ok());
         if let Some(l) = self.local[2].take() {
-            self.local[2] = Some(l.next());
+            self.local[2] = l.next().ok();
         }
         self.ku.phase = !self.ku.phase;
         self.ku.first_pn_in_phase = None;
@@ -255,7 +256,14 @@ pub(crate) struct HsSpace {
 }
 
 impl HsSpace {
-    pub(crate) fn new() -> Self {
-        HsSpace { sent: PacketSpace::new(), acks: AckTracker::new(), next_pn: 0, discarded: false, probes: 0 }
+    pub(crate) fn new(kind: SpaceKind) -> Self {
+        // Initial and Handshake packets are acknowledged without delay.
+        HsSpace {
+            sent: PacketSpace::new(kind),
+            acks: AckTracker::new(Duration::ZERO, 0),
+            next_pn: 0,
+            discarded: false,
+            probes: 0,
+        }
     }
 }
