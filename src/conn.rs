@@ -267,8 +267,10 @@ impl Connection {
         let tls = TlsSession::new(tls_config, server_name, &encoded)
             .map_err(|e| Error::Config(format!("{e:?}")))?;
 
-        // The Initial keys come from the client's first DCID (RFC 9001 §5.2).
-        let levels = CryptoLevels::new(dcid.as_slice(), is_server).map_err(|e| Error::Config(format!("{e:?}")))?;
+        // The Initial keys come from the DCID of the client's Initial (RFC
+        // 9001 §5.2): after a Retry, the SCID the Retry carried.
+        let key_dcid = if is_server { retry_scid.unwrap_or(dcid) } else { dcid };
+        let levels = CryptoLevels::new(key_dcid.as_slice(), is_server).map_err(|e| Error::Config(format!("{e:?}")))?;
         let side = if is_server { Side::Server } else { Side::Client };
         let streams = Streams::new(side, StreamsConfig {
             initial_max_data: config.initial_max_data,

@@ -21,6 +21,7 @@ pub mod ranges;
 pub mod recovery;
 pub mod rtt;
 pub mod sched;
+pub mod server;
 pub mod stream;
 pub mod transport_params;
 
