@@ -11,6 +11,7 @@
 pub mod cc;
 pub mod codec;
 pub mod error;
+pub mod h3;
 pub mod ranges;
 pub mod rtt;
 
