@@ -110,6 +110,11 @@ pub enum Frame {
     },
 }
 
+/// Append a QUIC varint (values above 2^62-1 are clamped).
+pub fn encode_varint(v: u64, out: &mut Vec<u8>) {
+    push_varint(v, out)
+}
+
 fn push_varint(v: u64, out: &mut Vec<u8>) {
     let v = v.min(VARINT_MAX);
     let len = varint_len(v);
