@@ -516,7 +516,7 @@ impl Connection {
                 // Between frames: decode what follows (further DATA headers,
                 // trailers, the end), as poll would.
                 st.data_event_sent = true;
-                match self.process_request(t, stream) {
+                match self.process_request(t, stream, false) {
                     Ok(()) => {}
                     Err(Fail::Conn(e)) => return Err(self.fail(t, e)),
                     Err(Fail::Stream(e)) => {
@@ -583,11 +583,12 @@ impl Connection {
         ids.extend(std::mem::take(&mut self.revisit));
         ids.sort_unstable();
         ids.dedup();
+        let readable: BTreeSet<u64> = t.readable().into_iter().collect();
         for id in ids {
             let r = if id & 0x2 != 0 {
                 self.process_uni(t, id)
             } else {
-                self.process_bidi(t, id)
+                self.process_bidi(t, id, readable.contains(&id))
             };
             match r {
                 Ok(()) => {}
@@ -616,7 +617,12 @@ impl Connection {
         (id & 1 == 1) == self.is_server
     }
 
-    fn process_bidi<T: Transport>(&mut self, t: &mut T, id: u64) -> Result<(), Fail> {
+    fn process_bidi<T: Transport>(
+        &mut self,
+        t: &mut T,
+        id: u64,
+        readable: bool,
+    ) -> Result<(), Fail> {
         if !self.recv.contains_key(&id) {
             if self.is_local(id) || self.done.contains(&id) {
                 // Finished with it (or a stray report): nothing to do.
@@ -640,18 +646,25 @@ impl Connection {
                 .insert(id, RequestRecv::new(self.config.max_frame_payload));
             self.send.insert(id, SendPhase::Idle);
         }
-        self.process_request(t, id)
+        self.process_request(t, id, readable)
     }
 
     /// Decode frames on a request stream until it needs the application
-    /// (DATA to read) or runs out of bytes.
-    fn process_request<T: Transport>(&mut self, t: &mut T, id: u64) -> Result<(), Fail> {
+    /// (DATA to read) or runs out of bytes. `readable`: the transport said
+    /// it holds bytes for this stream.
+    fn process_request<T: Transport>(
+        &mut self,
+        t: &mut T,
+        id: u64,
+        mut readable: bool,
+    ) -> Result<(), Fail> {
         loop {
             let Some(st) = self.recv.get_mut(&id) else {
                 return Ok(());
             };
             if st.frames.data_remaining() > 0 {
-                if !st.data_event_sent {
+                // Announce DATA only when some payload can be read now.
+                if !st.data_event_sent && (readable || st.buffered() > 0) {
                     st.data_event_sent = true;
                     self.events.push_back(Event::Data { stream: id });
                 }
@@ -673,6 +686,9 @@ impl Connection {
                 };
                 st.buf.truncate(n);
                 st.fin |= fin;
+                // Unless the chunk was filled, what the transport had is
+                // all in our buffer now.
+                readable = n == READ_CHUNK;
                 if n == 0 && !fin {
                     return Ok(());
                 }
@@ -794,7 +810,11 @@ impl Connection {
             if matches!(kind, UniKind::Ignored) {
                 // Drain and drop; we asked the peer to stop.
                 while let Ok((n, fin)) = t.stream_recv(id, &mut buf) {
-                    if n == 0 || fin {
+                    if fin {
+                        self.uni.remove(&id);
+                        break;
+                    }
+                    if n == 0 {
                         break;
                     }
                 }

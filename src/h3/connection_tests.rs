@@ -686,3 +686,37 @@ fn api_misuse() {
         Err(Error::InvalidState(_))
     ));
 }
+
+#[test]
+fn data_event_only_when_payload_is_readable() {
+    let mut p = Pair::new();
+    let id =
+        p.c.send_request(&mut p.client, &get_request(), true)
+            .unwrap();
+    p.deliver();
+    p.server_events();
+    p.s.send_response(&mut p.server, id, &hs(&[(":status", "200")]), false)
+        .unwrap();
+    p.s.send_body(&mut p.server, id, b"0123456789", true)
+        .unwrap();
+    // Deliver the header section and half the DATA frame.
+    let mut bytes: Vec<u8> = Vec::new();
+    for (_, d, _) in p.server.outbox.iter().filter(|(s, _, _)| *s == id) {
+        bytes.extend(d);
+    }
+    p.server.outbox.retain(|(s, _, _)| *s != id);
+    p.deliver();
+    let half = bytes.len() - 5;
+    p.client.inject(id, &bytes[..half], false);
+    let ev = p.client_events();
+    assert_eq!(ev.len(), 2, "{ev:?}");
+    assert_eq!(ev[1], Event::Data { stream: id });
+    assert_eq!(read_body(&mut p.c, &mut p.client, id), b"01234");
+    // Nothing more arrived: no spurious Data events.
+    assert_eq!(p.client_events(), vec![]);
+    p.client.inject(id, &bytes[half..], true);
+    assert_eq!(p.client_events(), vec![Event::Data { stream: id }]);
+    assert_eq!(read_body(&mut p.c, &mut p.client, id), b"56789");
+    assert_eq!(p.client_events(), vec![Event::Finished { stream: id }]);
+    assert_eq!(p.c.recv_body(&mut p.client, id, &mut [0u8; 8]).unwrap(), 0);
+}
