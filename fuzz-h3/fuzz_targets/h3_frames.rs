@@ -34,8 +34,14 @@ fn decode_split(data: &[u8], cut: usize) -> Result<Vec<Frame>, u64> {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&seed, data)) = data.split_first() else { return };
-    let cut = if data.is_empty() { 0 } else { seed as usize % (data.len() + 1) };
+    let Some((&seed, data)) = data.split_first() else {
+        return;
+    };
+    let cut = if data.is_empty() {
+        0
+    } else {
+        seed as usize % (data.len() + 1)
+    };
     let whole = decode_all(data, MAX).map_err(|e| e.code.0);
     let split = decode_split(data, cut);
     match (&whole, &split) {

@@ -8,7 +8,9 @@ use libfuzzer_sys::fuzz_target;
 use mpquic::h3::qpack::{self, huffman, DecoderStreamParser, EncoderStreamParser};
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&seed, data)) = data.split_first() else { return };
+    let Some((&seed, data)) = data.split_first() else {
+        return;
+    };
     if let Ok(headers) = qpack::decode_field_section(data, 1 << 16) {
         let mut out = Vec::new();
         qpack::encode_field_section(&headers, &mut out);
@@ -16,14 +18,28 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(again, headers);
     }
 
-    let cut = if data.is_empty() { 0 } else { seed as usize % (data.len() + 1) };
-    let whole = EncoderStreamParser::default().feed(data).map_err(|e| e.code);
+    let cut = if data.is_empty() {
+        0
+    } else {
+        seed as usize % (data.len() + 1)
+    };
+    let whole = EncoderStreamParser::default()
+        .feed(data)
+        .map_err(|e| e.code);
     let mut p = EncoderStreamParser::default();
-    let split = p.feed(&data[..cut]).and_then(|_| p.feed(&data[cut..])).map_err(|e| e.code);
+    let split = p
+        .feed(&data[..cut])
+        .and_then(|_| p.feed(&data[cut..]))
+        .map_err(|e| e.code);
     assert_eq!(whole, split);
-    let whole = DecoderStreamParser::default().feed(data).map_err(|e| e.code);
+    let whole = DecoderStreamParser::default()
+        .feed(data)
+        .map_err(|e| e.code);
     let mut p = DecoderStreamParser::default();
-    let split = p.feed(&data[..cut]).and_then(|_| p.feed(&data[cut..])).map_err(|e| e.code);
+    let split = p
+        .feed(&data[..cut])
+        .and_then(|_| p.feed(&data[cut..]))
+        .map_err(|e| e.code);
     assert_eq!(whole, split);
 
     let mut plain = Vec::new();
