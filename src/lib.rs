@@ -15,6 +15,7 @@ mod conn;
 pub mod crypto;
 pub mod error;
 pub mod frame;
+pub mod h3;
 pub mod pacer;
 pub mod packet;
 pub mod ranges;
