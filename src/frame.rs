@@ -295,8 +295,7 @@ fn check_stream_count(v: u64) -> Result<u64, TransportError> {
 }
 
 fn check_end(offset: u64, len: usize) -> Result<(), TransportError> {
-    // offset <= VARINT_MAX and len <= usize::MAX: the sum fits in u128 terms
-    // but can overflow u64 only past 2^64, so use checked_add.
+    // RFC 9000 §19.6/§19.8: offset + length must stay within 2^62-1.
     match offset.checked_add(len as u64) {
         Some(end) if end <= VARINT_MAX => Ok(()),
         _ => Err(TransportError::encoding("data beyond offset 2^62-1")),

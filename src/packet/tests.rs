@@ -346,3 +346,30 @@ fn stateless_reset_detection() {
     assert!(stateless_reset_token(&d).is_none());
     assert!(stateless_reset_token(&[]).is_none());
 }
+
+/// Random datagrams (seeded) never panic the parser, and coalesced parsing
+/// always advances within bounds.
+#[test]
+fn random_datagrams_never_panic() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(17);
+    let mut parsed = 0;
+    for _ in 0..20_000 {
+        let mut d = rfc9001_client_initial();
+        d.truncate(rng.gen_range(0..80));
+        for _ in 0..rng.gen_range(0..4) {
+            if !d.is_empty() {
+                let i = rng.gen_range(0..d.len());
+                d[i] = rng.gen();
+            }
+        }
+        let mut rest = &d[..];
+        while !rest.is_empty() {
+            let Ok(h) = parse_header(rest, 8) else { break };
+            parsed += 1;
+            assert!(h.packet_len <= rest.len() && h.pn_offset <= h.packet_len);
+            rest = &rest[h.packet_len..];
+        }
+    }
+    assert!(parsed > 0);
+}
