@@ -25,7 +25,7 @@ use crate::crypto::{self, Level, TlsConfig, TlsSession};
 use crate::error::{ErrorCode, TransportError};
 use crate::recovery::SpaceKind;
 use crate::packet::{ConnectionId, QUIC_V1};
-use crate::stream::{Side, StreamError, StreamId, Streams, StreamsConfig};
+use crate::stream::{Side, StreamDir, StreamError, StreamId, Streams, StreamsConfig};
 use crate::transport_params::TransportParams;
 use crate::PathId;
 
@@ -424,6 +424,19 @@ impl Connection {
     /// Whether all data of the stream was read, including the fin.
     pub fn stream_finished(&self, id: u64) -> bool {
         self.streams.is_finished(StreamId(id))
+    }
+    /// The ID the next locally opened stream of this kind will get (opened
+    /// by the first `stream_send` on it).
+    pub fn next_stream_id(&self, bidi: bool) -> u64 {
+        self.streams.next_stream_id(if bidi { StreamDir::Bidi } else { StreamDir::Uni }).0
+    }
+    /// How many more streams of this kind the peer lets us open now.
+    pub fn peer_streams_left(&self, bidi: bool) -> u64 {
+        self.streams.peer_streams_left(if bidi { StreamDir::Bidi } else { StreamDir::Uni })
+    }
+    /// Whether the stream has data, a fin or a reset to read.
+    pub fn stream_readable(&self, id: u64) -> bool {
+        self.streams.is_readable(StreamId(id))
     }
     /// Receive-side out-of-order bytes held in reassembly buffers.
     pub fn out_of_order_bytes(&self) -> u64 {
