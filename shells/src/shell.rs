@@ -27,6 +27,19 @@ use crate::tun::Tun;
 /// header, so a 1500-byte IP packet uses exactly one 1504-byte trace opportunity.
 pub const TUN_HEADER_BYTES: u32 = 4;
 
+/// Environment variable holding the shell's link epoch (time zero of its traces) as
+/// `CLOCK_MONOTONIC` nanoseconds; set by each shell for its command (the innermost wins).
+pub const EPOCH_ENV: &str = "MPQUIC_SHELL_EPOCH_NS";
+
+/// `CLOCK_MONOTONIC` now, in nanoseconds (the clock of [`EPOCH_ENV`]).
+pub fn monotonic_ns() -> io::Result<u64> {
+    let t =
+        nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).map_err(io::Error::from)?;
+    let secs = u64::try_from(t.tv_sec()).unwrap_or(0);
+    let nanos = u64::try_from(t.tv_nsec()).unwrap_or(0);
+    Ok(secs.saturating_mul(1_000_000_000).saturating_add(nanos))
+}
+
 /// Longest wait between checks that the command is still running.
 const CHILD_CHECK: Duration = Duration::from_millis(50);
 
@@ -288,8 +301,15 @@ pub fn run(cfg: ShellConfig) -> Result<i32, ShellError> {
     let (prog, args) = argv
         .split_first()
         .ok_or_else(|| ShellError::Spawn(String::new(), io::Error::other("empty command")))?;
+    // The link clocks start now; programs inside can align their logs with the traces
+    // through MPQUIC_SHELL_EPOCH_NS (CLOCK_MONOTONIC, the clock `Instant` uses).
     let start = Instant::now();
-    let spawned = Command::new(prog).args(args).envs(env).spawn();
+    let epoch_ns = monotonic_ns().map_err(setup_err)?;
+    let spawned = Command::new(prog)
+        .args(args)
+        .envs(env)
+        .env(EPOCH_ENV, epoch_ns.to_string())
+        .spawn();
     home.enter().map_err(setup_err)?;
     let mut child = spawned.map_err(|e| ShellError::Spawn(prog.clone(), e))?;
 
