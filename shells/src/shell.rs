@@ -61,7 +61,8 @@ pub struct ShellConfig {
     pub kind: &'static str,
     /// The paths; at least one. Path 0 carries the default route inside.
     pub paths: Vec<PathStages>,
-    /// End the shell (killing the command) this long after it started (`--once`).
+    /// End the shell this long after it started (`--once`): the command is killed and
+    /// the shell exits with status 0.
     pub stop_after: Option<Duration>,
     /// Command and arguments; empty runs `$SHELL` (or `/bin/sh`).
     pub command: Vec<String>,
@@ -180,6 +181,8 @@ fn setup_err(e: io::Error) -> ShellError {
 
 /// Brings the shell up, runs the command inside it, forwards packets until the command
 /// exits, and returns the command's exit code (128 + signal if it was killed).
+// A shell is the real-time driver of the sans-IO links: reading the clock is its job.
+#[allow(clippy::disallowed_methods)]
 pub fn run(cfg: ShellConfig) -> Result<i32, ShellError> {
     netns::check_privileges().map_err(ShellError::Unsupported)?;
     let ShellConfig {
@@ -372,9 +375,10 @@ fn packet_loop(
             return Ok(exit_code(status));
         }
         if stop_after.is_some_and(|t| start.elapsed() >= t) {
+            // The traces ran out (`--once`): a normal end of the shell.
             let _ = child.kill();
-            let status = child.wait().map_err(ShellError::Loop)?;
-            return Ok(exit_code(status));
+            child.wait().map_err(ShellError::Loop)?;
+            return Ok(0);
         }
 
         // Sleep until the next departure, a readable device or the next child check.
@@ -423,6 +427,7 @@ pub fn passthrough() -> Box<dyn Stage> {
 }
 
 /// A seed for loss RNGs: `MPQUIC_SHELL_SEED` if set, otherwise from the clock and pid.
+#[allow(clippy::disallowed_methods)] // wall clock as entropy, not as time
 pub fn loss_seed() -> u64 {
     if let Some(s) = std::env::var("MPQUIC_SHELL_SEED")
         .ok()

@@ -7,6 +7,9 @@
 //! `MPQUIC_SHELLS_PROBE` set. Tests skip with a message where root/namespaces are
 //! unavailable.
 
+// Real-time measurements: reading the clock is the point here.
+#![allow(clippy::disallowed_methods)]
+
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::PathBuf;
@@ -136,7 +139,17 @@ fn probe() {
         "echo" => {
             let count = env_u64("PROBE_COUNT", 100);
             let gap = Duration::from_micros(env_u64("PROBE_GAP_US", 10_000));
-            let sock = UdpSocket::bind("0.0.0.0:0").expect("bind");
+            // On path i, talk to the path's own outside address: a server bound to the
+            // wildcard address answers from there, which a connected socket requires.
+            let (bind, server) = match std::env::var("PROBE_BIND_INDEX") {
+                Ok(i) => {
+                    let addr = env_str(&format!("MPSHELL_ADDR_{i}")).parse().expect("addr");
+                    let peer = env_str(&format!("MPSHELL_PEER_{i}")).parse().expect("peer");
+                    (addr, SocketAddr::new(peer, port))
+                }
+                Err(_) => (IpAddr::V4(Ipv4Addr::UNSPECIFIED), server),
+            };
+            let sock = UdpSocket::bind(SocketAddr::new(bind, 0)).expect("bind");
             sock.connect(server).expect("connect");
             let rx = sock.try_clone().expect("clone");
             rx.set_read_timeout(Some(Duration::from_millis(100))).ok();
@@ -401,19 +414,27 @@ fn link_lte_trace_downlink_rate() {
 
 /// Runs an echo probe inside `shell` against an echo server here.
 fn echo_through(shell: &[String], count: u64, gap_us: u64) -> HashMap<String, u64> {
+    echo_through_env(shell, count, gap_us, &[])
+}
+
+fn echo_through_env(
+    shell: &[String],
+    count: u64,
+    gap_us: u64,
+    extra: &[(&str, String)],
+) -> HashMap<String, u64> {
     let sock = UdpSocket::bind("0.0.0.0:0").expect("bind");
     let port = sock.local_addr().expect("addr").port();
     let stop = Arc::new(AtomicBool::new(false));
     let echo = spawn_echo(sock, stop.clone());
-    let out = run_shells(
-        shell,
-        &[
-            (PROBE_ENV, "echo".into()),
-            ("PROBE_PORT", port.to_string()),
-            ("PROBE_COUNT", count.to_string()),
-            ("PROBE_GAP_US", gap_us.to_string()),
-        ],
-    );
+    let mut env = vec![
+        (PROBE_ENV, "echo".to_string()),
+        ("PROBE_PORT", port.to_string()),
+        ("PROBE_COUNT", count.to_string()),
+        ("PROBE_GAP_US", gap_us.to_string()),
+    ];
+    env.extend(extra.iter().cloned());
+    let out = run_shells(shell, &env);
     stop.store(true, Ordering::Relaxed);
     let _ = echo.join();
     results(&out)
@@ -538,6 +559,56 @@ fn mpshell_paths_have_their_own_rates() {
     let slow_got = per_source.get(&addr_of(1)).copied().unwrap_or(0);
     assert_within("mpshell path 0 (12 Mbit/s)", fast_got, 4000, 0.03);
     assert_within("mpshell path 1 (6 Mbit/s)", slow_got, 2000, 0.03);
+}
+
+/// Scenario mode: the committed `testbed-2x100` scenario (25 ms one-way, 100 Mbit/s);
+/// echoes from path 1's address travel path 1 both ways and see its delay.
+#[test]
+fn mpshell_scenario_path_delay() {
+    if !can_run("mpshell_scenario_path_delay") {
+        return;
+    }
+    let scenario = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/testbed-2x100.toml");
+    let shell = argv(&[
+        &bin("mpquic-mpshell"),
+        "--scenario",
+        scenario.to_str().expect("utf8"),
+        "--",
+    ]);
+    let r = echo_through_env(&shell, 40, 10_000, &[("PROBE_BIND_INDEX", "1".into())]);
+    println!("scenario path 1: {r:?}");
+    assert_eq!(r["received"], r["sent"]);
+    assert!(
+        (50_000..=55_000).contains(&r["median_us"]),
+        "RTT {} us, expected ~50 ms",
+        r["median_us"]
+    );
+}
+
+/// `--once`: the shell ends when the traces have played once (here 500 ms), even if
+/// the command would run longer, with status 0.
+#[test]
+fn link_once_ends_with_the_trace() {
+    if !can_run("link_once_ends_with_the_trace") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("mpquic-shells-once-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let trace = dir.join("half-second.trace");
+    std::fs::write(&trace, "1\n500\n").expect("write");
+    let t = trace.to_str().expect("utf8");
+    let start = Instant::now();
+    let out = Command::new(bin("mm-link"))
+        .args([t, t, "--once", "sleep", "10"])
+        .output()
+        .expect("run");
+    let took = start.elapsed();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        took >= Duration::from_millis(500) && took < Duration::from_secs(5),
+        "--once shell took {took:?}"
+    );
 }
 
 /// Usage errors exit with status 2 before touching the system (no root needed).
