@@ -1,0 +1,15 @@
+//! Mahimahi-style packet shells over Linux network namespaces and TUN devices, driven
+//! by the sans-IO link model of `mpquic-emu` with the real clock.
+//!
+//! - [`shell`]: the packet-shell template every binary uses ([`shell::run`]).
+//! - [`args`]: Mahimahi-compatible command-line parsing.
+//! - [`netns`]: namespaces, `ip`, address allocation.
+//! - [`tun`]: TUN devices.
+//!
+//! Binaries: `mm-delay`, `mm-loss`, `mm-link`, `mpquic-mpshell` (see the crate README).
+#![warn(missing_docs, unreachable_pub)]
+
+pub mod args;
+pub mod netns;
+pub mod shell;
+pub mod tun;
