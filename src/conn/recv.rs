@@ -75,13 +75,8 @@ impl Connection {
             }
             first = false;
         }
-        // Anything the TLS stack produced in response.
-        if let Err(e) = self.advance_tls(now) {
-            if let Error::Transport(t) = &e {
-                self.close_on_error(t.clone(), now);
-            }
-            return Err(e);
-        }
+        // TLS was already driven by each CRYPTO frame (on_frame); nothing to
+        // do per datagram once the handshake is over.
         if self.state == State::Closed {
             return Err(Error::Closed);
         }
