@@ -5,10 +5,7 @@
 //! (packets): `x_r/(τ_r·(Σ_k x_k)²) · ((1+α_r)/2) · ((4+α_r)/5)`, and per loss
 //! `w_r ← w_r − w_r/2 · min(α_r, 1.5)`.
 
-use super::coupled::{AckAction, PathSet, Window};
-use super::{AckEvent, CcMetrics, CcParams, CongestionController, LossEvent, PathView};
-use crate::rtt::RttEstimator;
-use crate::PathId;
+use super::coupled::{Coupled, CoupledRule, PathSet};
 
 fn rates(cwnds: &[f64], rtts: &[f64]) -> Vec<f64> {
     cwnds
@@ -55,68 +52,29 @@ pub fn balia_decrease(cwnds: &[f64], rtts: &[f64], i: usize) -> f64 {
     wi / 2.0 * balia_alpha(cwnds, rtts, i).min(1.5)
 }
 
-/// A BALIA controller for one path.
+/// The BALIA rule for [`Coupled`].
 #[derive(Clone, Debug)]
-pub struct Balia {
-    id: PathId,
-    win: Window,
-}
+pub struct BaliaRule;
 
-impl Balia {
-    /// A controller in slow start with the initial window.
-    pub fn new(params: CcParams) -> Self {
-        Self {
-            id: params.path_id,
-            win: Window::new(params),
-        }
+impl CoupledRule for BaliaRule {
+    const NAME: &'static str = "balia";
+    fn increase(set: &PathSet, acked: f64, mss: f64) -> f64 {
+        balia_increase(&set.cwnds, &set.rtts, set.me, acked, mss)
+    }
+    fn reduced(set: &PathSet) -> f64 {
+        set.cwnds[set.me] - balia_decrease(&set.cwnds, &set.rtts, set.me)
     }
 }
 
-impl CongestionController for Balia {
-    fn name(&self) -> &'static str {
-        "balia"
-    }
-    fn window(&self) -> usize {
-        self.win.cwnd
-    }
-    fn in_slow_start(&self) -> bool {
-        self.win.in_slow_start()
-    }
-    fn on_ack(&mut self, ev: &AckEvent, rtt: &RttEstimator, paths: &[PathView]) {
-        if let AckAction::Avoid(acked) = self.win.on_ack(ev) {
-            let set = PathSet::gather(self.id, self.win.cwnd, rtt.smoothed(), paths);
-            let inc = balia_increase(
-                &set.cwnds,
-                &set.rtts,
-                set.me,
-                acked as f64,
-                self.win.mss as f64,
-            );
-            self.win.grow(inc);
-        }
-    }
-    fn on_loss(&mut self, ev: &LossEvent, rtt: &RttEstimator, paths: &[PathView]) {
-        let set = PathSet::gather(self.id, self.win.cwnd, rtt.smoothed(), paths);
-        self.win.on_loss(ev, |w| {
-            w as f64 - balia_decrease(&set.cwnds, &set.rtts, set.me)
-        });
-    }
-    fn metrics(&self) -> CcMetrics {
-        CcMetrics {
-            ssthresh: (self.win.ssthresh != usize::MAX).then_some(self.win.ssthresh),
-            state: if self.win.in_slow_start() {
-                "SlowStart"
-            } else {
-                "CongestionAvoidance"
-            },
-            ..CcMetrics::default()
-        }
-    }
-}
+/// A BALIA controller for one path.
+pub type Balia = Coupled<BaliaRule>;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::{CcParams, CongestionController};
+    use crate::rtt::RttEstimator;
+    use crate::PathId;
     use crate::cc::coupled::tests::{ack, base, loss, view};
     use std::time::Duration;
 

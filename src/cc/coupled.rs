@@ -8,8 +8,67 @@
 
 use std::time::{Duration, Instant};
 
-use super::{AckEvent, CcParams, LossEvent, PathView};
+use smallvec::SmallVec;
+
+use super::{AckEvent, CcMetrics, CcParams, CongestionController, LossEvent, PathView};
+use crate::rtt::RttEstimator;
 use crate::PathId;
+
+/// What distinguishes LIA, OLIA and BALIA: the per-ACK increase and the
+/// window after a loss, both in bytes, from the set of active paths.
+pub trait CoupledRule: Send + Sync + Clone + std::fmt::Debug + 'static {
+    /// Name accepted by `cc::build`.
+    const NAME: &'static str;
+    /// Bytes to add for `acked` bytes acknowledged in congestion avoidance.
+    fn increase(set: &PathSet, acked: f64, mss: f64) -> f64;
+    /// The window after a loss.
+    fn reduced(set: &PathSet) -> f64;
+}
+
+/// A window-based coupled controller for one path, following rule `R`.
+#[derive(Clone, Debug)]
+pub struct Coupled<R: CoupledRule> {
+    id: PathId,
+    win: Window,
+    _rule: std::marker::PhantomData<R>,
+}
+
+impl<R: CoupledRule> Coupled<R> {
+    /// A controller in slow start with the initial window.
+    pub fn new(params: CcParams) -> Self {
+        Self { id: params.path_id, win: Window::new(params), _rule: std::marker::PhantomData }
+    }
+}
+
+impl<R: CoupledRule> CongestionController for Coupled<R> {
+    fn name(&self) -> &'static str {
+        R::NAME
+    }
+    fn window(&self) -> usize {
+        self.win.cwnd
+    }
+    fn in_slow_start(&self) -> bool {
+        self.win.in_slow_start()
+    }
+    fn on_ack(&mut self, ev: &AckEvent, rtt: &RttEstimator, paths: &[PathView]) {
+        if let AckAction::Avoid(acked) = self.win.on_ack(ev) {
+            let set = PathSet::gather(self.id, self.win.cwnd, rtt.smoothed(), paths);
+            let inc = R::increase(&set, acked as f64, self.win.mss as f64);
+            self.win.grow(inc);
+        }
+    }
+    fn on_loss(&mut self, ev: &LossEvent, rtt: &RttEstimator, paths: &[PathView]) {
+        let set = PathSet::gather(self.id, self.win.cwnd, rtt.smoothed(), paths);
+        self.win.on_loss(ev, |_| R::reduced(&set));
+    }
+    fn metrics(&self) -> CcMetrics {
+        CcMetrics {
+            ssthresh: (self.win.ssthresh != usize::MAX).then_some(self.win.ssthresh),
+            state: if self.win.in_slow_start() { "SlowStart" } else { "CongestionAvoidance" },
+            ..CcMetrics::default()
+        }
+    }
+}
 
 /// RFC 9002 §7.2 kMinimumWindow, in packets.
 pub const MIN_WINDOW_PACKETS: usize = 2;
@@ -18,10 +77,10 @@ pub const MIN_WINDOW_PACKETS: usize = 2;
 /// this path's own up-to-date values at index `me`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PathSet {
-    /// Congestion windows in bytes.
-    pub cwnds: Vec<f64>,
+    /// Congestion windows in bytes (inline: no allocation per ACK).
+    pub cwnds: SmallVec<[f64; 8]>,
     /// Smoothed RTTs in seconds.
-    pub rtts: Vec<f64>,
+    pub rtts: SmallVec<[f64; 8]>,
     /// Index of this path.
     pub me: usize,
 }
@@ -218,8 +277,8 @@ pub(crate) mod tests {
         idle.active = false;
         let paths = [view(0, 1, 1), view(1, 20_000, 200), idle];
         let set = PathSet::gather(PathId(0), 10_000, Duration::from_millis(100), &paths);
-        assert_eq!(set.cwnds, vec![20_000.0, 10_000.0]);
-        assert_eq!(set.rtts, vec![0.2, 0.1]);
+        assert_eq!(set.cwnds.as_slice(), &[20_000.0, 10_000.0]);
+        assert_eq!(set.rtts.as_slice(), &[0.2, 0.1]);
         assert_eq!(set.me, 1);
     }
 

@@ -2,10 +2,7 @@
 //! congestion-avoidance increase coupled across the connection's paths so
 //! that the connection takes no more than a single-path flow on its best path.
 
-use super::coupled::{AckAction, PathSet, Window};
-use super::{AckEvent, CcMetrics, CcParams, CongestionController, LossEvent, PathView};
-use crate::rtt::RttEstimator;
-use crate::PathId;
+use super::coupled::{Coupled, CoupledRule, PathSet};
 
 /// RFC 6356 §3 `alpha = cwnd_total · max_i(cwnd_i/rtt_i²) / (Σ_i cwnd_i/rtt_i)²`.
 /// `cwnds` in bytes, `rtts` in seconds; alpha is dimensionless when windows are
@@ -47,65 +44,29 @@ pub fn lia_decrease(cwnd: f64) -> f64 {
     cwnd / 2.0
 }
 
-/// A LIA controller for one path.
+/// The LIA rule for [`Coupled`].
 #[derive(Clone, Debug)]
-pub struct Lia {
-    id: PathId,
-    win: Window,
-}
+pub struct LiaRule;
 
-impl Lia {
-    /// A controller in slow start with the initial window.
-    pub fn new(params: CcParams) -> Self {
-        Self {
-            id: params.path_id,
-            win: Window::new(params),
-        }
+impl CoupledRule for LiaRule {
+    const NAME: &'static str = "lia";
+    fn increase(set: &PathSet, acked: f64, mss: f64) -> f64 {
+        lia_increase(&set.cwnds, &set.rtts, set.me, acked, mss)
+    }
+    fn reduced(set: &PathSet) -> f64 {
+        lia_decrease(set.cwnds[set.me])
     }
 }
 
-impl CongestionController for Lia {
-    fn name(&self) -> &'static str {
-        "lia"
-    }
-    fn window(&self) -> usize {
-        self.win.cwnd
-    }
-    fn in_slow_start(&self) -> bool {
-        self.win.in_slow_start()
-    }
-    fn on_ack(&mut self, ev: &AckEvent, rtt: &RttEstimator, paths: &[PathView]) {
-        if let AckAction::Avoid(acked) = self.win.on_ack(ev) {
-            let set = PathSet::gather(self.id, self.win.cwnd, rtt.smoothed(), paths);
-            let inc = lia_increase(
-                &set.cwnds,
-                &set.rtts,
-                set.me,
-                acked as f64,
-                self.win.mss as f64,
-            );
-            self.win.grow(inc);
-        }
-    }
-    fn on_loss(&mut self, ev: &LossEvent, _rtt: &RttEstimator, _paths: &[PathView]) {
-        self.win.on_loss(ev, |w| lia_decrease(w as f64));
-    }
-    fn metrics(&self) -> CcMetrics {
-        CcMetrics {
-            ssthresh: (self.win.ssthresh != usize::MAX).then_some(self.win.ssthresh),
-            state: if self.win.in_slow_start() {
-                "SlowStart"
-            } else {
-                "CongestionAvoidance"
-            },
-            ..CcMetrics::default()
-        }
-    }
-}
+/// A LIA controller for one path.
+pub type Lia = Coupled<LiaRule>;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::{CcParams, CongestionController};
+    use crate::rtt::RttEstimator;
+    use crate::PathId;
     use crate::cc::coupled::tests::{ack, base, loss, view};
     use std::time::Duration;
 

@@ -14,10 +14,7 @@
 //! and w_r ∝ 1/√p_r give `l_r/τ_r² ∝ (w_r/τ_r)²`, i.e. the best paths are
 //! those with the highest rate w_r/τ_r.
 
-use super::coupled::{AckAction, PathSet, Window};
-use super::{AckEvent, CcMetrics, CcParams, CongestionController, LossEvent, PathView};
-use crate::rtt::RttEstimator;
-use crate::PathId;
+use super::coupled::{Coupled, CoupledRule, PathSet};
 
 /// Relative tolerance for "equal" windows and rates.
 const TIE: f64 = 1e-9;
@@ -92,65 +89,29 @@ pub fn olia_decrease(cwnd: f64) -> f64 {
     cwnd / 2.0
 }
 
-/// An OLIA controller for one path.
+/// The OLIA rule for [`Coupled`].
 #[derive(Clone, Debug)]
-pub struct Olia {
-    id: PathId,
-    win: Window,
-}
+pub struct OliaRule;
 
-impl Olia {
-    /// A controller in slow start with the initial window.
-    pub fn new(params: CcParams) -> Self {
-        Self {
-            id: params.path_id,
-            win: Window::new(params),
-        }
+impl CoupledRule for OliaRule {
+    const NAME: &'static str = "olia";
+    fn increase(set: &PathSet, acked: f64, mss: f64) -> f64 {
+        olia_increase(&set.cwnds, &set.rtts, set.me, acked, mss)
+    }
+    fn reduced(set: &PathSet) -> f64 {
+        olia_decrease(set.cwnds[set.me])
     }
 }
 
-impl CongestionController for Olia {
-    fn name(&self) -> &'static str {
-        "olia"
-    }
-    fn window(&self) -> usize {
-        self.win.cwnd
-    }
-    fn in_slow_start(&self) -> bool {
-        self.win.in_slow_start()
-    }
-    fn on_ack(&mut self, ev: &AckEvent, rtt: &RttEstimator, paths: &[PathView]) {
-        if let AckAction::Avoid(acked) = self.win.on_ack(ev) {
-            let set = PathSet::gather(self.id, self.win.cwnd, rtt.smoothed(), paths);
-            let inc = olia_increase(
-                &set.cwnds,
-                &set.rtts,
-                set.me,
-                acked as f64,
-                self.win.mss as f64,
-            );
-            self.win.grow(inc);
-        }
-    }
-    fn on_loss(&mut self, ev: &LossEvent, _rtt: &RttEstimator, _paths: &[PathView]) {
-        self.win.on_loss(ev, |w| olia_decrease(w as f64));
-    }
-    fn metrics(&self) -> CcMetrics {
-        CcMetrics {
-            ssthresh: (self.win.ssthresh != usize::MAX).then_some(self.win.ssthresh),
-            state: if self.win.in_slow_start() {
-                "SlowStart"
-            } else {
-                "CongestionAvoidance"
-            },
-            ..CcMetrics::default()
-        }
-    }
-}
+/// An OLIA controller for one path.
+pub type Olia = Coupled<OliaRule>;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::{CcParams, CongestionController};
+    use crate::rtt::RttEstimator;
+    use crate::PathId;
     use crate::cc::coupled::tests::{ack, base, loss, view};
     use std::time::Duration;
 
