@@ -188,6 +188,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::disallowed_methods)]
     fn earliest_deadline() {
         let t = Instant::now();
         let u = t + Duration::from_secs(1);

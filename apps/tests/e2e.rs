@@ -1,5 +1,7 @@
 //! mpquic-client ↔ mpquic-server over loopback, and the CLIs' error paths.
 
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::*;
@@ -149,4 +151,35 @@ fn sigterm_closes_connections_and_exits_cleanly() {
         assert!(t.elapsed() < std::time::Duration::from_secs(6), "server did not stop");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+}
+
+#[test]
+fn two_paths_over_loopback() {
+    let (root, sum) = served("mp");
+    let srv = ServerProc::start(&root, &["--scheduler", "rr"]);
+    let out = root.with_extension("out");
+    let r = client(&[
+        &srv.url("/big.bin"),
+        "--ca",
+        &cert("rootca.pem"),
+        "--local",
+        "127.0.0.1",
+        "--local",
+        "127.0.0.2",
+        "--json",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.status.code(), Some(0));
+    assert_eq!(sha256_file(&out), sum);
+    let j: serde_json::Value = serde_json::from_slice(&r.stdout).expect("JSON summary");
+    assert_eq!(j["multipath"], true, "{j}");
+    let paths = j["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 2, "{j}");
+    // Round-robin on the server spreads the body over both paths.
+    for p in paths {
+        assert!(p["recv_bytes"].as_u64().unwrap() > 1_000_000, "{j}");
+    }
+    let total: f64 = paths.iter().map(|p| p["share"].as_f64().unwrap()).sum();
+    assert!((total - 1.0).abs() < 1e-9);
 }

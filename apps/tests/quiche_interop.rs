@@ -57,15 +57,10 @@ fn step(conn: &mut quiche::Connection, sock: &UdpSocket, buf: &mut [u8]) {
     sock.set_read_timeout(Some(wait)).unwrap();
     let local = sock.local_addr().unwrap();
     let mut got = false;
-    loop {
-        match sock.recv_from(buf) {
-            Ok((n, from)) => {
-                got = true;
-                let _ = conn.recv(&mut buf[..n], quiche::RecvInfo { from, to: local });
-                sock.set_nonblocking(true).unwrap();
-            }
-            Err(_) => break,
-        }
+    while let Ok((n, from)) = sock.recv_from(buf) {
+        got = true;
+        let _ = conn.recv(&mut buf[..n], quiche::RecvInfo { from, to: local });
+        sock.set_nonblocking(true).unwrap();
     }
     sock.set_nonblocking(false).unwrap();
     if !got || conn.timeout() == Some(Duration::ZERO) {

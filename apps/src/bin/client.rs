@@ -1,6 +1,9 @@
 //! `mpquic-client`: downloads URLs over HTTP/3 on one or more paths and
 //! prints a transfer summary. Exit codes: see `mpquic_apps::exit`.
 
+// The binaries are where the clock is read: they pass `now` to the engine.
+#![allow(clippy::disallowed_methods)]
+
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
@@ -187,7 +190,8 @@ fn main() {
         established_at: None,
         first_byte: None,
         done_at: None,
-        extra_locals: locals.len() > 1,
+        extra_paths: Vec::new(),
+        peer,
     };
     if let Some(b) = &c.bar {
         b.set_style(
@@ -216,7 +220,10 @@ struct Client {
     established_at: Option<Instant>,
     first_byte: Option<Instant>,
     done_at: Option<Instant>,
-    extra_locals: bool,
+    /// Further `--local` addresses still to open paths from (the engine
+    /// needs a connection ID from the server for each first).
+    extra_paths: Vec<SocketAddr>,
+    peer: SocketAddr,
 }
 
 fn status_of(headers: &[Header]) -> Option<u16> {
@@ -291,6 +298,7 @@ impl Client {
                     return code;
                 }
             }
+            self.open_paths(now);
             if let Err(code) = self.on_h3(now) {
                 return code;
             }
@@ -311,9 +319,7 @@ impl Client {
 
     /// Open HTTP/3 and send every request.
     fn start(&mut self, now: Instant) -> Result<(), i32> {
-        if self.extra_locals {
-            eprintln!("mpquic-client: note: this engine build cannot open extra paths yet; using the first --local only");
-        }
+        self.extra_paths = self.socks.local_addrs().iter().skip(1).copied().collect();
         let mut h =
             h3::Connection::with_transport(&mut Quic::new(&mut self.conn, now), &h3::Config::default())
                 .map_err(|e| self.fail_transport(&format!("HTTP/3 setup: {e}")))?;
@@ -335,6 +341,21 @@ impl Client {
         }
         self.h3 = Some(h);
         Ok(())
+    }
+
+    /// Open one path per extra `--local` once the engine can.
+    fn open_paths(&mut self, now: Instant) {
+        let peer = self.peer;
+        let conn = &mut self.conn;
+        self.extra_paths.retain(|&local| match conn.probe_path(local, peer, now) {
+            Ok(_) => false,
+            // Wait for the server's connection IDs for the new path.
+            Err(mpquic::PathError::NoConnectionId) => true,
+            Err(e) => {
+                eprintln!("mpquic-client: cannot open a path from {local}: {e}");
+                false
+            }
+        });
     }
 
     fn on_h3(&mut self, now: Instant) -> Result<(), i32> {
