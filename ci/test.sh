@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# Runs every test of the project. Installs what it needs first.
+# Runs every test of the project (what .ci/run runs). Installs what it needs first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
 source ci/env.sh
 
 cargo build --release --workspace --all-targets
-cargo test --release --workspace --all-targets
+# Everything but the emulation shells: unit tests, interop with quiche, noq and
+# aioquic, the simulator's behavioural tests, apps, C API.
+cargo test --release --workspace --all-targets --exclude mpquic-shells
+# The shells emulate links in real time: run their measurements one at a time
+# so they do not compete for the two cores (they skip without root/netns).
+cargo test --release -p mpquic-shells -- --test-threads=1
+# Python bindings (maturin + pytest), last: pytest prints the closing summary.
+bash ci/python.sh
