@@ -18,3 +18,6 @@ if ! command -v cargo >/dev/null 2>&1; then
     echo "ci/setup.sh: cargo not found; install Rust (rustup) first" >&2
     exit 1
 fi
+
+# sim/plot.py (and traces/plot_traces.py) draw with matplotlib.
+python3 -c "import matplotlib" 2>/dev/null || pip install matplotlib || pip install --break-system-packages matplotlib
