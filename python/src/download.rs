@@ -62,9 +62,7 @@ fn parse_local(spec: &str) -> PyResult<SocketAddr> {
     if let Ok(ip) = spec.parse::<IpAddr>() {
         return Ok(SocketAddr::new(ip, 0));
     }
-    Err(PyValueError::new_err(format!(
-        "bad local address {spec:?}: expected an IP address or IP:PORT"
-    )))
+    Err(PyValueError::new_err(format!("bad local address {spec:?}: expected an IP address or IP:PORT")))
 }
 
 /// Downloads `url`; see the Python wrapper `mpquic.download` for the arguments.
@@ -87,10 +85,7 @@ pub(crate) fn download<'py>(
     if !(timeout.is_finite() && timeout > 0.0 && timeout < 1e6) {
         return Err(PyValueError::new_err("timeout must be a positive number of seconds"));
     }
-    let mut local_addrs = locals
-        .iter()
-        .map(|l| parse_local(l))
-        .collect::<PyResult<Vec<_>>>()?;
+    let mut local_addrs = locals.iter().map(|l| parse_local(l)).collect::<PyResult<Vec<_>>>()?;
     let timeout = Duration::from_secs_f64(timeout);
     let out: Option<Box<dyn Write + Send>> = match &output {
         Some(p) => Some(Box::new(BufWriter::with_capacity(
@@ -173,11 +168,9 @@ fn describe_close(conn: &Connection) -> String {
                 ""
             }
         ),
-        Some((who, i)) => format!(
-            "connection closed by {who}: code {:#x} {}",
-            i.code,
-            String::from_utf8_lossy(&i.reason)
-        ),
+        Some((who, i)) => {
+            format!("connection closed by {who}: code {:#x} {}", i.code, String::from_utf8_lossy(&i.reason))
+        }
         None => "connection timed out (no packets for the idle timeout)".into(),
     }
 }
@@ -212,18 +205,12 @@ fn run(
         .next()
         .ok_or_else(|| Failure::Transfer(format!("{}: no address", t.host)))?;
     if locals.is_empty() {
-        let any: IpAddr = if peer.is_ipv4() {
-            [0, 0, 0, 0].into()
-        } else {
-            std::net::Ipv6Addr::UNSPECIFIED.into()
-        };
+        let any: IpAddr =
+            if peer.is_ipv4() { [0, 0, 0, 0].into() } else { std::net::Ipv6Addr::UNSPECIFIED.into() };
         locals.push(SocketAddr::new(any, 0));
     }
     let mut socks = Sockets::bind(locals).map_err(|e| Failure::Io(format!("binding {locals:?}: {e}")))?;
-    let local0 = *socks
-        .local_addrs()
-        .first()
-        .ok_or_else(|| Failure::Io("no local socket".into()))?;
+    let local0 = *socks.local_addrs().first().ok_or_else(|| Failure::Io("no local socket".into()))?;
     let mut conn = mpquic::connect(Some(&t.host), &mpquic::random_cid(16), local0, peer, &config, started)
         .map_err(|e| Failure::Transfer(format!("TLS setup: {e}")))?;
 
@@ -270,9 +257,8 @@ fn run(
         if established_at.is_none() {
             deadline = net::earliest(deadline, Some(handshake_deadline));
         }
-        let wait = deadline
-            .map(|d| d.saturating_duration_since(now).min(SIGNAL_CHECK))
-            .unwrap_or(SIGNAL_CHECK);
+        let wait =
+            deadline.map(|d| d.saturating_duration_since(now).min(SIGNAL_CHECK)).unwrap_or(SIGNAL_CHECK);
         socks.wait(Some(wait)).map_err(|e| Failure::Io(format!("poll: {e}")))?;
         Python::attach(|py| py.check_signals()).map_err(Failure::Py)?;
         let now = Instant::now();
@@ -287,8 +273,9 @@ fn run(
         ooo.push(conn.out_of_order_bytes());
         if conn.is_established() && established_at.is_none() {
             established_at = Some(now);
-            let mut h = h3::Connection::with_transport(&mut Quic::new(&mut conn, now), &h3::Config::default())
-                .map_err(|e| Failure::Transfer(format!("HTTP/3 setup: {e}")))?;
+            let mut h =
+                h3::Connection::with_transport(&mut Quic::new(&mut conn, now), &h3::Config::default())
+                    .map_err(|e| Failure::Transfer(format!("HTTP/3 setup: {e}")))?;
             let req = [
                 Header::new(":method", "GET"),
                 Header::new(":scheme", "https"),
@@ -339,7 +326,10 @@ fn run(
                     done_at.get_or_insert(now);
                 }
                 h3::Event::Reset { stream: s, code } if Some(s) == stream => {
-                    return Err(Failure::Transfer(format!("{}: stream reset by the server (code {code:#x})", t.path)));
+                    return Err(Failure::Transfer(format!(
+                        "{}: stream reset by the server (code {code:#x})",
+                        t.path
+                    )));
                 }
                 h3::Event::StreamError { stream: s, error } if Some(s) == stream => {
                     return Err(Failure::Transfer(format!("{}: {error}", t.path)));
@@ -358,10 +348,7 @@ fn run(
     }
     let end = done_at.unwrap_or_else(Instant::now);
     if let Some(st) = status.filter(|&s| s >= 400) {
-        return Err(Failure::Transfer(format!(
-            "https://{}{}: HTTP status {st}",
-            t.authority, t.path
-        )));
+        return Err(Failure::Transfer(format!("https://{}{}: HTTP status {st}", t.authority, t.path)));
     }
     Ok(Outcome {
         status,

@@ -13,6 +13,7 @@ use pyo3::types::{PyDict, PyList};
 
 mod download;
 mod scenario;
+mod simulate;
 
 create_exception!(
     mpquic,
@@ -26,12 +27,7 @@ create_exception!(
     PyValueError,
     "A congestion controller, scheduler or other setting is unknown or invalid."
 );
-create_exception!(
-    mpquic,
-    SimulationError,
-    PyRuntimeError,
-    "A simulation could not be set up."
-);
+create_exception!(mpquic, SimulationError, PyRuntimeError, "A simulation could not be set up.");
 create_exception!(
     mpquic,
     DownloadError,
@@ -41,26 +37,19 @@ create_exception!(
 
 /// Checks a congestion controller name, returning its canonical form.
 pub(crate) fn check_cc(name: &str) -> PyResult<String> {
-    mpquic::cc::registry::canonical(name)
-        .map(str::to_owned)
-        .ok_or_else(|| {
-            ConfigError::new_err(format!(
-                "unknown congestion controller {name:?} (known: {})",
-                mpquic::cc::registry::names().join(", ")
-            ))
-        })
+    mpquic::cc::registry::canonical(name).map(str::to_owned).ok_or_else(|| {
+        ConfigError::new_err(format!(
+            "unknown congestion controller {name:?} (known: {})",
+            mpquic::cc::registry::names().join(", ")
+        ))
+    })
 }
 
 /// Checks a scheduler specification (`name[:key=value,...]`).
 pub(crate) fn check_scheduler(spec: &str) -> PyResult<()> {
-    mpquic::sched::build(spec, &mpquic::sched::SchedParams::default())
-        .map(|_| ())
-        .map_err(|e| {
-            ConfigError::new_err(format!(
-                "{e} (known schedulers: {})",
-                mpquic::sched::names().join(", ")
-            ))
-        })
+    mpquic::sched::build(spec, &mpquic::sched::SchedParams::default()).map(|_| ()).map_err(|e| {
+        ConfigError::new_err(format!("{e} (known schedulers: {})", mpquic::sched::names().join(", ")))
+    })
 }
 
 /// Names of the congestion controllers (`cc=` arguments).
@@ -141,5 +130,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(load_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_toml, m)?)?;
     m.add_function(wrap_pyfunction!(download::download, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate::simulate, m)?)?;
     Ok(())
 }

@@ -91,15 +91,12 @@ pub(crate) fn resolve(obj: &Bound<'_, PyAny>, base_dir: Option<PathBuf>) -> PyRe
     }
     // str or os.PathLike.
     let os = obj.py().import("os")?;
-    let s: String = os
-        .call_method1("fspath", (obj,))
-        .and_then(|p| p.extract())
-        .map_err(|_| {
-            PyTypeError::new_err(format!(
-                "scenario must be a name, a path to a .toml file or a dict, not {}",
-                obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-            ))
-        })?;
+    let s: String = os.call_method1("fspath", (obj,)).and_then(|p| p.extract()).map_err(|_| {
+        PyTypeError::new_err(format!(
+            "scenario must be a name, a path to a .toml file or a dict, not {}",
+            obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        ))
+    })?;
     find(&s)
 }
 
