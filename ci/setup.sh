@@ -30,3 +30,5 @@ if command -v python3 >/dev/null 2>&1; then
         "$venv/bin/pip" install -q "aioquic==$AIOQUIC_VERSION"
     fi
 fi
+# sim/plot.py (and traces/plot_traces.py) draw with matplotlib.
+python3 -c "import matplotlib" 2>/dev/null || pip install matplotlib || pip install --break-system-packages matplotlib

@@ -1,0 +1,45 @@
+import hashlib
+
+import pytest
+
+import mpquic
+
+
+def test_download(server, tmp_path):
+    out = tmp_path / "blob.bin"
+    s = mpquic.download(server["url"] + "/blob.bin", locals=["127.0.0.1"], cc="bbr",
+                        scheduler="minrtt", output=out, timeout=10)
+    assert s["status"] == 200
+    assert s["bytes"] == len(server["blob"])
+    assert hashlib.sha256(out.read_bytes()).digest() == hashlib.sha256(server["blob"]).digest()
+    assert s["goodput_bps"] > 0 and s["seconds"] > 0
+    assert s["cc"] == "bbr" and s["paths"] and s["paths"][0]["recv_bytes"] > s["bytes"]
+
+
+def test_download_missing_file(server):
+    with pytest.raises(mpquic.DownloadError, match="HTTP status 404"):
+        mpquic.download(server["url"] + "/nope.bin", timeout=10)
+
+
+def test_download_bad_arguments():
+    with pytest.raises(ValueError, match="bad URL"):
+        mpquic.download("http://example.com/")
+    with pytest.raises(ValueError, match="bad URL"):
+        mpquic.download("not a url")
+    with pytest.raises(mpquic.ConfigError, match="unknown congestion controller"):
+        mpquic.download("https://127.0.0.1:1/x", cc="nope")
+    with pytest.raises(mpquic.ConfigError):
+        mpquic.download("https://127.0.0.1:1/x", scheduler="nope")
+    with pytest.raises(ValueError, match="local address"):
+        mpquic.download("https://127.0.0.1:1/x", locals=["not-an-ip"])
+
+
+def test_download_no_server():
+    # Nothing listens on this port: the handshake times out.
+    import socket
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    with pytest.raises(mpquic.DownloadError, match="no answer"):
+        mpquic.download(f"https://127.0.0.1:{port}/x", timeout=1.0)

@@ -1,0 +1,855 @@
+//! The event loop: connections and links on one simulated clock.
+//!
+//! Each step advances the clock to the earliest pending event — a link delivering a
+//! datagram, a connection timer, a paced datagram's release time (`SendInfo::at`), a
+//! flow starting, a sample tick — and then, in a fixed order, delivers every datagram
+//! due, runs the applications (request, write, read), fires due timers and lets every
+//! connection send. Everything is indexed by `Vec` position (no hash-map iteration), and
+//! the only randomness is the links' seeded loss RNGs, so a seed fixes the outcome.
+//!
+//! A connection that produces a datagram with `at` in the future keeps it ("held") and
+//! is not asked for more until that time: the datagram enters the link at `at`, and
+//! the RTT error from the engine stamping it at `now` is at most one pacing gap.
+
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::time::{Duration, Instant};
+
+use emu::link::PathLinks;
+use emu::scenario::Scenario;
+use emu::stage::{Packet, Stage};
+use mpquic::{Config, Connection, RecvInfo};
+
+use crate::report::{quantile, FlowSummary, PathSample, PathSummary, Report, Sample};
+
+/// Bytes of IPv4 + UDP headers the links charge on top of each UDP payload.
+pub const HEADER_BYTES: u32 = 28;
+/// Interval of the out-of-order byte sampler used for the summary statistics.
+const OOO_TICK: Duration = Duration::from_millis(10);
+/// Stream carrying the transfer (the client's first bidirectional stream).
+const STREAM: u64 = 0;
+/// After this many steps without the clock moving, the loop nudges it forward by 1 µs
+/// (a guard against a timer that stays due; counted in [`Report`]'s `stalls`).
+const SAME_TIME_LIMIT: u32 = 10_000;
+
+/// What a flow transfers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Workload {
+    /// The client requests, the server sends (a file download).
+    #[default]
+    Download,
+    /// The client sends, the server receives.
+    Upload,
+}
+
+/// One client/server connection pair.
+#[derive(Debug, Clone)]
+pub struct FlowSpec {
+    /// Congestion controller name (`Config::set_cc`).
+    pub cc: String,
+    /// Scheduler name (`Config::set_scheduler`).
+    pub scheduler: String,
+    /// Network paths (indices into the simulator's links) the flow uses; the first
+    /// carries the handshake. More than one requires multipath.
+    pub paths: Vec<usize>,
+    /// When the client connects.
+    pub start: Duration,
+    /// Bytes to transfer; `None`: as much as possible until the end.
+    pub bytes: Option<u64>,
+    /// Direction of the transfer.
+    pub workload: Workload,
+}
+
+impl FlowSpec {
+    /// A download over `paths` with CUBIC and minRTT, starting at 0, unlimited.
+    pub fn new(paths: Vec<usize>) -> FlowSpec {
+        FlowSpec {
+            cc: "cubic".into(),
+            scheduler: "minrtt".into(),
+            paths,
+            start: Duration::ZERO,
+            bytes: None,
+            workload: Workload::Download,
+        }
+    }
+
+    /// Sets the controller (builder style).
+    pub fn cc(mut self, cc: &str) -> FlowSpec {
+        self.cc = cc.into();
+        self
+    }
+
+    /// Sets the scheduler (builder style).
+    pub fn scheduler(mut self, s: &str) -> FlowSpec {
+        self.scheduler = s.into();
+        self
+    }
+}
+
+/// A network path black-holed from `at` on (both directions, packets inside the link
+/// included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failure {
+    /// Network path index.
+    pub path: usize,
+    /// Time of the failure.
+    pub at: Duration,
+}
+
+/// Settings of a run.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Name used in reports.
+    pub name: String,
+    /// Simulated time limit (the run also stops once every bounded flow completed).
+    pub duration: Duration,
+    /// Time-series sampling interval.
+    pub sample_interval: Duration,
+    /// Seed recorded in the report (the links carry their own derived seeds).
+    pub seed: u64,
+    /// The connections.
+    pub flows: Vec<FlowSpec>,
+    /// Scheduled path failures.
+    pub failures: Vec<Failure>,
+    /// Maximum UDP payload the endpoints send.
+    pub max_udp_payload: usize,
+}
+
+impl SimConfig {
+    /// One download flow over every path of `n_paths`, running `duration`.
+    pub fn new(name: &str, n_paths: usize, duration: Duration) -> SimConfig {
+        SimConfig {
+            name: name.into(),
+            duration,
+            sample_interval: Duration::from_millis(100),
+            seed: 0,
+            flows: vec![FlowSpec::new((0..n_paths).collect())],
+            failures: Vec::new(),
+            max_udp_payload: 1350,
+        }
+    }
+}
+
+/// Why a simulation could not be set up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SimError {
+    /// A flow refers to a path that does not exist, or uses none.
+    BadPath(String),
+    /// Engine configuration failed (unknown controller or scheduler, certificates).
+    Config(String),
+    /// Invalid run settings.
+    Invalid(String),
+}
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimError::BadPath(s) => write!(f, "bad path: {s}"),
+            SimError::Config(s) => write!(f, "configuration: {s}"),
+            SimError::Invalid(s) => write!(f, "invalid settings: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// A datagram a connection produced for a later release time.
+struct Held {
+    at: Duration,
+    net: usize,
+    to_server: bool,
+    pkt: Packet,
+}
+
+struct Endpoint {
+    conn: Connection,
+    held: Option<Held>,
+}
+
+#[derive(Default)]
+struct FlowState {
+    started: bool,
+    request_sent: bool,
+    sending: bool,
+    remaining: u64,
+    app_bytes: u64,
+    app_bytes_last: u64,
+    done_at: Option<Duration>,
+    /// Per flow path: data-direction UDP payload bytes delivered, and at last sample.
+    data_bytes: Vec<u64>,
+    data_bytes_last: Vec<u64>,
+    /// Per flow path: sum and count of srtt samples.
+    srtt_sum: Vec<f64>,
+    srtt_n: Vec<u64>,
+    ooo_samples: Vec<u64>,
+    ooo_max: u64,
+    paths_opened: bool,
+    error: Option<String>,
+}
+
+struct Flow {
+    spec: FlowSpec,
+    ccfg: Config,
+    scfg: Config,
+    client: Option<Endpoint>,
+    server: Option<Endpoint>,
+    /// (client, server) address per flow path.
+    addrs: Vec<(SocketAddr, SocketAddr)>,
+    st: FlowState,
+}
+
+impl Flow {
+    fn receiver(&mut self) -> Option<&mut Connection> {
+        match self.spec.workload {
+            Workload::Download => self.client.as_mut().map(|e| &mut e.conn),
+            Workload::Upload => self.server.as_mut().map(|e| &mut e.conn),
+        }
+    }
+
+    fn sender(&self) -> Option<&Connection> {
+        match self.spec.workload {
+            Workload::Download => self.server.as_ref().map(|e| &e.conn),
+            Workload::Upload => self.client.as_ref().map(|e| &e.conn),
+        }
+    }
+
+    /// Flow path index of a sender-side path, by its client address.
+    fn path_of_stats(&self, ps: &mpquic::PathStats) -> Option<usize> {
+        let client = match self.spec.workload {
+            Workload::Download => ps.peer,
+            Workload::Upload => ps.local,
+        };
+        self.addrs.iter().position(|a| a.0 == client)
+    }
+
+    fn finished(&self) -> bool {
+        self.spec.bytes.is_some() && self.st.done_at.is_some()
+    }
+}
+
+/// A simulation: links, flows, clock.
+pub struct Sim {
+    base: Instant,
+    now: Duration,
+    links: Vec<PathLinks>,
+    flows: Vec<Flow>,
+    failures: Vec<Failure>,
+    failure_drops: Vec<u64>,
+    duration: Duration,
+    interval: Duration,
+    name: String,
+    seed: u64,
+    max_udp_payload: usize,
+    pool: Vec<Vec<u8>>,
+    scratch: Vec<Packet>,
+    sink: Vec<u8>,
+    chunk: Vec<u8>,
+    samples: Vec<Sample>,
+    datagrams: u64,
+    stalls: u64,
+}
+
+fn cert_file(name: &str) -> String {
+    format!("{}/certs/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn make_config(server: bool, spec: &FlowSpec, max_udp_payload: usize) -> Result<Config, SimError> {
+    let err = |e: mpquic::ConfigError| SimError::Config(e.to_string());
+    let mut c = Config::new();
+    c.set_application_protos(&[b"mpquic-sim"]).map_err(err)?;
+    if server {
+        c.load_cert_chain_from_pem_file(&cert_file("cert.pem")).map_err(err)?;
+        c.load_priv_key_from_pem_file(&cert_file("key.pem")).map_err(err)?;
+    } else {
+        c.verify_peer(false);
+    }
+    c.set_cc(&spec.cc).map_err(err)?;
+    c.set_scheduler(&spec.scheduler).map_err(err)?;
+    // Windows large enough that flow control never limits 200 Mbit/s at 250 ms RTT.
+    c.set_initial_max_data(64 << 20);
+    c.set_initial_max_stream_data_bidi_local(32 << 20);
+    c.set_initial_max_stream_data_bidi_remote(32 << 20);
+    c.set_max_connection_window(128 << 20);
+    c.set_max_stream_window(128 << 20);
+    c.set_stream_send_buffer(32 << 20);
+    c.set_max_send_udp_payload_size(max_udp_payload);
+    c.set_max_idle_timeout(60_000);
+    if spec.paths.len() > 1 {
+        c.set_initial_max_path_id(Some(spec.paths.len() as u32 + 3));
+    }
+    Ok(c)
+}
+
+fn addr(flow: usize, k: usize, host: u8, port: u16) -> SocketAddr {
+    // 10.<flow>.<path>.<host>; flows and paths beyond 255 wrap (never in practice).
+    SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, (flow % 256) as u8, (k % 256) as u8, host), port))
+}
+
+impl Sim {
+    /// A simulation over `links` (network paths, indexed from 0).
+    pub fn new(links: Vec<PathLinks>, cfg: SimConfig) -> Result<Sim, SimError> {
+        if cfg.flows.is_empty() {
+            return Err(SimError::Invalid("no flows".into()));
+        }
+        if cfg.sample_interval.is_zero() {
+            return Err(SimError::Invalid("sample interval must be > 0".into()));
+        }
+        if !(1200..=1452).contains(&cfg.max_udp_payload) {
+            return Err(SimError::Invalid("max UDP payload must be in 1200..=1452".into()));
+        }
+        for f in &cfg.failures {
+            if f.path >= links.len() {
+                return Err(SimError::BadPath(format!("failure on path {} of {}", f.path, links.len())));
+            }
+        }
+        let mut flows = Vec::with_capacity(cfg.flows.len());
+        for (i, spec) in cfg.flows.iter().enumerate() {
+            if spec.paths.is_empty() {
+                return Err(SimError::BadPath(format!("flow {i} uses no path")));
+            }
+            if let Some(&p) = spec.paths.iter().find(|&&p| p >= links.len()) {
+                return Err(SimError::BadPath(format!(
+                    "flow {i} uses path {p}, but there are {} paths",
+                    links.len()
+                )));
+            }
+            let n = spec.paths.len();
+            flows.push(Flow {
+                ccfg: make_config(false, spec, cfg.max_udp_payload)?,
+                scfg: make_config(true, spec, cfg.max_udp_payload)?,
+                spec: spec.clone(),
+                client: None,
+                server: None,
+                addrs: (0..n).map(|k| (addr(i, k, 2, 50_000), addr(i, k, 1, 443))).collect(),
+                st: FlowState {
+                    remaining: spec.bytes.unwrap_or(u64::MAX),
+                    data_bytes: vec![0; n],
+                    data_bytes_last: vec![0; n],
+                    srtt_sum: vec![0.0; n],
+                    srtt_n: vec![0; n],
+                    ..Default::default()
+                },
+            });
+        }
+        let n_links = links.len();
+        #[allow(clippy::disallowed_methods)]
+        // The one clock read: the epoch every simulated time is an offset from.
+        let base = Instant::now();
+        Ok(Sim {
+            base,
+            now: Duration::ZERO,
+            links,
+            flows,
+            failures: cfg.failures,
+            failure_drops: vec![0; n_links],
+            duration: cfg.duration,
+            interval: cfg.sample_interval,
+            name: cfg.name,
+            seed: cfg.seed,
+            max_udp_payload: cfg.max_udp_payload,
+            pool: Vec::new(),
+            scratch: Vec::new(),
+            sink: vec![0; 256 * 1024],
+            chunk: vec![0x5a; 256 * 1024],
+            samples: Vec::new(),
+            datagrams: 0,
+            stalls: 0,
+        })
+    }
+
+    /// A simulation over a scenario's paths (re-seeded with `seed`).
+    pub fn from_scenario(scenario: &Scenario, seed: u64, mut cfg: SimConfig) -> Result<Sim, SimError> {
+        let sc = scenario.clone().with_seed(seed);
+        cfg.seed = seed;
+        Sim::new(sc.build(), cfg)
+    }
+
+    /// Names of the network paths.
+    pub fn path_names(&self) -> Vec<String> {
+        self.links.iter().map(|l| l.name.clone()).collect()
+    }
+
+    fn instant(&self, t: Duration) -> Instant {
+        self.base + t
+    }
+
+    fn offset(&self, t: Instant) -> Duration {
+        t.saturating_duration_since(self.base)
+    }
+
+    fn failed(&self, net: usize, t: Duration) -> bool {
+        self.failures.iter().any(|f| f.path == net && t >= f.at)
+    }
+
+    /// Runs to the end; `progress(now, end)` is called at every sample tick.
+    pub fn run(&mut self, progress: &mut dyn FnMut(Duration, Duration)) -> Report {
+        let end = self.duration;
+        let mut next_sample = self.interval;
+        let mut next_ooo = OOO_TICK;
+        let mut same = 0u32;
+        loop {
+            let mut t = self.next_event().min(next_sample).min(next_ooo);
+            if t <= self.now {
+                same += 1;
+                if same > SAME_TIME_LIMIT {
+                    self.stalls += 1;
+                    t = self.now + Duration::from_micros(1);
+                    same = 0;
+                }
+            } else {
+                same = 0;
+            }
+            if t > end {
+                break;
+            }
+            self.now = self.now.max(t);
+            self.start_flows();
+            self.deliver();
+            self.apps();
+            self.timers();
+            self.send_all();
+            if self.now >= next_ooo {
+                self.sample_ooo();
+                next_ooo += OOO_TICK;
+            }
+            if self.now >= next_sample {
+                self.sample();
+                next_sample += self.interval;
+                progress(self.now, end);
+            }
+            if self.flows.iter().all(Flow::finished) {
+                break;
+            }
+        }
+        self.report()
+    }
+
+    fn next_event(&self) -> Duration {
+        let mut t = Duration::MAX;
+        for l in &self.links {
+            if let Some(w) = l.next_wakeup() {
+                t = t.min(w);
+            }
+        }
+        for f in &self.flows {
+            if !f.st.started {
+                t = t.min(f.spec.start);
+            }
+            for e in [&f.client, &f.server].into_iter().flatten() {
+                match &e.held {
+                    Some(h) => t = t.min(h.at),
+                    None => {
+                        if let Some(x) = e.conn.timeout() {
+                            t = t.min(self.offset(x));
+                        }
+                    }
+                }
+                // A held datagram blocks sending, not timers.
+                if e.held.is_some() {
+                    if let Some(x) = e.conn.timeout() {
+                        t = t.min(self.offset(x));
+                    }
+                }
+            }
+        }
+        t
+    }
+
+    fn start_flows(&mut self) {
+        let now = self.instant(self.now);
+        for f in &mut self.flows {
+            if f.st.started || f.spec.start > self.now {
+                continue;
+            }
+            f.st.started = true;
+            let (local, peer) = f.addrs[0];
+            match mpquic::connect(Some("localhost"), &mpquic::random_cid(8), local, peer, &f.ccfg, now) {
+                Ok(conn) => f.client = Some(Endpoint { conn, held: None }),
+                Err(e) => f.st.error = Some(format!("connect: {e}")),
+            }
+        }
+    }
+
+    fn take_buf(&mut self) -> Vec<u8> {
+        let mut b = self.pool.pop().unwrap_or_default();
+        b.resize(self.max_udp_payload.max(1200), 0);
+        b
+    }
+
+    fn give_buf(&mut self, mut b: Vec<u8>) {
+        b.clear();
+        if self.pool.len() < 4096 {
+            self.pool.push(b);
+        }
+    }
+
+    fn deliver(&mut self) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        for li in 0..self.links.len() {
+            for up in [true, false] {
+                scratch.clear();
+                let link = &mut self.links[li];
+                if up {
+                    link.up.dequeue_ready(self.now, &mut scratch);
+                } else {
+                    link.down.dequeue_ready(self.now, &mut scratch);
+                }
+                for pkt in scratch.drain(..) {
+                    self.arrive(li, pkt);
+                }
+            }
+        }
+        self.scratch = scratch;
+    }
+
+    fn arrive(&mut self, net: usize, mut pkt: Packet) {
+        if self.failed(net, pkt.time) {
+            self.failure_drops[net] += 1;
+            self.give_buf(pkt.data);
+            return;
+        }
+        self.datagrams += 1;
+        let fi = (pkt.tag >> 32) as usize;
+        let k = ((pkt.tag >> 1) & 0x7fff_ffff) as usize;
+        let to_server = pkt.tag & 1 == 0;
+        let now = self.instant(self.now);
+        let Some(f) = self.flows.get_mut(fi) else {
+            self.give_buf(pkt.data);
+            return;
+        };
+        let Some(&(caddr, saddr)) = f.addrs.get(k) else {
+            self.give_buf(pkt.data);
+            return;
+        };
+        let len = pkt.data.len() as u64;
+        if to_server {
+            if f.spec.workload == Workload::Upload {
+                f.st.data_bytes[k] += len;
+            }
+            if f.server.is_none() {
+                match mpquic::packet::parse_header(&pkt.data, 8) {
+                    Ok(h) => match mpquic::accept(
+                        &mpquic::random_cid(8),
+                        &h.dcid,
+                        None,
+                        saddr,
+                        caddr,
+                        &f.scfg,
+                        now,
+                    ) {
+                        Ok(conn) => f.server = Some(Endpoint { conn, held: None }),
+                        Err(e) => f.st.error = Some(format!("accept: {e}")),
+                    },
+                    Err(_) => {}
+                }
+            }
+            if let Some(s) = f.server.as_mut() {
+                let _ = s.conn.recv(&mut pkt.data, RecvInfo { from: caddr, to: saddr }, now);
+            }
+        } else {
+            if f.spec.workload == Workload::Download {
+                f.st.data_bytes[k] += len;
+            }
+            if let Some(c) = f.client.as_mut() {
+                let _ = c.conn.recv(&mut pkt.data, RecvInfo { from: saddr, to: caddr }, now);
+            }
+        }
+        let ooo = f.receiver().map(|c| c.out_of_order_bytes()).unwrap_or(0);
+        f.st.ooo_max = f.st.ooo_max.max(ooo);
+        self.give_buf(pkt.data);
+    }
+
+    fn apps(&mut self) {
+        let now = self.now;
+        let chunk = &self.chunk;
+        let sink = &mut self.sink;
+        for f in &mut self.flows {
+            if f.client.as_ref().is_some_and(|c| c.conn.is_established()) {
+                if !f.st.request_sent {
+                    f.st.request_sent = true;
+                    match f.spec.workload {
+                        Workload::Download => {
+                            if let Some(c) = f.client.as_mut() {
+                                let _ = c.conn.stream_send(STREAM, b"GET", true);
+                            }
+                        }
+                        Workload::Upload => f.st.sending = true,
+                    }
+                }
+                if !f.st.paths_opened {
+                    f.st.paths_opened = true;
+                    open_extra_paths(f, now);
+                }
+            }
+            if f.spec.workload == Workload::Download && !f.st.sending {
+                if let Some(s) = f.server.as_mut() {
+                    if s.conn.stream_readable(STREAM) {
+                        while let Ok((n, _)) = s.conn.stream_recv(STREAM, sink) {
+                            if n == 0 {
+                                break;
+                            }
+                        }
+                        f.st.sending = true;
+                    }
+                }
+            }
+            if f.st.sending && f.st.remaining > 0 {
+                let sender = match f.spec.workload {
+                    Workload::Download => f.server.as_mut(),
+                    Workload::Upload => f.client.as_mut(),
+                };
+                if let Some(e) = sender {
+                    loop {
+                        let cap = e.conn.stream_capacity(STREAM).unwrap_or(0);
+                        if cap == 0 {
+                            break;
+                        }
+                        let n = (cap.min(chunk.len()) as u64).min(f.st.remaining) as usize;
+                        let fin = n as u64 == f.st.remaining;
+                        match e.conn.stream_send(STREAM, &chunk[..n], fin) {
+                            Ok(w) if w > 0 => {
+                                // u64::MAX marks an unbounded transfer: never counts down.
+                                if f.spec.bytes.is_some() {
+                                    f.st.remaining -= w as u64;
+                                }
+                            }
+                            _ => break,
+                        }
+                    }
+                }
+            }
+            if let Some(r) = f.receiver() {
+                let mut got = 0u64;
+                let mut fin_seen = false;
+                while let Ok((n, fin)) = r.stream_recv(STREAM, sink) {
+                    got += n as u64;
+                    fin_seen |= fin;
+                    if n == 0 || fin {
+                        break;
+                    }
+                }
+                // The server of a download also reads the request on this stream.
+                if f.spec.workload == Workload::Download || f.st.sending {
+                    f.st.app_bytes += got;
+                }
+                if fin_seen && f.st.done_at.is_none() {
+                    f.st.done_at = Some(now.saturating_sub(f.spec.start));
+                }
+            }
+        }
+    }
+
+    fn timers(&mut self) {
+        let now = self.instant(self.now);
+        for f in &mut self.flows {
+            for e in [f.client.as_mut(), f.server.as_mut()].into_iter().flatten() {
+                if e.conn.timeout().is_some_and(|t| t <= now) {
+                    e.conn.on_timeout(now);
+                }
+            }
+        }
+    }
+
+    fn send_all(&mut self) {
+        for fi in 0..self.flows.len() {
+            for client in [true, false] {
+                self.send_endpoint(fi, client);
+            }
+        }
+    }
+
+    fn send_endpoint(&mut self, fi: usize, client: bool) {
+        let now_i = self.instant(self.now);
+        loop {
+            let f = &mut self.flows[fi];
+            let ep = if client { f.client.as_mut() } else { f.server.as_mut() };
+            let Some(ep) = ep else { return };
+            if let Some(h) = &ep.held {
+                if h.at > self.now {
+                    return;
+                }
+                if let Some(h) = ep.held.take() {
+                    self.put_on_link(h.net, h.to_server, h.pkt);
+                }
+                continue;
+            }
+            let mut buf = self.take_buf();
+            let f = &mut self.flows[fi];
+            let Some(ep) = (if client { f.client.as_mut() } else { f.server.as_mut() }) else {
+                return;
+            };
+            match ep.conn.send(&mut buf, now_i) {
+                Ok(Some((len, info))) => {
+                    buf.truncate(len);
+                    let caddr = if client { info.from } else { info.to };
+                    let Some(k) = f.addrs.iter().position(|a| a.0 == caddr) else {
+                        self.give_buf(buf);
+                        continue;
+                    };
+                    let net = f.spec.paths[k];
+                    let tag = ((fi as u64) << 32) | ((k as u64) << 1) | u64::from(!client);
+                    let pkt = Packet { size: len as u32 + HEADER_BYTES, data: buf, tag, time: self.now };
+                    let at = info.at.saturating_duration_since(self.base);
+                    if at > self.now {
+                        ep.held = Some(Held { at, net, to_server: client, pkt });
+                        return;
+                    }
+                    self.put_on_link(net, client, pkt);
+                }
+                Ok(None) => {
+                    self.give_buf(buf);
+                    return;
+                }
+                Err(e) => {
+                    if f.st.error.is_none() {
+                        f.st.error = Some(format!("send: {e}"));
+                    }
+                    self.give_buf(buf);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn put_on_link(&mut self, net: usize, to_server: bool, mut pkt: Packet) {
+        if self.failed(net, self.now) {
+            self.failure_drops[net] += 1;
+            self.give_buf(pkt.data);
+            return;
+        }
+        pkt.time = self.now;
+        let link = &mut self.links[net];
+        if to_server {
+            link.up.enqueue(self.now, pkt);
+        } else {
+            link.down.enqueue(self.now, pkt);
+        }
+    }
+
+    fn sample_ooo(&mut self) {
+        for f in &mut self.flows {
+            if f.st.started {
+                let v = f.receiver().map(|c| c.out_of_order_bytes()).unwrap_or(0);
+                f.st.ooo_samples.push(v);
+            }
+        }
+    }
+
+    fn sample(&mut self) {
+        let secs = self.interval.as_secs_f64();
+        for (fi, f) in self.flows.iter_mut().enumerate() {
+            let n = f.addrs.len();
+            let mut paths = vec![PathSample::default(); n];
+            for (k, p) in paths.iter_mut().enumerate() {
+                p.throughput_bps = (f.st.data_bytes[k] - f.st.data_bytes_last[k]) as f64 * 8.0 / secs;
+                f.st.data_bytes_last[k] = f.st.data_bytes[k];
+            }
+            let mut rtts: Vec<(usize, f64)> = Vec::new();
+            if let Some(s) = f.sender() {
+                for ps in s.path_stats() {
+                    if let Some(k) = f.path_of_stats(&ps) {
+                        let p = &mut paths[k];
+                        p.srtt_ms = ps.srtt.as_secs_f64() * 1e3;
+                        p.cwnd = ps.cwnd as u64;
+                        p.bytes_in_flight = ps.bytes_in_flight as u64;
+                        p.pacing_bps = ps.pacing_rate as f64 * 8.0;
+                        if ps.active {
+                            rtts.push((k, p.srtt_ms));
+                        }
+                    }
+                }
+            }
+            for (k, r) in rtts {
+                f.st.srtt_sum[k] += r;
+                f.st.srtt_n[k] += 1;
+            }
+            let goodput = (f.st.app_bytes - f.st.app_bytes_last) as f64 * 8.0 / secs;
+            f.st.app_bytes_last = f.st.app_bytes;
+            let ooo = f.receiver().map(|c| c.out_of_order_bytes()).unwrap_or(0);
+            self.samples.push(Sample { t: self.now, flow: fi, goodput_bps: goodput, ooo_bytes: ooo, paths });
+        }
+    }
+
+    fn report(&self) -> Report {
+        let mut flows = Vec::new();
+        for (fi, f) in self.flows.iter().enumerate() {
+            let end = f.st.done_at.unwrap_or(self.now.saturating_sub(f.spec.start));
+            let active = end.as_secs_f64().max(1e-9);
+            let total: u64 = f.st.data_bytes.iter().sum();
+            let mut paths: Vec<PathSummary> = (0..f.addrs.len())
+                .map(|k| {
+                    let net = f.spec.paths[k];
+                    let link = &self.links[net];
+                    let l = match f.spec.workload {
+                        Workload::Download => &link.down,
+                        Workload::Upload => &link.up,
+                    };
+                    let ls = l.stats();
+                    PathSummary {
+                        name: link.name.clone(),
+                        bytes: f.st.data_bytes[k],
+                        throughput_bps: f.st.data_bytes[k] as f64 * 8.0 / active,
+                        share: if total > 0 { f.st.data_bytes[k] as f64 / total as f64 } else { 0.0 },
+                        srtt_mean_ms: if f.st.srtt_n[k] > 0 {
+                            f.st.srtt_sum[k] / f.st.srtt_n[k] as f64
+                        } else {
+                            0.0
+                        },
+                        link_drops: ls.dropped_loss + ls.dropped_queue + self.failure_drops[net],
+                        ..Default::default()
+                    }
+                })
+                .collect();
+            let (mut retrans, mut stream_sent) = (0u64, 0u64);
+            let (mut multipath, mut established) = (false, false);
+            if let Some(s) = f.sender() {
+                retrans = s.stats().retrans_bytes;
+                multipath = s.is_multipath();
+                established = s.is_established();
+                for ps in s.path_stats() {
+                    stream_sent += ps.stream_bytes + ps.retrans_bytes;
+                    if let Some(k) = f.path_of_stats(&ps) {
+                        let p = &mut paths[k];
+                        p.min_rtt_ms = ps.min_rtt.as_secs_f64() * 1e3;
+                        p.lost_packets += ps.lost;
+                        p.retrans_bytes += ps.retrans_bytes;
+                    }
+                }
+            }
+            let ooo = &f.st.ooo_samples;
+            flows.push(FlowSummary {
+                flow: fi,
+                cc: f.spec.cc.clone(),
+                scheduler: f.spec.scheduler.clone(),
+                established,
+                multipath,
+                app_bytes: f.st.app_bytes,
+                goodput_bps: f.st.app_bytes as f64 * 8.0 / active,
+                completion: f.st.done_at,
+                retrans_bytes: retrans,
+                redundant_bytes: stream_sent.saturating_sub(f.st.app_bytes),
+                ooo_mean: if ooo.is_empty() {
+                    0.0
+                } else {
+                    ooo.iter().sum::<u64>() as f64 / ooo.len() as f64
+                },
+                ooo_p95: quantile(ooo, 0.95),
+                ooo_max: f.st.ooo_max,
+                paths,
+                error: f.st.error.clone(),
+            });
+        }
+        Report {
+            name: self.name.clone(),
+            seed: self.seed,
+            duration: self.now,
+            samples: self.samples.clone(),
+            flows,
+            datagrams: self.datagrams,
+            stalls: self.stalls,
+        }
+    }
+}
+
+/// Opens the flow's paths beyond the first on the client once the handshake is done.
+/// Single-path engine: nothing to do (the extra paths stay unused).
+fn open_extra_paths(_f: &mut Flow, _now: Duration) {}
