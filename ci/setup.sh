@@ -18,3 +18,15 @@ if ! command -v cargo >/dev/null 2>&1; then
     echo "ci/setup.sh: cargo not found; install Rust (rustup) first" >&2
     exit 1
 fi
+
+# aioquic for the HTTP/3 interop test (apps/tests/aioquic_interop.rs), in a
+# venv outside the clone so it is built once per machine.
+AIOQUIC_VERSION=1.7.2
+venv="${MPQUIC_VENV:-$HOME/.cache/mpquic/venv}"
+if command -v python3 >/dev/null 2>&1; then
+    if ! "$venv/bin/python" -c "import aioquic, sys; sys.exit(aioquic.__version__ != '$AIOQUIC_VERSION')" >/dev/null 2>&1; then
+        echo "ci/setup.sh: installing aioquic==$AIOQUIC_VERSION into $venv"
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install -q "aioquic==$AIOQUIC_VERSION"
+    fi
+fi

@@ -14,6 +14,7 @@ pub mod error;
 pub mod frame;
 pub mod message;
 pub mod qpack;
+pub mod quic;
 pub mod stream;
 
 pub use connection::{Config, Connection, Error, Event};

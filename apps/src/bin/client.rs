@@ -1,0 +1,568 @@
+//! `mpquic-client`: downloads URLs over HTTP/3 on one or more paths and
+//! prints a transfer summary. Exit codes: see `mpquic_apps::exit`.
+
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
+use mpquic::h3::{self, quic::Quic, Header};
+use mpquic::Connection;
+use mpquic_apps::net::{self, Outbox, Sockets};
+use mpquic_apps::stats::{human_bytes, Samples};
+use mpquic_apps::target::{self, Target};
+use mpquic_apps::{exit, H3_NO_ERROR};
+use serde_json::json;
+
+/// Download files over HTTP/3 (multipath QUIC).
+#[derive(Parser, Debug)]
+#[command(name = "mpquic-client", version, after_help = EXIT_HELP)]
+struct Args {
+    /// https:// URLs to fetch (all from the same server).
+    #[arg(required = true)]
+    urls: Vec<String>,
+    /// Local address (IP or IP:PORT) or interface name; one path each.
+    #[arg(long = "local")]
+    locals: Vec<String>,
+    /// Congestion controller.
+    #[arg(long, default_value = "cubic")]
+    cc: String,
+    /// Path scheduler (`name[:key=value,...]`).
+    #[arg(long, default_value = "minrtt")]
+    scheduler: String,
+    /// Do not verify the server certificate.
+    #[arg(long)]
+    insecure: bool,
+    /// Trust the CA certificates in this PEM file.
+    #[arg(long)]
+    ca: Option<String>,
+    /// Write the body here (repeat once per URL; URLs without one go to stdout).
+    #[arg(short = 'o', long = "output")]
+    outputs: Vec<String>,
+    /// Seconds to wait for the handshake (and for silence later).
+    #[arg(long, default_value_t = 10.0)]
+    timeout: f64,
+    /// Print the summary as JSON on stdout (needs -o for every URL).
+    #[arg(long)]
+    json: bool,
+    /// No progress bar and no summary.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+const EXIT_HELP: &str = "Exit codes: 0 ok, 1 local I/O error, 2 bad arguments (URL, names, --local), \
+3 DNS failure / unreachable / timeout, 4 TLS or certificate failure, 5 HTTP error status, \
+6 QUIC or HTTP/3 transport error";
+
+fn fail(code: i32, msg: impl std::fmt::Display) -> ! {
+    eprintln!("mpquic-client: {msg}");
+    std::process::exit(code)
+}
+
+/// One URL being fetched.
+struct Download {
+    target: Target,
+    out: Box<dyn Write>,
+    out_name: String,
+    stream: Option<u64>,
+    status: Option<u16>,
+    content_length: Option<u64>,
+    bytes: u64,
+    done: bool,
+}
+
+/// Resolve `--local`: an IP, IP:PORT, or an interface name (its first
+/// address of the peer's family).
+fn local_addr(spec: &str, peer: &SocketAddr) -> Result<SocketAddr, String> {
+    if let Ok(a) = spec.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    if let Ok(ip) = spec.parse::<IpAddr>() {
+        return Ok(SocketAddr::new(ip, 0));
+    }
+    let ifaces = if_addrs::get_if_addrs().map_err(|e| format!("--local {spec}: listing interfaces: {e}"))?;
+    ifaces
+        .iter()
+        .filter(|i| i.name == spec)
+        .map(|i| i.ip())
+        .find(|ip| ip.is_ipv4() == peer.is_ipv4())
+        .map(|ip| SocketAddr::new(ip, 0))
+        .ok_or_else(|| format!("--local {spec}: not an address, and no interface of that name with an address of the server's family"))
+}
+
+fn main() {
+    let args = Args::parse();
+    let started = Instant::now();
+    let targets: Vec<Target> =
+        args.urls.iter().map(|u| target::parse(u).unwrap_or_else(|e| fail(exit::USAGE, e))).collect();
+    let first = targets[0].clone();
+    if let Some(t) = targets.iter().find(|t| (&t.host, t.port) != (&first.host, first.port)) {
+        fail(
+            exit::USAGE,
+            format!(
+                "all URLs must be on one server ({}:{} vs {}:{})",
+                first.host, first.port, t.host, t.port
+            ),
+        );
+    }
+    if args.outputs.len() > targets.len() {
+        fail(exit::USAGE, "more -o files than URLs");
+    }
+    if args.json && args.outputs.len() < targets.len() {
+        fail(exit::USAGE, "--json prints on stdout: give -o FILE for every URL");
+    }
+    if !(args.timeout > 0.0 && args.timeout < 1e6) {
+        fail(exit::USAGE, "--timeout must be a positive number of seconds");
+    }
+    let mut config = mpquic::Config::new();
+    if let Err(e) = mpquic_apps::set_algorithms(&mut config, &args.cc, &args.scheduler) {
+        fail(exit::USAGE, e);
+    }
+    let _ = config.set_application_protos(&[mpquic_apps::ALPN]);
+    if args.insecure {
+        config.verify_peer(false);
+    } else if let Some(ca) = &args.ca {
+        if let Err(e) = config.load_verify_locations_from_file(ca) {
+            fail(exit::USAGE, format!("--ca {ca}: {e}"));
+        }
+    }
+    let timeout = Duration::from_secs_f64(args.timeout);
+    config.set_max_idle_timeout((timeout.as_millis() as u64).max(5_000));
+    config.set_initial_max_data(16 << 20);
+    config.set_initial_max_stream_data_bidi_local(16 << 20);
+    config.set_max_connection_window(32 << 20);
+    config.set_max_stream_window(32 << 20);
+    if args.locals.len() > 1 {
+        config.set_initial_max_path_id(Some(args.locals.len() as u32 - 1));
+    }
+
+    let peer = match (first.host.as_str(), first.port).to_socket_addrs() {
+        Ok(mut a) => a.next().unwrap_or_else(|| fail(exit::NETWORK, format!("{}: no address", first.host))),
+        Err(e) => fail(exit::NETWORK, format!("cannot resolve {}: {e}", first.host)),
+    };
+    let mut locals: Vec<SocketAddr> =
+        args.locals.iter().map(|l| local_addr(l, &peer).unwrap_or_else(|e| fail(exit::USAGE, e))).collect();
+    if locals.is_empty() {
+        let any: IpAddr =
+            if peer.is_ipv4() { [0, 0, 0, 0].into() } else { std::net::Ipv6Addr::UNSPECIFIED.into() };
+        locals.push(SocketAddr::new(any, 0));
+    }
+    let socks = Sockets::bind(&locals).unwrap_or_else(|e| fail(exit::USAGE, format!("--local: {e}")));
+
+    let mut downloads = Vec::new();
+    for (i, t) in targets.into_iter().enumerate() {
+        let (out, out_name): (Box<dyn Write>, String) = match args.outputs.get(i) {
+            Some(p) => match File::create(p) {
+                Ok(f) => (Box::new(BufWriter::with_capacity(1 << 20, f)), p.clone()),
+                Err(e) => fail(exit::IO, format!("-o {p}: {e}")),
+            },
+            None => (Box::new(BufWriter::new(std::io::stdout())), "-".into()),
+        };
+        downloads.push(Download {
+            target: t,
+            out,
+            out_name,
+            stream: None,
+            status: None,
+            content_length: None,
+            bytes: 0,
+            done: false,
+        });
+    }
+    let local0 = socks.local_addrs()[0];
+    let conn =
+        mpquic::connect(Some(&first.host), &mpquic::random_cid(16), local0, peer, &config, Instant::now())
+            .unwrap_or_else(|e| fail(exit::TLS, format!("TLS setup: {e}")));
+    let show_bar = !args.quiet && !args.json && std::io::stderr().is_terminal();
+    let mut c = Client {
+        conn,
+        h3: None,
+        socks,
+        out: Outbox::default(),
+        downloads,
+        ooo: Samples::default(),
+        bar: show_bar.then(ProgressBar::no_length),
+        established_at: None,
+        first_byte: None,
+        done_at: None,
+        extra_locals: locals.len() > 1,
+    };
+    if let Some(b) = &c.bar {
+        b.set_style(
+            ProgressStyle::with_template("{bytes}/{total_bytes} {bar:30} {binary_bytes_per_sec} eta {eta}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+    }
+    let code = c.run(started, timeout);
+    if let Some(b) = &c.bar {
+        b.finish_and_clear();
+    }
+    if (code == exit::OK || code == exit::HTTP_STATUS) && !args.quiet {
+        c.summary(started, &args);
+    }
+    std::process::exit(code);
+}
+
+struct Client {
+    conn: Connection,
+    h3: Option<h3::Connection>,
+    socks: Sockets,
+    out: Outbox,
+    downloads: Vec<Download>,
+    ooo: Samples,
+    bar: Option<ProgressBar>,
+    established_at: Option<Instant>,
+    first_byte: Option<Instant>,
+    done_at: Option<Instant>,
+    extra_locals: bool,
+}
+
+fn status_of(headers: &[Header]) -> Option<u16> {
+    headers
+        .iter()
+        .find(|h| h.name == b":status")
+        .and_then(|h| std::str::from_utf8(&h.value).ok()?.parse().ok())
+}
+
+fn content_length(headers: &[Header]) -> Option<u64> {
+    headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case(b"content-length"))
+        .and_then(|h| std::str::from_utf8(&h.value).ok()?.parse().ok())
+}
+
+/// TLS alerts travel as CRYPTO_ERROR transport codes 0x100..=0x1ff.
+fn is_crypto(info: Option<&mpquic::CloseInfo>) -> bool {
+    info.is_some_and(|i| !i.is_app && (0x100..=0x1ff).contains(&i.code))
+}
+
+impl Client {
+    fn run(&mut self, started: Instant, timeout: Duration) -> i32 {
+        let mut buf = vec![0u8; net::MAX_DATAGRAM];
+        let mut out = vec![0u8; net::MAX_DATAGRAM];
+        let mut wake = None;
+        let handshake_deadline = started + timeout;
+        loop {
+            let now = Instant::now();
+            match self.out.flush(&mut self.conn, &self.socks, &mut out, now) {
+                Ok(w) => wake = w,
+                Err(_) if self.conn.is_closed() || self.conn.is_draining() => {}
+                Err(e) => return self.fail_transport(&e.to_string()),
+            }
+            if self.done_at.is_some() && (self.conn.is_closed() || self.conn.is_draining()) {
+                return self.final_code();
+            }
+            if self.conn.is_closed() {
+                return self.closed_code(timeout);
+            }
+            if self.established_at.is_none() && now >= handshake_deadline {
+                eprintln!(
+                    "mpquic-client: no answer from {} within {:.1} s (server down, port closed or unreachable)",
+                    self.conn.path_stats().next().map(|p| p.peer.to_string()).unwrap_or_default(),
+                    timeout.as_secs_f64()
+                );
+                return exit::NETWORK;
+            }
+            let mut deadline = net::earliest(self.conn.timeout(), wake);
+            if self.established_at.is_none() {
+                deadline = net::earliest(deadline, Some(handshake_deadline));
+            }
+            let wait = deadline.map(|d| d.saturating_duration_since(now));
+            if let Err(e) = self.socks.wait(wait) {
+                fail(exit::IO, format!("poll: {e}"));
+            }
+            let now = Instant::now();
+            let conn = &mut self.conn;
+            let r = self.socks.recv_all(&mut buf, |d, info| {
+                let _ = conn.recv(d, info, now);
+            });
+            if let Err(e) = r {
+                fail(exit::IO, format!("recv: {e}"));
+            }
+            if self.conn.timeout().is_some_and(|t| t <= now) {
+                self.conn.on_timeout(now);
+            }
+            self.ooo.push(self.conn.out_of_order_bytes());
+            if self.conn.is_established() && self.established_at.is_none() {
+                self.established_at = Some(now);
+                if let Err(code) = self.start(now) {
+                    return code;
+                }
+            }
+            if let Err(code) = self.on_h3(now) {
+                return code;
+            }
+            if self.done_at.is_none() && self.downloads.iter().all(|d| d.done) {
+                self.done_at = Some(now);
+                for d in &mut self.downloads {
+                    if let Err(e) = d.out.flush() {
+                        fail(exit::IO, format!("writing {}: {e}", d.out_name));
+                    }
+                }
+                if let Some(h) = self.h3.as_mut() {
+                    let _ = h.send_goaway(&mut Quic::new(&mut self.conn, now));
+                }
+                self.conn.close(true, H3_NO_ERROR, b"", now);
+            }
+        }
+    }
+
+    /// Open HTTP/3 and send every request.
+    fn start(&mut self, now: Instant) -> Result<(), i32> {
+        if self.extra_locals {
+            eprintln!("mpquic-client: note: this engine build cannot open extra paths yet; using the first --local only");
+        }
+        let mut h =
+            h3::Connection::with_transport(&mut Quic::new(&mut self.conn, now), &h3::Config::default())
+                .map_err(|e| self.fail_transport(&format!("HTTP/3 setup: {e}")))?;
+        for d in &mut self.downloads {
+            let req = [
+                Header::new(":method", "GET"),
+                Header::new(":scheme", "https"),
+                Header::new(":authority", &d.target.authority),
+                Header::new(":path", &d.target.path),
+                Header::new("user-agent", concat!("mpquic-client/", env!("CARGO_PKG_VERSION"))),
+            ];
+            match h.send_request(&mut Quic::new(&mut self.conn, now), &req, true) {
+                Ok(id) => d.stream = Some(id),
+                Err(e) => {
+                    eprintln!("mpquic-client: request {}: {e}", d.target.path);
+                    return Err(exit::TRANSPORT);
+                }
+            }
+        }
+        self.h3 = Some(h);
+        Ok(())
+    }
+
+    fn on_h3(&mut self, now: Instant) -> Result<(), i32> {
+        let Some(h) = self.h3.as_mut() else { return Ok(()) };
+        let mut body = vec![0u8; 256 * 1024];
+        loop {
+            let ev = match h.poll(&mut Quic::new(&mut self.conn, now)) {
+                Ok(Some(ev)) => ev,
+                Ok(None) => return Ok(()),
+                Err(_) if self.done_at.is_some() => return Ok(()),
+                Err(e) => {
+                    eprintln!("mpquic-client: HTTP/3 error: {e}");
+                    return Err(exit::TRANSPORT);
+                }
+            };
+            match ev {
+                h3::Event::Headers { stream, headers, has_body } => {
+                    let Some(d) = self.downloads.iter_mut().find(|d| d.stream == Some(stream)) else {
+                        continue;
+                    };
+                    let Some(st) = status_of(&headers) else { continue };
+                    if st < 200 || d.status.is_some() {
+                        continue; // interim response or trailers
+                    }
+                    d.status = Some(st);
+                    d.content_length = content_length(&headers);
+                    if let (Some(b), Some(l)) = (&self.bar, d.content_length) {
+                        b.inc_length(l);
+                    }
+                    if !has_body {
+                        d.done = true;
+                    }
+                }
+                h3::Event::Data { stream } => {
+                    let Some(d) = self.downloads.iter_mut().find(|d| d.stream == Some(stream)) else {
+                        continue;
+                    };
+                    loop {
+                        let n = match h.recv_body(&mut Quic::new(&mut self.conn, now), stream, &mut body) {
+                            Ok(0) => break,
+                            Ok(n) => n,
+                            Err(e) => {
+                                eprintln!("mpquic-client: reading {}: {e}", d.target.path);
+                                return Err(exit::TRANSPORT);
+                            }
+                        };
+                        self.first_byte.get_or_insert(now);
+                        if let Err(e) = d.out.write_all(body.get(..n).unwrap_or_default()) {
+                            fail(exit::IO, format!("writing {}: {e}", d.out_name));
+                        }
+                        d.bytes += n as u64;
+                        if let Some(b) = &self.bar {
+                            b.inc(n as u64);
+                        }
+                    }
+                }
+                h3::Event::Finished { stream } => {
+                    if let Some(d) = self.downloads.iter_mut().find(|d| d.stream == Some(stream)) {
+                        d.done = true;
+                        if let Some(l) = d.content_length.filter(|&l| l != d.bytes) {
+                            eprintln!(
+                                "mpquic-client: {}: got {} bytes, content-length said {l}",
+                                d.target.path, d.bytes
+                            );
+                            return Err(exit::TRANSPORT);
+                        }
+                    }
+                }
+                h3::Event::Reset { stream, code }
+                | h3::Event::StreamError { stream, error: h3::H3Error { code: h3::H3Code(code), .. } } => {
+                    let path = self
+                        .downloads
+                        .iter()
+                        .find(|d| d.stream == Some(stream))
+                        .map(|d| d.target.path.clone());
+                    eprintln!("mpquic-client: {}: stream reset (code {code:#x})", path.unwrap_or_default());
+                    return Err(exit::TRANSPORT);
+                }
+                h3::Event::GoAway { .. } => {}
+            }
+        }
+    }
+
+    fn fail_transport(&self, msg: &str) -> i32 {
+        eprintln!("mpquic-client: {msg}");
+        exit::TRANSPORT
+    }
+
+    fn final_code(&self) -> i32 {
+        let mut code = exit::OK;
+        for d in &self.downloads {
+            if let Some(s) = d.status.filter(|&s| s >= 400) {
+                eprintln!("mpquic-client: https://{}{}: HTTP status {s}", d.target.authority, d.target.path);
+                code = exit::HTTP_STATUS;
+            }
+        }
+        code
+    }
+
+    /// The connection closed before every download finished.
+    fn closed_code(&self, timeout: Duration) -> i32 {
+        let local = self.conn.local_error();
+        let peer = self.conn.peer_error();
+        let describe = |i: &mpquic::CloseInfo| {
+            format!(
+                "code {:#x}{}",
+                i.code,
+                if i.reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", String::from_utf8_lossy(&i.reason))
+                }
+            )
+        };
+        if is_crypto(local) || is_crypto(peer) {
+            let (who, i) = if is_crypto(local) { ("local", local) } else { ("server", peer) };
+            let alert = i.map(|i| i.code - 0x100).unwrap_or(0);
+            let hint = match alert {
+                42 | 43 | 44 | 45 | 46 | 48 => " — certificate not trusted (use --ca FILE or --insecure)",
+                120 => " — no common application protocol (server does not speak h3)",
+                _ => "",
+            };
+            eprintln!(
+                "mpquic-client: TLS handshake failed ({who} alert {alert}, {}){hint}",
+                i.map(describe).unwrap_or_default()
+            );
+            return exit::TLS;
+        }
+        if let Some(i) = peer {
+            eprintln!("mpquic-client: server closed the connection: {}", describe(i));
+            return exit::TRANSPORT;
+        }
+        if let Some(i) = local {
+            eprintln!("mpquic-client: connection failed: {}", describe(i));
+            return exit::TRANSPORT;
+        }
+        if self.established_at.is_none() {
+            eprintln!("mpquic-client: no answer from the server within {:.1} s", timeout.as_secs_f64());
+            return exit::NETWORK;
+        }
+        eprintln!("mpquic-client: connection timed out (no packets for the idle timeout)");
+        exit::NETWORK
+    }
+
+    fn summary(&self, started: Instant, args: &Args) {
+        let end = self.done_at.unwrap_or_else(Instant::now);
+        let total: u64 = self.downloads.iter().map(|d| d.bytes).sum();
+        let elapsed = end.saturating_duration_since(started);
+        let transfer = self.first_byte.map(|f| end.saturating_duration_since(f)).unwrap_or_default();
+        let handshake = self.established_at.map(|e| e.saturating_duration_since(started)).unwrap_or_default();
+        let goodput =
+            |d: Duration| if d.is_zero() { 0.0 } else { total as f64 * 8.0 / d.as_secs_f64() / 1e6 };
+        let paths: Vec<_> = self.conn.path_stats().collect();
+        let recv_total: u64 = paths.iter().map(|p| p.recv_bytes).sum::<u64>().max(1);
+        let stats = self.conn.stats();
+        let ooo = self.ooo.summary();
+        let overhead = stats.recv_bytes.saturating_sub(total);
+        if args.json {
+            let j = json!({
+                "bytes": total, "time_s": elapsed.as_secs_f64(), "handshake_s": handshake.as_secs_f64(),
+                "transfer_s": transfer.as_secs_f64(), "goodput_mbps": goodput(elapsed),
+                "transfer_goodput_mbps": goodput(transfer), "cc": args.cc, "scheduler": args.scheduler,
+                "multipath": self.conn.is_multipath(),
+                "downloads": self.downloads.iter().map(|d| json!({
+                    "url": format!("https://{}{}", d.target.authority, d.target.path), "status": d.status,
+                    "bytes": d.bytes, "output": d.out_name })).collect::<Vec<_>>(),
+                "paths": paths.iter().map(|p| json!({
+                    "id": p.id.0, "local": p.local.to_string(), "peer": p.peer.to_string(), "active": p.active,
+                    "recv_bytes": p.recv_bytes, "sent_bytes": p.sent_bytes, "share": p.recv_bytes as f64 / recv_total as f64,
+                    "srtt_ms": p.srtt.as_secs_f64() * 1e3, "min_rtt_ms": p.min_rtt.as_secs_f64() * 1e3,
+                    "lost_packets": p.lost, "retrans_bytes": p.retrans_bytes, "cwnd": p.cwnd })).collect::<Vec<_>>(),
+                "lost_packets": stats.lost, "retrans_bytes": stats.retrans_bytes,
+                "overhead_bytes": overhead, "dropped_packets": stats.dropped,
+                "out_of_order_bytes": { "samples": ooo.count, "mean": ooo.mean, "p95": ooo.p95, "max": ooo.max },
+            });
+            println!("{j}");
+            return;
+        }
+        let mut e = std::io::stderr().lock();
+        let _ = writeln!(
+            e,
+            "downloaded {} ({total} bytes, {} URL{}) in {:.3} s: goodput {:.1} Mbit/s ({:.1} Mbit/s after the first byte; handshake {:.1} ms)",
+            human_bytes(total),
+            self.downloads.len(),
+            if self.downloads.len() == 1 { "" } else { "s" },
+            elapsed.as_secs_f64(),
+            goodput(elapsed),
+            goodput(transfer),
+            handshake.as_secs_f64() * 1e3
+        );
+        let _ = writeln!(
+            e,
+            "cc {}, scheduler {}, multipath {}",
+            args.cc,
+            args.scheduler,
+            if self.conn.is_multipath() { "negotiated" } else { "off" }
+        );
+        let _ = writeln!(
+            e,
+            "{:<5} {:<22} {:<22} {:>11} {:>6} {:>9} {:>9} {:>6} {:>9}",
+            "path", "local", "peer", "recv", "share", "srtt", "min rtt", "lost", "retrans"
+        );
+        for p in &paths {
+            let _ = writeln!(
+                e,
+                "{:<5} {:<22} {:<22} {:>11} {:>5.1}% {:>6.2} ms {:>6.2} ms {:>6} {:>9}",
+                p.id.0,
+                p.local.to_string(),
+                p.peer.to_string(),
+                human_bytes(p.recv_bytes),
+                p.recv_bytes as f64 * 100.0 / recv_total as f64,
+                p.srtt.as_secs_f64() * 1e3,
+                p.min_rtt.as_secs_f64() * 1e3,
+                p.lost,
+                human_bytes(p.retrans_bytes)
+            );
+        }
+        let _ = writeln!(
+            e,
+            "overhead {} received beyond the body (QUIC/HTTP/3 framing, ACKs, duplicates); our packets lost {}, retransmitted {}",
+            human_bytes(overhead),
+            stats.lost,
+            human_bytes(stats.retrans_bytes)
+        );
+        let _ = writeln!(
+            e,
+            "receiver out-of-order bytes over {} samples: mean {:.0}, p95 {}, max {}",
+            ooo.count, ooo.mean, ooo.p95, ooo.max
+        );
+    }
+}

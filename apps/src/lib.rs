@@ -1,0 +1,33 @@
+//! Shared pieces of the `mpquic-server` and `mpquic-client` binaries: the
+//! UDP event loop with pacing, URL and file-path handling, statistics and
+//! the per-connection JSON-lines event log.
+
+#![warn(missing_docs)]
+
+pub mod exit;
+pub mod files;
+pub mod net;
+pub mod qlog;
+pub mod stats;
+pub mod target;
+
+/// HTTP/3 ALPN.
+pub const ALPN: &[u8] = b"h3";
+
+/// H3_NO_ERROR (RFC 9114 §8.1): the code for a graceful close.
+pub const H3_NO_ERROR: u64 = 0x100;
+
+/// Apply `--cc` and `--scheduler` to `config`, with errors that list the
+/// valid names.
+pub fn set_algorithms(config: &mut mpquic::Config, cc: &str, scheduler: &str) -> Result<(), String> {
+    config.set_cc(cc).map_err(|_| {
+        format!("unknown congestion controller {cc:?}; valid: {}", mpquic::cc::names().join(", "))
+    })?;
+    config.set_scheduler(scheduler).map_err(|_| {
+        format!(
+            "unknown scheduler {scheduler:?}; valid: {} (optionally name:key=value,...)",
+            mpquic::sched::names().join(", ")
+        )
+    })?;
+    Ok(())
+}

@@ -1,0 +1,198 @@
+//! UDP sockets for the event loop (mio), datagram routing helpers, and a
+//! paced sender that honours [`mpquic::SendInfo::at`].
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use mio::net::UdpSocket;
+use mio::{Events, Interest, Poll, Token};
+use mpquic::{Connection, RecvInfo, SendInfo};
+
+/// Largest datagram we read.
+pub const MAX_DATAGRAM: usize = 65535;
+
+/// A datagram whose pacing release time is this close is sent at once: the
+/// loop cannot sleep with finer resolution anyway.
+const PACING_SLACK: Duration = Duration::from_millis(1);
+
+/// Bound UDP sockets and the poller watching them.
+pub struct Sockets {
+    poll: Poll,
+    events: Events,
+    socks: Vec<UdpSocket>,
+    addrs: Vec<SocketAddr>,
+}
+
+fn grow_buffers(sock: &UdpSocket) {
+    use std::os::fd::AsRawFd;
+    // Loopback bursts overflow the default ~200 kB buffers; ask for more
+    // (the kernel caps it at net.core.[rw]mem_max).
+    let size: libc::c_int = 8 << 20;
+    for opt in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
+        // SAFETY: a valid fd and a pointer to a live c_int of the stated size.
+        unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
+}
+
+impl Sockets {
+    /// Bind one socket per address (port 0 picks a free port).
+    pub fn bind(addrs: &[SocketAddr]) -> io::Result<Sockets> {
+        let poll = Poll::new()?;
+        let mut socks = Vec::new();
+        let mut bound = Vec::new();
+        for (i, a) in addrs.iter().enumerate() {
+            let mut s =
+                UdpSocket::bind(*a).map_err(|e| io::Error::new(e.kind(), format!("bind {a}: {e}")))?;
+            grow_buffers(&s);
+            poll.registry().register(&mut s, Token(i), Interest::READABLE)?;
+            bound.push(s.local_addr()?);
+            socks.push(s);
+        }
+        Ok(Sockets { poll, events: Events::with_capacity(64), socks, addrs: bound })
+    }
+
+    /// The bound addresses, in the order given to [`Sockets::bind`].
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    /// Wait until a socket may be readable or `timeout` passes.
+    pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        match self.poll.poll(&mut self.events, timeout) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
+            r => r,
+        }
+    }
+
+    /// Read every queued datagram on every socket and hand each to `f`.
+    /// (The poller is edge-triggered, so sockets are drained completely.)
+    pub fn recv_all(&mut self, buf: &mut [u8], mut f: impl FnMut(&mut [u8], RecvInfo)) -> io::Result<()> {
+        for (s, local) in self.socks.iter().zip(&self.addrs) {
+            loop {
+                match s.recv_from(buf) {
+                    Ok((n, from)) => {
+                        if let Some(d) = buf.get_mut(..n) {
+                            f(d, RecvInfo { from, to: *local });
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    // ICMP errors reported on the socket: the peer will time out.
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Send `data` from the socket bound to `info.from`.
+    pub fn send(&self, data: &[u8], info: &SendInfo) -> io::Result<()> {
+        let i = self.addrs.iter().position(|a| *a == info.from).unwrap_or(0);
+        let s = self.socks.get(i).ok_or_else(|| io::Error::other("no socket"))?;
+        match s.send_to(data, info.to) {
+            Ok(_) => Ok(()),
+            // A full socket buffer is congestion loss; recovery handles it.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Datagrams of one connection, held back until their pacing time.
+#[derive(Default)]
+pub struct Outbox {
+    held: Option<(Vec<u8>, SendInfo)>,
+}
+
+impl Outbox {
+    /// Send what `conn` has to send now. Returns when to call again if a
+    /// datagram is held for pacing, or the connection's error.
+    pub fn flush(
+        &mut self,
+        conn: &mut Connection,
+        socks: &Sockets,
+        buf: &mut [u8],
+        now: Instant,
+    ) -> Result<Option<Instant>, mpquic::Error> {
+        if let Some((d, info)) = self.held.take() {
+            if info.at > now + PACING_SLACK {
+                let at = info.at;
+                self.held = Some((d, info));
+                return Ok(Some(at));
+            }
+            let _ = socks.send(&d, &info);
+        }
+        loop {
+            match conn.send(buf, now)? {
+                None => return Ok(None),
+                Some((n, info)) => {
+                    let d = buf.get(..n).unwrap_or_default();
+                    if info.at > now + PACING_SLACK {
+                        self.held = Some((d.to_vec(), info));
+                        return Ok(Some(info.at));
+                    }
+                    // Socket errors other than a full buffer mean the local
+                    // address went away; the path will fail on its own.
+                    let _ = socks.send(d, &info);
+                }
+            }
+        }
+    }
+}
+
+/// The destination connection ID of a QUIC datagram, given the length of the
+/// IDs we issue (short headers do not carry it).
+pub fn dcid(dgram: &[u8], local_cid_len: usize) -> Option<&[u8]> {
+    let first = *dgram.first()?;
+    if first & 0x80 != 0 {
+        let len = usize::from(*dgram.get(5)?);
+        dgram.get(6..6 + len)
+    } else {
+        dgram.get(1..1 + local_cid_len)
+    }
+}
+
+/// The earliest of two optional deadlines.
+pub fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dcid_of_long_and_short_headers() {
+        let long = [0xc0, 0, 0, 0, 1, 3, 0xaa, 0xbb, 0xcc, 0];
+        assert_eq!(dcid(&long, 16), Some(&[0xaa, 0xbb, 0xcc][..]));
+        let short = [0x40, 1, 2, 3, 4, 9];
+        assert_eq!(dcid(&short, 4), Some(&[1, 2, 3, 4][..]));
+        assert_eq!(dcid(&short, 16), None);
+        assert_eq!(dcid(&[0xc0, 0, 0, 0, 1, 20, 1], 16), None);
+        assert_eq!(dcid(&[], 16), None);
+    }
+
+    #[test]
+    fn earliest_deadline() {
+        let t = Instant::now();
+        let u = t + Duration::from_secs(1);
+        assert_eq!(earliest(Some(u), Some(t)), Some(t));
+        assert_eq!(earliest(None, Some(u)), Some(u));
+        assert_eq!(earliest(None, None), None);
+    }
+}

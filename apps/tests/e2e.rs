@@ -1,0 +1,152 @@
+//! mpquic-client ↔ mpquic-server over loopback, and the CLIs' error paths.
+
+mod common;
+
+use common::*;
+
+fn served(tag: &str) -> (std::path::PathBuf, String) {
+    let dir = tempdir(tag);
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let data = content(BIG, 7);
+    std::fs::write(root.join("big.bin"), &data).unwrap();
+    std::fs::write(root.join("small.txt"), b"hello\n").unwrap();
+    (root, sha256(&data))
+}
+
+#[test]
+fn download_20mb_with_summary_and_access_log() {
+    let (root, sum) = served("e2e");
+    let srv = ServerProc::start(&root, &["--qlog-dir", root.with_extension("qlog").to_str().unwrap()]);
+    let out = root.with_extension("out");
+    let small = root.with_extension("small");
+    let r = client(&[
+        &srv.url("/big.bin"),
+        &srv.url("/small.txt"),
+        "--ca",
+        &cert("rootca.pem"),
+        "-o",
+        out.to_str().unwrap(),
+        "-o",
+        small.to_str().unwrap(),
+    ]);
+    assert_eq!(r.status.code(), Some(0));
+    assert_eq!(sha256_file(&out), sum);
+    assert_eq!(std::fs::read(&small).unwrap(), b"hello\n");
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("goodput"), "{err}");
+    assert!(err.contains("out-of-order bytes"), "{err}");
+    assert!(err.contains("100.0%"), "single path carries everything: {err}");
+    // The access log has one line per request, with status and size.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let log = std::fs::read_to_string(&srv.access_log).unwrap();
+    assert!(log.contains(&format!("\"GET /big.bin HTTP/3\" 200 {BIG}")), "{log}");
+    assert!(log.contains("\"GET /small.txt HTTP/3\" 200 6"), "{log}");
+    // The event log has path statistics.
+    let qdir = root.with_extension("qlog");
+    let f = std::fs::read_dir(&qdir).unwrap().next().unwrap().unwrap().path();
+    let text = std::fs::read_to_string(f).unwrap();
+    assert!(text.lines().any(|l| l.contains("\"event\":\"path_stats\"")));
+}
+
+#[test]
+fn json_summary_and_no_retry() {
+    let (root, _) = served("json");
+    let srv = ServerProc::start(&root, &["--no-retry", "--cc", "newreno", "--scheduler", "rr"]);
+    let out = root.with_extension("out");
+    let r =
+        client(&[&srv.url("/small.txt"), "--insecure", "--json", "-o", out.to_str().unwrap(), "--cc", "bbr"]);
+    assert_eq!(r.status.code(), Some(0));
+    let j: serde_json::Value = serde_json::from_slice(&r.stdout).expect("JSON summary");
+    assert_eq!(j["bytes"], 6);
+    assert_eq!(j["downloads"][0]["status"], 200);
+    assert_eq!(j["paths"][0]["share"], 1.0);
+    assert!(j["out_of_order_bytes"]["p95"].is_u64());
+}
+
+#[test]
+fn http_errors_and_traversal() {
+    let (root, _) = served("404");
+    std::fs::write(root.parent().unwrap().join("secret"), b"no").unwrap();
+    let srv = ServerProc::start(&root, &[]);
+    let out = root.with_extension("out");
+    let r = client(&[&srv.url("/missing"), "--ca", &cert("rootca.pem"), "-o", out.to_str().unwrap()]);
+    assert_eq!(r.status.code(), Some(5));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("HTTP status 404"));
+    let r = client(&[&srv.url("/%2e%2e/secret"), "--ca", &cert("rootca.pem"), "-o", out.to_str().unwrap()]);
+    assert_eq!(r.status.code(), Some(5));
+    assert_ne!(std::fs::read(&out).unwrap(), b"no");
+}
+
+#[test]
+fn client_bad_inputs() {
+    let r = client(&["localhost:4433/x"]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("bad URL"));
+    let r = client(&["https://localhost:4433/x", "--scheduler", "fastest"]);
+    assert_eq!(r.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&r.stderr);
+    assert!(e.contains("unknown scheduler \"fastest\"") && e.contains("minrtt"), "{e}");
+    let r = client(&["https://localhost:4433/x", "--cc", "reno2"]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("cubic"));
+    let r = client(&["https://localhost:4433/x", "--local", "no-such-iface0"]);
+    assert_eq!(r.status.code(), Some(2));
+    let r = client(&["https://host.invalid/x"]);
+    assert_eq!(r.status.code(), Some(3));
+    // Nothing listens on this port: the handshake times out.
+    let port = free_port();
+    let t = std::time::Instant::now();
+    let r = client(&[&format!("https://127.0.0.1:{port}/x"), "--timeout", "1", "--insecure"]);
+    assert_eq!(r.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("no answer"));
+    assert!(t.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[test]
+fn untrusted_certificate_is_a_tls_error() {
+    let (root, _) = served("tls");
+    let srv = ServerProc::start(&root, &[]);
+    // No --ca: the test CA is not in the system store.
+    let r = client(&[&srv.url("/small.txt"), "--timeout", "5"]);
+    assert_eq!(r.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("certificate"));
+}
+
+#[test]
+fn server_bad_inputs() {
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_mpquic-server")).args(args).output().unwrap()
+    };
+    let r = run(&["--listen", "127.0.0.1:0"]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("--cert"));
+    let c = cert("cert.pem");
+    let k = cert("key.pem");
+    let r = run(&["--listen", "127.0.0.1:0", "--cert", &c, "--key", &k, "--scheduler", "nope"]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("valid: minrtt"));
+    let r = run(&["--listen", "127.0.0.1:0", "--cert", &c, "--key", &k, "--root", "/no/such/dir"]);
+    assert_eq!(r.status.code(), Some(2));
+}
+
+#[test]
+fn sigterm_closes_connections_and_exits_cleanly() {
+    let (root, _) = served("sig");
+    let mut srv = ServerProc::start(&root, &[]);
+    let out = root.with_extension("out");
+    let r = client(&[&srv.url("/small.txt"), "--ca", &cert("rootca.pem"), "-o", out.to_str().unwrap()]);
+    assert_eq!(r.status.code(), Some(0));
+    let pid = srv.child.id() as i32;
+    // SAFETY: signalling the child process we started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let t = std::time::Instant::now();
+    loop {
+        if let Some(st) = srv.child.try_wait().unwrap() {
+            assert_eq!(st.code(), Some(0));
+            break;
+        }
+        assert!(t.elapsed() < std::time::Duration::from_secs(6), "server did not stop");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
