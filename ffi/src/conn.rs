@@ -11,8 +11,8 @@ use libc::{sockaddr, sockaddr_storage, socklen_t, ssize_t};
 use crate::addr::{from_c, to_c, zeroed_storage};
 use crate::config::mpquic_config;
 use crate::{
-    c_str, conn_error, guard, slice, slice_mut, stream_error, MPQUIC_ERROR_DONE, MPQUIC_ERROR_INTERNAL,
-    MPQUIC_ERROR_INVALID_ARGUMENT,
+    c_str, conn_error, guard, path_error, slice, slice_mut, stream_error, MPQUIC_ERROR_DONE,
+    MPQUIC_ERROR_INTERNAL, MPQUIC_ERROR_INVALID_ARGUMENT,
 };
 
 /// Maps the caller's nanosecond clock to `Instant`s: the first value seen is
@@ -860,6 +860,81 @@ pub unsafe extern "C" fn mpquic_conn_path_event_next(
             }
             *out = e;
             0
+        })
+    }
+}
+
+/// Client, multipath: open a new path from `local` to `peer` (bind a
+/// socket to `local` first and feed its datagrams to mpquic_conn_recv).
+/// Returns the new path's ID (>= 0); data flows on it once validated
+/// (MPQUIC_PATH_EVENT_VALIDATED). Errors: MPQUIC_ERROR_NOT_MULTIPATH,
+/// MPQUIC_ERROR_PATH_LIMIT (retry later), MPQUIC_ERROR_PATH_EXISTS,
+/// MPQUIC_ERROR_INVALID_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_probe_path(
+    conn: *mut mpquic_conn,
+    local: *const sockaddr,
+    local_len: socklen_t,
+    peer: *const sockaddr,
+    peer_len: socklen_t,
+    now_ns: u64,
+) -> i64 {
+    // SAFETY: see with_conn; addresses cover their lengths.
+    unsafe {
+        with_conn(conn, MPQUIC_ERROR_INTERNAL.code() as i64, |c| {
+            let (Some(local), Some(peer)) = (from_c(local, local_len), from_c(peer, peer_len)) else {
+                return MPQUIC_ERROR_INVALID_ARGUMENT.code() as i64;
+            };
+            let now = c.now(now_ns);
+            match c.inner.probe_path(local, peer, now) {
+                Ok(id) => i64::from(id.0),
+                Err(e) => path_error(&e).code() as i64,
+            }
+        })
+    }
+}
+
+/// Multipath: abandon path `path_id` with application error `code`
+/// (PATH_ABANDON). Returns 0, MPQUIC_ERROR_INVALID_PATH,
+/// MPQUIC_ERROR_LAST_PATH or MPQUIC_ERROR_NOT_MULTIPATH.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_abandon_path(
+    conn: *mut mpquic_conn,
+    path_id: u32,
+    code: u64,
+    now_ns: u64,
+) -> i32 {
+    // SAFETY: see with_conn.
+    unsafe {
+        with_conn(conn, MPQUIC_ERROR_INTERNAL.code(), |c| {
+            let now = c.now(now_ns);
+            match c.inner.abandon_path(PathId(path_id), code, now) {
+                Ok(()) => 0,
+                Err(e) => path_error(&e).code(),
+            }
+        })
+    }
+}
+
+/// Multipath: mark path `path_id` as backup (used only when no available
+/// path works) or available, and tell the peer. Returns 0 or a negative
+/// mpquic_error.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_set_path_status(
+    conn: *mut mpquic_conn,
+    path_id: u32,
+    backup: bool,
+    now_ns: u64,
+) -> i32 {
+    // SAFETY: see with_conn.
+    unsafe {
+        with_conn(conn, MPQUIC_ERROR_INTERNAL.code(), |c| {
+            let now = c.now(now_ns);
+            let st = if backup { engine::PathStatus::Backup } else { engine::PathStatus::Available };
+            match c.inner.set_path_status(PathId(path_id), st, now) {
+                Ok(()) => 0,
+                Err(e) => path_error(&e).code(),
+            }
         })
     }
 }

@@ -4,11 +4,9 @@
 //! connection on every call, so both handles are passed each time.
 
 use std::panic::AssertUnwindSafe;
-use std::time::Instant;
 
-use engine::h3::{self, Event, Header, StreamError as H3StreamError, Transport};
-use engine::stream::StreamError;
-use engine::Connection;
+use engine::h3::quic::Quic;
+use engine::h3::{self, Event, Header, StreamError as H3StreamError};
 use libc::ssize_t;
 
 use crate::conn::mpquic_conn;
@@ -18,76 +16,6 @@ use crate::{
     MPQUIC_ERROR_INVALID_STATE, MPQUIC_ERROR_STREAM_LIMIT, MPQUIC_ERROR_STREAM_RESET,
     MPQUIC_ERROR_STREAM_STOPPED, MPQUIC_ERROR_UNKNOWN_STREAM,
 };
-
-/// The QUIC connection as HTTP/3 sees it, for one call.
-struct Quic<'a> {
-    conn: &'a mut Connection,
-    now: Instant,
-}
-
-fn h3_stream_error(conn: &Connection, e: StreamError) -> H3StreamError {
-    match e {
-        StreamError::Done => H3StreamError::Blocked,
-        StreamError::Reset(c) => H3StreamError::Reset(c),
-        StreamError::StopSending(c) => H3StreamError::Stopped(c),
-        StreamError::StreamLimit => H3StreamError::StreamLimit,
-        _ if conn.is_draining() || conn.is_closed() => H3StreamError::Closed,
-        StreamError::InvalidState | StreamError::UnknownStream | StreamError::FinalSize => {
-            H3StreamError::InvalidStream
-        }
-    }
-}
-
-impl Quic<'_> {
-    fn open(&mut self, bidi: bool) -> Result<u64, H3StreamError> {
-        if self.conn.is_draining() || self.conn.is_closed() {
-            return Err(H3StreamError::Closed);
-        }
-        if self.conn.peer_streams_left(bidi) == 0 {
-            return Err(H3StreamError::StreamLimit);
-        }
-        // The stream comes into existence with the first write, which
-        // HTTP/3 always does right away (stream type or HEADERS).
-        Ok(self.conn.next_stream_id(bidi))
-    }
-}
-
-impl Transport for Quic<'_> {
-    fn is_server(&self) -> bool {
-        self.conn.is_server()
-    }
-    fn open_bidi_stream(&mut self) -> Result<u64, H3StreamError> {
-        self.open(true)
-    }
-    fn open_uni_stream(&mut self) -> Result<u64, H3StreamError> {
-        self.open(false)
-    }
-    fn stream_send(&mut self, id: u64, data: &[u8], fin: bool) -> Result<usize, H3StreamError> {
-        match self.conn.stream_send(id, data, fin) {
-            Ok(0) if !data.is_empty() => Err(H3StreamError::Blocked),
-            Ok(n) => Ok(n),
-            Err(e) => Err(h3_stream_error(self.conn, e)),
-        }
-    }
-    fn stream_capacity(&self, id: u64) -> Result<usize, H3StreamError> {
-        self.conn.stream_capacity(id).map_err(|e| h3_stream_error(self.conn, e))
-    }
-    fn stream_recv(&mut self, id: u64, buf: &mut [u8]) -> Result<(usize, bool), H3StreamError> {
-        self.conn.stream_recv(id, buf).map_err(|e| h3_stream_error(self.conn, e))
-    }
-    fn readable(&self) -> Vec<u64> {
-        self.conn.readable()
-    }
-    fn stop_sending(&mut self, id: u64, code: u64) {
-        let _ = self.conn.stream_shutdown(id, true, false, code);
-    }
-    fn reset_stream(&mut self, id: u64, code: u64) {
-        let _ = self.conn.stream_shutdown(id, false, true, code);
-    }
-    fn close(&mut self, code: u64, reason: &[u8]) {
-        self.conn.close(true, code, reason, self.now);
-    }
-}
 
 /// An HTTP/3 connection (opaque) over an mpquic_conn. Create with
 /// mpquic_h3_conn_new once the QUIC handshake is complete; free with
@@ -171,7 +99,7 @@ unsafe fn with_h3<R>(
         let args = args;
         let (h, c, f) = args.0;
         let now = c.last;
-        let mut q = Quic { conn: &mut c.inner, now };
+        let mut q = Quic::new(&mut c.inner, now);
         f(&mut h.inner, &mut q)
     })
     .unwrap_or(on_err)
@@ -209,7 +137,7 @@ pub unsafe extern "C" fn mpquic_h3_conn_new(conn: *mut mpquic_conn) -> *mut mpqu
             return std::ptr::null_mut();
         }
         let now = c.last;
-        let mut q = Quic { conn: &mut c.inner, now };
+        let mut q = Quic::new(&mut c.inner, now);
         match h3::Connection::with_transport(&mut q, &h3::Config::default()) {
             Ok(inner) => Box::into_raw(Box::new(mpquic_h3_conn { inner })),
             Err(_) => std::ptr::null_mut(),
@@ -395,7 +323,7 @@ pub unsafe extern "C" fn mpquic_h3_event_free(ev: *mut mpquic_h3_event) {
 
 /// The event's kind. (A NULL event reads as MPQUIC_H3_EVENT_FINISHED.)
 #[no_mangle]
-pub unsafe extern "C" fn mpquic_h3_event_type(ev: *const mpquic_h3_event) -> mpquic_h3_event_type {
+pub unsafe extern "C" fn mpquic_h3_event_kind(ev: *const mpquic_h3_event) -> mpquic_h3_event_type {
     use mpquic_h3_event_type::*;
     // SAFETY: NULL or a live event.
     match unsafe { ev.as_ref() }.map(|e| &e.inner) {

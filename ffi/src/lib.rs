@@ -87,6 +87,16 @@ pub enum mpquic_error {
     /// A panic was caught inside the library (a bug); the handle should be
     /// freed.
     MPQUIC_ERROR_INTERNAL = -19,
+    /// Multipath was not negotiated (or the handshake is not complete), or
+    /// the operation is for the other role (only clients open paths).
+    MPQUIC_ERROR_NOT_MULTIPATH = -20,
+    /// The peer's path ID limit or connection IDs allow no new path now
+    /// (retry after the peer issues more).
+    MPQUIC_ERROR_PATH_LIMIT = -21,
+    /// The last usable path cannot be abandoned; close the connection.
+    MPQUIC_ERROR_LAST_PATH = -22,
+    /// A path with these addresses already exists.
+    MPQUIC_ERROR_PATH_EXISTS = -23,
 }
 
 impl mpquic_error {
@@ -122,6 +132,18 @@ pub(crate) fn stream_error(e: &engine::stream::StreamError) -> mpquic_error {
         S::StopSending(_) => MPQUIC_ERROR_STREAM_STOPPED,
         S::UnknownStream => MPQUIC_ERROR_UNKNOWN_STREAM,
         S::FinalSize => MPQUIC_ERROR_FINAL_SIZE,
+    }
+}
+
+/// Map a path-management error to its C code.
+pub(crate) fn path_error(e: &engine::PathError) -> mpquic_error {
+    use engine::PathError as P;
+    match e {
+        P::NotMultipath | P::NotClient => MPQUIC_ERROR_NOT_MULTIPATH,
+        P::PathIdLimit | P::NoConnectionId => MPQUIC_ERROR_PATH_LIMIT,
+        P::UnknownPath => MPQUIC_ERROR_INVALID_PATH,
+        P::LastPath => MPQUIC_ERROR_LAST_PATH,
+        P::Exists => MPQUIC_ERROR_PATH_EXISTS,
     }
 }
 
