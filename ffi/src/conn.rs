@@ -213,13 +213,15 @@ pub struct mpquic_path_event {
 }
 
 /// Borrow the connection behind `conn` for one call, catching panics.
+/// `on_null` is returned for a NULL handle, `on_err` after a panic.
 pub(crate) unsafe fn with_conn<R>(
     conn: *mut mpquic_conn,
+    on_null: R,
     on_err: R,
     f: impl FnOnce(&mut mpquic_conn) -> R,
 ) -> R {
     // SAFETY: the caller passes a live connection used by one thread.
-    let Some(c) = (unsafe { conn.as_mut() }) else { return on_err };
+    let Some(c) = (unsafe { conn.as_mut() }) else { return on_null };
     let c = AssertUnwindSafe(c);
     let f = AssertUnwindSafe(f);
     // A panic leaves the connection possibly inconsistent; the caller is
@@ -364,20 +366,25 @@ pub unsafe extern "C" fn mpquic_conn_recv(
 ) -> ssize_t {
     // SAFETY: see with_conn and each pointer's contract.
     unsafe {
-        with_conn(conn, MPQUIC_ERROR_INTERNAL.code() as ssize_t, |c| {
-            let (Some(buf), Some(info)) = (slice_mut(buf, buf_len), info.as_ref()) else {
-                return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
-            };
-            let (Some(from), Some(to)) = (from_c(info.from, info.from_len), from_c(info.to, info.to_len))
-            else {
-                return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
-            };
-            let now = c.now(now_ns);
-            match c.inner.recv(buf, RecvInfo { from, to }, now) {
-                Ok(n) => n as ssize_t,
-                Err(e) => conn_error(&e).code() as ssize_t,
-            }
-        })
+        with_conn(
+            conn,
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
+            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
+            |c| {
+                let (Some(buf), Some(info)) = (slice_mut(buf, buf_len), info.as_ref()) else {
+                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+                };
+                let (Some(from), Some(to)) = (from_c(info.from, info.from_len), from_c(info.to, info.to_len))
+                else {
+                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+                };
+                let now = c.now(now_ns);
+                match c.inner.recv(buf, RecvInfo { from, to }, now) {
+                    Ok(n) => n as ssize_t,
+                    Err(e) => conn_error(&e).code() as ssize_t,
+                }
+            },
+        )
     }
 }
 
@@ -405,20 +412,25 @@ pub unsafe extern "C" fn mpquic_conn_send(
 ) -> ssize_t {
     // SAFETY: see with_conn and each pointer's contract.
     unsafe {
-        with_conn(conn, MPQUIC_ERROR_INTERNAL.code() as ssize_t, |c| {
-            let (Some(out), Some(info)) = (slice_mut(out, out_len), info.as_mut()) else {
-                return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
-            };
-            let now = c.now(now_ns);
-            match c.inner.send(out, now) {
-                Ok(Some((n, si))) => {
-                    fill_send_info(c, &si, info);
-                    n as ssize_t
+        with_conn(
+            conn,
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
+            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
+            |c| {
+                let (Some(out), Some(info)) = (slice_mut(out, out_len), info.as_mut()) else {
+                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+                };
+                let now = c.now(now_ns);
+                match c.inner.send(out, now) {
+                    Ok(Some((n, si))) => {
+                        fill_send_info(c, &si, info);
+                        n as ssize_t
+                    }
+                    Ok(None) => 0,
+                    Err(e) => conn_error(&e).code() as ssize_t,
                 }
-                Ok(None) => 0,
-                Err(e) => conn_error(&e).code() as ssize_t,
-            }
-        })
+            },
+        )
     }
 }
 
@@ -435,20 +447,25 @@ pub unsafe extern "C" fn mpquic_conn_send_on_path(
 ) -> ssize_t {
     // SAFETY: see with_conn and each pointer's contract.
     unsafe {
-        with_conn(conn, MPQUIC_ERROR_INTERNAL.code() as ssize_t, |c| {
-            let (Some(out), Some(info)) = (slice_mut(out, out_len), info.as_mut()) else {
-                return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
-            };
-            let now = c.now(now_ns);
-            match c.inner.send_on_path(out, PathId(path_id), now) {
-                Ok(Some((n, si))) => {
-                    fill_send_info(c, &si, info);
-                    n as ssize_t
+        with_conn(
+            conn,
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
+            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
+            |c| {
+                let (Some(out), Some(info)) = (slice_mut(out, out_len), info.as_mut()) else {
+                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+                };
+                let now = c.now(now_ns);
+                match c.inner.send_on_path(out, PathId(path_id), now) {
+                    Ok(Some((n, si))) => {
+                        fill_send_info(c, &si, info);
+                        n as ssize_t
+                    }
+                    Ok(None) => 0,
+                    Err(e) => conn_error(&e).code() as ssize_t,
                 }
-                Ok(None) => 0,
-                Err(e) => conn_error(&e).code() as ssize_t,
-            }
-        })
+            },
+        )
     }
 }
 
@@ -458,7 +475,7 @@ pub unsafe extern "C" fn mpquic_conn_send_on_path(
 pub unsafe extern "C" fn mpquic_conn_timeout_ns(conn: *const mpquic_conn) -> u64 {
     // SAFETY: only read; see with_conn.
     unsafe {
-        with_conn(conn.cast_mut(), u64::MAX, |c| match c.inner.timeout() {
+        with_conn(conn.cast_mut(), u64::MAX, u64::MAX, |c| match c.inner.timeout() {
             Some(t) => c.clock.ns(t),
             None => u64::MAX,
         })
@@ -472,7 +489,7 @@ pub unsafe extern "C" fn mpquic_conn_timeout_ns(conn: *const mpquic_conn) -> u64
 pub unsafe extern "C" fn mpquic_conn_on_timeout(conn: *mut mpquic_conn, now_ns: u64) {
     // SAFETY: see with_conn.
     unsafe {
-        with_conn(conn, (), |c| {
+        with_conn(conn, (), (), |c| {
             let now = c.now(now_ns);
             c.inner.on_timeout(now)
         })
@@ -493,13 +510,20 @@ pub unsafe extern "C" fn mpquic_conn_stream_send(
 ) -> ssize_t {
     // SAFETY: see with_conn and slice.
     unsafe {
-        with_conn(conn, MPQUIC_ERROR_INTERNAL.code() as ssize_t, |c| {
-            let Some(buf) = slice(buf, len) else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t };
-            match c.inner.stream_send(stream_id, buf, fin) {
-                Ok(n) => n as ssize_t,
-                Err(e) => stream_error(&e).code() as ssize_t,
-            }
-        })
+        with_conn(
+            conn,
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
+            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
+            |c| {
+                let Some(buf) = slice(buf, len) else {
+                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+                };
+                match c.inner.stream_send(stream_id, buf, fin) {
+                    Ok(n) => n as ssize_t,
+                    Err(e) => stream_error(&e).code() as ssize_t,
+                }
+            },
+        )
     }
 }
 
@@ -517,20 +541,25 @@ pub unsafe extern "C" fn mpquic_conn_stream_recv(
 ) -> ssize_t {
     // SAFETY: see with_conn and slice_mut; `fin` is NULL or writable.
     unsafe {
-        with_conn(conn, MPQUIC_ERROR_INTERNAL.code() as ssize_t, |c| {
-            let Some(out) = slice_mut(out, len) else {
-                return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
-            };
-            match c.inner.stream_recv(stream_id, out) {
-                Ok((n, f)) => {
-                    if let Some(fp) = fin.as_mut() {
-                        *fp = f;
+        with_conn(
+            conn,
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
+            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
+            |c| {
+                let Some(out) = slice_mut(out, len) else {
+                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+                };
+                match c.inner.stream_recv(stream_id, out) {
+                    Ok((n, f)) => {
+                        if let Some(fp) = fin.as_mut() {
+                            *fp = f;
+                        }
+                        n as ssize_t
                     }
-                    n as ssize_t
+                    Err(e) => stream_error(&e).code() as ssize_t,
                 }
-                Err(e) => stream_error(&e).code() as ssize_t,
-            }
-        })
+            },
+        )
     }
 }
 
@@ -547,7 +576,7 @@ pub unsafe extern "C" fn mpquic_conn_stream_shutdown(
 ) -> i32 {
     // SAFETY: see with_conn.
     unsafe {
-        with_conn(conn, MPQUIC_ERROR_INTERNAL.code(), |c| {
+        with_conn(conn, MPQUIC_ERROR_INVALID_ARGUMENT.code(), MPQUIC_ERROR_INTERNAL.code(), |c| {
             match c.inner.stream_shutdown(stream_id, read, write, code) {
                 Ok(()) => 0,
                 Err(e) => stream_error(&e).code(),
@@ -562,12 +591,15 @@ pub unsafe extern "C" fn mpquic_conn_stream_shutdown(
 pub unsafe extern "C" fn mpquic_conn_stream_capacity(conn: *const mpquic_conn, stream_id: u64) -> ssize_t {
     // SAFETY: see with_conn.
     unsafe {
-        with_conn(conn.cast_mut(), MPQUIC_ERROR_INTERNAL.code() as ssize_t, |c| {
-            match c.inner.stream_capacity(stream_id) {
+        with_conn(
+            conn.cast_mut(),
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
+            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
+            |c| match c.inner.stream_capacity(stream_id) {
                 Ok(n) => n as ssize_t,
                 Err(e) => stream_error(&e).code() as ssize_t,
-            }
-        })
+            },
+        )
     }
 }
 
@@ -575,7 +607,7 @@ pub unsafe extern "C" fn mpquic_conn_stream_capacity(conn: *const mpquic_conn, s
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_conn_stream_finished(conn: *const mpquic_conn, stream_id: u64) -> bool {
     // SAFETY: see with_conn.
-    unsafe { with_conn(conn.cast_mut(), false, |c| c.inner.stream_finished(stream_id)) }
+    unsafe { with_conn(conn.cast_mut(), false, false, |c| c.inner.stream_finished(stream_id)) }
 }
 
 /// Write up to `cap` IDs of streams with data (or an end or reset) to read
@@ -589,9 +621,12 @@ pub unsafe extern "C" fn mpquic_conn_readable(
 ) -> ssize_t {
     // SAFETY: see with_conn; `ids` holds `cap` entries.
     unsafe {
-        with_conn(conn.cast_mut(), MPQUIC_ERROR_INTERNAL.code() as ssize_t, |c| {
-            copy_ids(c.inner.readable(), ids, cap)
-        })
+        with_conn(
+            conn.cast_mut(),
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
+            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
+            |c| copy_ids(c.inner.readable(), ids, cap),
+        )
     }
 }
 
@@ -604,9 +639,12 @@ pub unsafe extern "C" fn mpquic_conn_writable(
 ) -> ssize_t {
     // SAFETY: see with_conn; `ids` holds `cap` entries.
     unsafe {
-        with_conn(conn.cast_mut(), MPQUIC_ERROR_INTERNAL.code() as ssize_t, |c| {
-            copy_ids(c.inner.writable(), ids, cap)
-        })
+        with_conn(
+            conn.cast_mut(),
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
+            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
+            |c| copy_ids(c.inner.writable(), ids, cap),
+        )
     }
 }
 
@@ -637,7 +675,7 @@ pub unsafe extern "C" fn mpquic_conn_close(
 ) -> i32 {
     // SAFETY: see with_conn and slice.
     unsafe {
-        with_conn(conn, MPQUIC_ERROR_INTERNAL.code(), |c| {
+        with_conn(conn, MPQUIC_ERROR_INVALID_ARGUMENT.code(), MPQUIC_ERROR_INTERNAL.code(), |c| {
             let Some(reason) = slice(reason, reason_len) else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() };
             let now = c.now(now_ns);
             c.inner.close(app, code, reason, now);
@@ -650,7 +688,7 @@ pub unsafe extern "C" fn mpquic_conn_close(
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_conn_is_established(conn: *const mpquic_conn) -> bool {
     // SAFETY: see with_conn.
-    unsafe { with_conn(conn.cast_mut(), false, |c| c.inner.is_established()) }
+    unsafe { with_conn(conn.cast_mut(), false, false, |c| c.inner.is_established()) }
 }
 
 /// Nothing more will happen on the connection: free it. (NULL counts as
@@ -658,28 +696,28 @@ pub unsafe extern "C" fn mpquic_conn_is_established(conn: *const mpquic_conn) ->
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_conn_is_closed(conn: *const mpquic_conn) -> bool {
     // SAFETY: see with_conn.
-    unsafe { with_conn(conn.cast_mut(), true, |c| c.inner.is_closed()) }
+    unsafe { with_conn(conn.cast_mut(), true, true, |c| c.inner.is_closed()) }
 }
 
 /// The connection is closing or draining (no new data is sent).
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_conn_is_draining(conn: *const mpquic_conn) -> bool {
     // SAFETY: see with_conn.
-    unsafe { with_conn(conn.cast_mut(), false, |c| c.inner.is_draining()) }
+    unsafe { with_conn(conn.cast_mut(), false, false, |c| c.inner.is_draining()) }
 }
 
 /// Multipath was negotiated (both sides enabled it).
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_conn_is_multipath(conn: *const mpquic_conn) -> bool {
     // SAFETY: see with_conn.
-    unsafe { with_conn(conn.cast_mut(), false, |c| c.inner.is_multipath()) }
+    unsafe { with_conn(conn.cast_mut(), false, false, |c| c.inner.is_multipath()) }
 }
 
 /// This is the server side of the connection.
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_conn_is_server(conn: *const mpquic_conn) -> bool {
     // SAFETY: see with_conn.
-    unsafe { with_conn(conn.cast_mut(), false, |c| c.inner.is_server()) }
+    unsafe { with_conn(conn.cast_mut(), false, false, |c| c.inner.is_server()) }
 }
 
 /// The negotiated ALPN protocol: `*out` points into the connection (valid
@@ -692,7 +730,7 @@ pub unsafe extern "C" fn mpquic_conn_application_proto(
 ) {
     // SAFETY: see with_conn; `out`/`out_len` are NULL or writable.
     unsafe {
-        with_conn(conn.cast_mut(), (), |c| {
+        with_conn(conn.cast_mut(), (), (), |c| {
             let p = c.inner.application_proto();
             if let (Some(o), Some(l)) = (out.as_mut(), out_len.as_mut()) {
                 *o = p.as_ptr();
@@ -718,7 +756,7 @@ pub unsafe extern "C" fn mpquic_conn_close_info(
 ) -> bool {
     // SAFETY: see with_conn; out-pointers are NULL or writable.
     unsafe {
-        with_conn(conn.cast_mut(), false, |c| {
+        with_conn(conn.cast_mut(), false, false, |c| {
             let info = if local { c.inner.local_error() } else { c.inner.peer_error() };
             let Some(info) = info else { return false };
             if let Some(p) = is_app.as_mut() {
@@ -742,7 +780,7 @@ pub unsafe extern "C" fn mpquic_conn_close_info(
 pub unsafe extern "C" fn mpquic_conn_stats(conn: *const mpquic_conn, out: *mut mpquic_stats) -> i32 {
     // SAFETY: see with_conn; `out` is writable.
     unsafe {
-        with_conn(conn.cast_mut(), MPQUIC_ERROR_INTERNAL.code(), |c| {
+        with_conn(conn.cast_mut(), MPQUIC_ERROR_INVALID_ARGUMENT.code(), MPQUIC_ERROR_INTERNAL.code(), |c| {
             let Some(out) = out.as_mut() else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() };
             let s = c.inner.stats();
             *out = mpquic_stats {
@@ -765,7 +803,7 @@ pub unsafe extern "C" fn mpquic_conn_stats(conn: *const mpquic_conn, out: *mut m
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_conn_path_count(conn: *const mpquic_conn) -> usize {
     // SAFETY: see with_conn.
-    unsafe { with_conn(conn.cast_mut(), 0, |c| c.inner.path_stats().count()) }
+    unsafe { with_conn(conn.cast_mut(), 0, 0, |c| c.inner.path_stats().count()) }
 }
 
 /// Fill `*out` with the statistics of the `index`-th path (0-based, not
@@ -779,7 +817,7 @@ pub unsafe extern "C" fn mpquic_conn_path_stats(
 ) -> i32 {
     // SAFETY: see with_conn; `out` is writable.
     unsafe {
-        with_conn(conn.cast_mut(), MPQUIC_ERROR_INTERNAL.code(), |c| {
+        with_conn(conn.cast_mut(), MPQUIC_ERROR_INVALID_ARGUMENT.code(), MPQUIC_ERROR_INTERNAL.code(), |c| {
             let Some(out) = out.as_mut() else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() };
             let Some(p) = c.inner.path_stats().nth(index) else { return MPQUIC_ERROR_DONE.code() };
             let mut cc_state = [0 as c_char; 32];
@@ -831,7 +869,7 @@ pub unsafe extern "C" fn mpquic_conn_path_event_next(
     use mpquic_path_event_type::*;
     // SAFETY: see with_conn; `out` is writable.
     unsafe {
-        with_conn(conn, MPQUIC_ERROR_INTERNAL.code(), |c| {
+        with_conn(conn, MPQUIC_ERROR_INVALID_ARGUMENT.code(), MPQUIC_ERROR_INTERNAL.code(), |c| {
             let Some(out) = out.as_mut() else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() };
             let Some(ev) = c.inner.path_event_next() else { return MPQUIC_ERROR_DONE.code() };
             let mut e = mpquic_path_event {
@@ -881,16 +919,21 @@ pub unsafe extern "C" fn mpquic_conn_probe_path(
 ) -> i64 {
     // SAFETY: see with_conn; addresses cover their lengths.
     unsafe {
-        with_conn(conn, MPQUIC_ERROR_INTERNAL.code() as i64, |c| {
-            let (Some(local), Some(peer)) = (from_c(local, local_len), from_c(peer, peer_len)) else {
-                return MPQUIC_ERROR_INVALID_ARGUMENT.code() as i64;
-            };
-            let now = c.now(now_ns);
-            match c.inner.probe_path(local, peer, now) {
-                Ok(id) => i64::from(id.0),
-                Err(e) => path_error(&e).code() as i64,
-            }
-        })
+        with_conn(
+            conn,
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as i64,
+            MPQUIC_ERROR_INTERNAL.code() as i64,
+            |c| {
+                let (Some(local), Some(peer)) = (from_c(local, local_len), from_c(peer, peer_len)) else {
+                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as i64;
+                };
+                let now = c.now(now_ns);
+                match c.inner.probe_path(local, peer, now) {
+                    Ok(id) => i64::from(id.0),
+                    Err(e) => path_error(&e).code() as i64,
+                }
+            },
+        )
     }
 }
 
@@ -906,7 +949,7 @@ pub unsafe extern "C" fn mpquic_conn_abandon_path(
 ) -> i32 {
     // SAFETY: see with_conn.
     unsafe {
-        with_conn(conn, MPQUIC_ERROR_INTERNAL.code(), |c| {
+        with_conn(conn, MPQUIC_ERROR_INVALID_ARGUMENT.code(), MPQUIC_ERROR_INTERNAL.code(), |c| {
             let now = c.now(now_ns);
             match c.inner.abandon_path(PathId(path_id), code, now) {
                 Ok(()) => 0,
@@ -928,7 +971,7 @@ pub unsafe extern "C" fn mpquic_conn_set_path_status(
 ) -> i32 {
     // SAFETY: see with_conn.
     unsafe {
-        with_conn(conn, MPQUIC_ERROR_INTERNAL.code(), |c| {
+        with_conn(conn, MPQUIC_ERROR_INVALID_ARGUMENT.code(), MPQUIC_ERROR_INTERNAL.code(), |c| {
             let now = c.now(now_ns);
             let st = if backup { engine::PathStatus::Backup } else { engine::PathStatus::Available };
             match c.inner.set_path_status(PathId(path_id), st, now) {

@@ -85,15 +85,17 @@ fn h3_error(e: &h3::Error) -> mpquic_error {
     }
 }
 
-/// Run `f` with both handles borrowed, catching panics.
+/// Run `f` with both handles borrowed, catching panics (`on_err`);
+/// `on_null` if either handle is NULL.
 unsafe fn with_h3<R>(
     h3: *mut mpquic_h3_conn,
     conn: *mut mpquic_conn,
+    on_null: R,
     on_err: R,
     f: impl FnOnce(&mut h3::Connection, &mut Quic<'_>) -> R,
 ) -> R {
     // SAFETY: the caller passes live handles used by one thread.
-    let (Some(h), Some(c)) = (unsafe { h3.as_mut() }, unsafe { conn.as_mut() }) else { return on_err };
+    let (Some(h), Some(c)) = (unsafe { h3.as_mut() }, unsafe { conn.as_mut() }) else { return on_null };
     let args = AssertUnwindSafe((h, c, f));
     std::panic::catch_unwind(move || {
         let args = args;
@@ -172,13 +174,19 @@ pub unsafe extern "C" fn mpquic_h3_send_request(
 ) -> i64 {
     // SAFETY: see with_h3 and headers.
     unsafe {
-        with_h3(h3, conn, MPQUIC_ERROR_INTERNAL.code() as i64, |h, q| {
-            let Some(hs) = headers(hdrs, n) else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() as i64 };
-            match h.send_request(q, &hs, fin) {
-                Ok(id) => id as i64,
-                Err(e) => h3_error(&e).code() as i64,
-            }
-        })
+        with_h3(
+            h3,
+            conn,
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as i64,
+            MPQUIC_ERROR_INTERNAL.code() as i64,
+            |h, q| {
+                let Some(hs) = headers(hdrs, n) else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() as i64 };
+                match h.send_request(q, &hs, fin) {
+                    Ok(id) => id as i64,
+                    Err(e) => h3_error(&e).code() as i64,
+                }
+            },
+        )
     }
 }
 
@@ -195,7 +203,7 @@ pub unsafe extern "C" fn mpquic_h3_send_response(
 ) -> i32 {
     // SAFETY: see with_h3 and headers.
     unsafe {
-        with_h3(h3, conn, MPQUIC_ERROR_INTERNAL.code(), |h, q| {
+        with_h3(h3, conn, MPQUIC_ERROR_INVALID_ARGUMENT.code(), MPQUIC_ERROR_INTERNAL.code(), |h, q| {
             let Some(hs) = headers(hdrs, n) else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() };
             match h.send_response(q, stream_id, &hs, fin) {
                 Ok(()) => 0,
@@ -220,14 +228,22 @@ pub unsafe extern "C" fn mpquic_h3_send_body(
 ) -> ssize_t {
     // SAFETY: see with_h3 and slice.
     unsafe {
-        with_h3(h3, conn, MPQUIC_ERROR_INTERNAL.code() as ssize_t, |h, q| {
-            let Some(body) = slice(body, len) else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t };
-            match h.send_body(q, stream_id, body, fin) {
-                Ok(0) if len > 0 => MPQUIC_ERROR_DONE.code() as ssize_t,
-                Ok(n) => n as ssize_t,
-                Err(e) => h3_error(&e).code() as ssize_t,
-            }
-        })
+        with_h3(
+            h3,
+            conn,
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
+            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
+            |h, q| {
+                let Some(body) = slice(body, len) else {
+                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+                };
+                match h.send_body(q, stream_id, body, fin) {
+                    Ok(0) if len > 0 => MPQUIC_ERROR_DONE.code() as ssize_t,
+                    Ok(n) => n as ssize_t,
+                    Err(e) => h3_error(&e).code() as ssize_t,
+                }
+            },
+        )
     }
 }
 
@@ -244,16 +260,22 @@ pub unsafe extern "C" fn mpquic_h3_recv_body(
 ) -> ssize_t {
     // SAFETY: see with_h3 and slice_mut.
     unsafe {
-        with_h3(h3, conn, MPQUIC_ERROR_INTERNAL.code() as ssize_t, |h, q| {
-            let Some(out) = slice_mut(out, len) else {
-                return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
-            };
-            match h.recv_body(q, stream_id, out) {
-                Ok(0) if len > 0 => MPQUIC_ERROR_DONE.code() as ssize_t,
-                Ok(n) => n as ssize_t,
-                Err(e) => h3_error(&e).code() as ssize_t,
-            }
-        })
+        with_h3(
+            h3,
+            conn,
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
+            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
+            |h, q| {
+                let Some(out) = slice_mut(out, len) else {
+                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+                };
+                match h.recv_body(q, stream_id, out) {
+                    Ok(0) if len > 0 => MPQUIC_ERROR_DONE.code() as ssize_t,
+                    Ok(n) => n as ssize_t,
+                    Err(e) => h3_error(&e).code() as ssize_t,
+                }
+            },
+        )
     }
 }
 
@@ -262,7 +284,9 @@ pub unsafe extern "C" fn mpquic_h3_recv_body(
 pub unsafe extern "C" fn mpquic_h3_send_goaway(h3: *mut mpquic_h3_conn, conn: *mut mpquic_conn) -> i32 {
     // SAFETY: see with_h3.
     unsafe {
-        with_h3(h3, conn, MPQUIC_ERROR_INTERNAL.code(), |h, q| match h.send_goaway(q) {
+        with_h3(h3, conn, MPQUIC_ERROR_INVALID_ARGUMENT.code(), MPQUIC_ERROR_INTERNAL.code(), |h, q| match h
+            .send_goaway(q)
+        {
             Ok(()) => 0,
             Err(e) => h3_error(&e).code(),
         })
@@ -288,25 +312,31 @@ pub unsafe extern "C" fn mpquic_h3_conn_poll(
     let ev = AssertUnwindSafe(ev);
     // SAFETY: see with_h3.
     unsafe {
-        with_h3(h3, conn, MPQUIC_ERROR_INTERNAL.code() as i64, move |h, q| {
-            let ev = ev;
-            match h.poll(q) {
-                Ok(Some(e)) => {
-                    let id = match &e {
-                        Event::Headers { stream, .. }
-                        | Event::Data { stream }
-                        | Event::Finished { stream }
-                        | Event::Reset { stream, .. }
-                        | Event::StreamError { stream, .. } => *stream,
-                        Event::GoAway { id } => *id,
-                    };
-                    *ev.0 = Box::into_raw(Box::new(mpquic_h3_event { inner: e }));
-                    id as i64
+        with_h3(
+            h3,
+            conn,
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as i64,
+            MPQUIC_ERROR_INTERNAL.code() as i64,
+            move |h, q| {
+                let ev = ev;
+                match h.poll(q) {
+                    Ok(Some(e)) => {
+                        let id = match &e {
+                            Event::Headers { stream, .. }
+                            | Event::Data { stream }
+                            | Event::Finished { stream }
+                            | Event::Reset { stream, .. }
+                            | Event::StreamError { stream, .. } => *stream,
+                            Event::GoAway { id } => *id,
+                        };
+                        *ev.0 = Box::into_raw(Box::new(mpquic_h3_event { inner: e }));
+                        id as i64
+                    }
+                    Ok(None) => MPQUIC_ERROR_DONE.code() as i64,
+                    Err(e) => h3_error(&e).code() as i64,
                 }
-                Ok(None) => MPQUIC_ERROR_DONE.code() as i64,
-                Err(e) => h3_error(&e).code() as i64,
-            }
-        })
+            },
+        )
     }
 }
 
