@@ -1,0 +1,391 @@
+//! `mpquic_config`: connection settings.
+
+use std::ffi::c_char;
+
+use engine::Config;
+
+use crate::{c_str, config_error, guard, slice, MPQUIC_ERROR_INTERNAL, MPQUIC_ERROR_INVALID_ARGUMENT};
+
+/// Settings for connections (opaque). Create with mpquic_config_new, free
+/// with mpquic_config_free. One config may be used for many connections; a
+/// connection copies what it needs, so the config may be freed once the
+/// connections are created.
+pub struct mpquic_config {
+    pub(crate) inner: Config,
+}
+
+/// A new config with the defaults: CUBIC, minRTT scheduler, peer
+/// verification on for clients, 30 s idle timeout, 1350-byte datagrams,
+/// multipath off. Returns NULL only on internal error. Free with
+/// mpquic_config_free.
+#[no_mangle]
+pub extern "C" fn mpquic_config_new() -> *mut mpquic_config {
+    guard(std::ptr::null_mut(), || Box::into_raw(Box::new(mpquic_config { inner: Config::new() })))
+}
+
+/// Free a config (NULL is ignored). Connections created from it are not
+/// affected.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_free(cfg: *mut mpquic_config) {
+    if cfg.is_null() {
+        return;
+    }
+    // SAFETY: `cfg` came from mpquic_config_new and is freed once.
+    let b = unsafe { Box::from_raw(cfg) };
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(b)));
+}
+
+/// Run `f` on the config behind `cfg`; INVALID_ARGUMENT for NULL.
+unsafe fn with_cfg(
+    cfg: *mut mpquic_config,
+    f: impl FnOnce(&mut Config) -> Result<(), engine::ConfigError>,
+) -> i32 {
+    // SAFETY: the caller passes a live config used by this thread only.
+    let Some(c) = (unsafe { cfg.as_mut() }) else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() };
+    let c = std::panic::AssertUnwindSafe(c);
+    guard(MPQUIC_ERROR_INTERNAL.code(), move || {
+        let c = c;
+        match f(&mut c.0.inner) {
+            Ok(()) => 0,
+            Err(e) => config_error(&e).code(),
+        }
+    })
+}
+
+/// Run `f` with a UTF-8 string argument.
+unsafe fn with_str(
+    cfg: *mut mpquic_config,
+    s: *const c_char,
+    f: impl FnOnce(&mut Config, &str) -> Result<(), engine::ConfigError>,
+) -> i32 {
+    // SAFETY: NUL-terminated string (caller's contract).
+    let Some(s) = (unsafe { c_str(s) }) else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() };
+    // SAFETY: see with_cfg.
+    unsafe { with_cfg(cfg, |c| f(c, s)) }
+}
+
+/// Choose the congestion controller by name ("newreno", "cubic", "bbr",
+/// "coupled-bbr", "lia", "olia", "balia"). Returns 0, or
+/// MPQUIC_ERROR_UNKNOWN_ALGORITHM (config unchanged).
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_cc(cfg: *mut mpquic_config, name: *const c_char) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { with_str(cfg, name, |c, s| c.set_cc(s)) }
+}
+
+/// Choose the path scheduler by name (e.g. "minrtt", "roundrobin",
+/// "redundant", "arp"). Returns 0, or MPQUIC_ERROR_UNKNOWN_ALGORITHM.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_scheduler(cfg: *mut mpquic_config, name: *const c_char) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { with_str(cfg, name, |c, s| c.set_scheduler(s)) }
+}
+
+/// Certificate chain (PEM file) presented to the peer. Returns 0 or
+/// MPQUIC_ERROR_TLS if the file cannot be read.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_load_cert_chain_from_pem_file(
+    cfg: *mut mpquic_config,
+    path: *const c_char,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { with_str(cfg, path, |c, s| c.load_cert_chain_from_pem_file(s)) }
+}
+
+/// Private key (PEM file) of the certificate. Returns 0 or MPQUIC_ERROR_TLS.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_load_priv_key_from_pem_file(
+    cfg: *mut mpquic_config,
+    path: *const c_char,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { with_str(cfg, path, |c, s| c.load_priv_key_from_pem_file(s)) }
+}
+
+/// Trusted CA certificates (PEM file) for verifying the peer. Returns 0 or
+/// MPQUIC_ERROR_TLS.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_load_verify_locations_from_file(
+    cfg: *mut mpquic_config,
+    path: *const c_char,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { with_str(cfg, path, |c, s| c.load_verify_locations_from_file(s)) }
+}
+
+/// Whether to verify the peer's certificate (default: clients yes, servers
+/// no). Returns 0 or MPQUIC_ERROR_INVALID_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_verify_peer(cfg: *mut mpquic_config, v: bool) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.verify_peer(v);
+            Ok(())
+        })
+    }
+}
+
+/// Append TLS secrets in NSS key-log format to the file `path`.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_log_keys_to(cfg: *mut mpquic_config, path: *const c_char) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_str(cfg, path, |c, s| {
+            c.log_keys_to(s);
+            Ok(())
+        })
+    }
+}
+
+/// ALPN protocols in wire format: each protocol preceded by its length
+/// byte, e.g. "\x02h3" (as quiche_config_set_application_protos). Returns
+/// 0 or MPQUIC_ERROR_INVALID_ARGUMENT for a malformed list.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_application_protos(
+    cfg: *mut mpquic_config,
+    protos: *const u8,
+    protos_len: usize,
+) -> i32 {
+    // SAFETY: `protos` points to `protos_len` bytes.
+    let Some(mut b) = (unsafe { slice(protos, protos_len) }) else {
+        return MPQUIC_ERROR_INVALID_ARGUMENT.code();
+    };
+    let mut list: Vec<&[u8]> = Vec::new();
+    while let Some((&n, rest)) = b.split_first() {
+        let Some(p) = rest.get(..n as usize) else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() };
+        list.push(p);
+        b = rest.get(n as usize..).unwrap_or_default();
+    }
+    if list.is_empty() {
+        return MPQUIC_ERROR_INVALID_ARGUMENT.code();
+    }
+    // SAFETY: forwarded contract.
+    unsafe { with_cfg(cfg, |c| c.set_application_protos(&list)) }
+}
+
+/// Idle timeout in milliseconds (0 disables it).
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_max_idle_timeout(cfg: *mut mpquic_config, v: u64) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.set_max_idle_timeout(v);
+            Ok(())
+        })
+    }
+}
+
+/// Largest UDP payload we send (clamped to 1200..=65527).
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_max_send_udp_payload_size(
+    cfg: *mut mpquic_config,
+    v: usize,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.set_max_send_udp_payload_size(v);
+            Ok(())
+        })
+    }
+}
+
+/// Initial connection-level flow-control window.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_initial_max_data(cfg: *mut mpquic_config, v: u64) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.set_initial_max_data(v);
+            Ok(())
+        })
+    }
+}
+
+/// Initial window of bidirectional streams we open.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_initial_max_stream_data_bidi_local(
+    cfg: *mut mpquic_config,
+    v: u64,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.set_initial_max_stream_data_bidi_local(v);
+            Ok(())
+        })
+    }
+}
+
+/// Initial window of bidirectional streams the peer opens.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_initial_max_stream_data_bidi_remote(
+    cfg: *mut mpquic_config,
+    v: u64,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.set_initial_max_stream_data_bidi_remote(v);
+            Ok(())
+        })
+    }
+}
+
+/// Initial window of unidirectional streams the peer opens.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_initial_max_stream_data_uni(
+    cfg: *mut mpquic_config,
+    v: u64,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.set_initial_max_stream_data_uni(v);
+            Ok(())
+        })
+    }
+}
+
+/// How many bidirectional streams the peer may open.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_initial_max_streams_bidi(cfg: *mut mpquic_config, v: u64) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.set_initial_max_streams_bidi(v);
+            Ok(())
+        })
+    }
+}
+
+/// How many unidirectional streams the peer may open.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_initial_max_streams_uni(cfg: *mut mpquic_config, v: u64) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.set_initial_max_streams_uni(v);
+            Ok(())
+        })
+    }
+}
+
+/// Upper bound of connection-window auto-tuning.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_max_connection_window(cfg: *mut mpquic_config, v: u64) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.set_max_connection_window(v);
+            Ok(())
+        })
+    }
+}
+
+/// Upper bound of stream-window auto-tuning.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_max_stream_window(cfg: *mut mpquic_config, v: u64) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.set_max_stream_window(v);
+            Ok(())
+        })
+    }
+}
+
+/// Advertise disable_active_migration.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_disable_active_migration(cfg: *mut mpquic_config, v: bool) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.set_disable_active_migration(v);
+            Ok(())
+        })
+    }
+}
+
+/// Whether mpquic_send_info.at_ns carries pacing release times
+/// (default on).
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_enable_pacing(cfg: *mut mpquic_config, v: bool) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.enable_pacing(v);
+            Ok(())
+        })
+    }
+}
+
+/// Initial RTT estimate in nanoseconds, used before the first sample.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_initial_rtt_ns(cfg: *mut mpquic_config, v: u64) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.set_initial_rtt(std::time::Duration::from_nanos(v));
+            Ok(())
+        })
+    }
+}
+
+/// Per-stream send buffer: bytes mpquic_conn_stream_send accepts ahead
+/// of the network.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_stream_send_buffer(cfg: *mut mpquic_config, v: usize) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.set_stream_send_buffer(v);
+            Ok(())
+        })
+    }
+}
+
+/// Max ACK delay we advertise, in milliseconds (< 16384). Returns
+/// MPQUIC_ERROR_INVALID_ARGUMENT when out of range.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_max_ack_delay(cfg: *mut mpquic_config, v: u64) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { with_cfg(cfg, |c| c.set_max_ack_delay(v)) }
+}
+
+/// How many connection IDs per path we accept (>= 2).
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_active_connection_id_limit(
+    cfg: *mut mpquic_config,
+    v: u64,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { with_cfg(cfg, |c| c.set_active_connection_id_limit(v)) }
+}
+
+/// Enable multipath (draft-ietf-quic-multipath-21) by advertising
+/// initial_max_path_id = `max_path_id` (so up to max_path_id + 1 paths).
+/// Both sides must enable it.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_enable_multipath(cfg: *mut mpquic_config, max_path_id: u32) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.set_initial_max_path_id(Some(max_path_id));
+            Ok(())
+        })
+    }
+}
+
+/// Disable multipath (the default).
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_disable_multipath(cfg: *mut mpquic_config) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.set_initial_max_path_id(None);
+            Ok(())
+        })
+    }
+}

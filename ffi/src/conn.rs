@@ -1,0 +1,983 @@
+//! `mpquic_conn`: a QUIC connection driven by the caller's datagrams and
+//! clock.
+
+use std::ffi::c_char;
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
+
+use engine::{Connection, ConnectionId, PathId, RecvInfo};
+use libc::{sockaddr, sockaddr_storage, socklen_t, ssize_t};
+
+use crate::addr::{from_c, to_c, zeroed_storage};
+use crate::config::mpquic_config;
+use crate::{
+    c_str, conn_error, guard, path_error, slice, slice_mut, stream_error, MPQUIC_ERROR_DONE,
+    MPQUIC_ERROR_INTERNAL, MPQUIC_ERROR_INVALID_ARGUMENT,
+};
+
+/// Maps the caller's nanosecond clock to `Instant`s: the first value seen is
+/// anchored to an `Instant` taken then, and later values are offsets from it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Clock {
+    base: Instant,
+    base_ns: u64,
+}
+
+impl Clock {
+    /// Anchor `now_ns` to the current instant. This is the only clock read
+    /// in the library; the engine itself only ever sees derived instants.
+    #[allow(clippy::disallowed_methods)]
+    pub(crate) fn new(now_ns: u64) -> Clock {
+        Clock { base: Instant::now(), base_ns: now_ns }
+    }
+
+    /// The instant of caller time `ns`.
+    pub(crate) fn at(&self, ns: u64) -> Instant {
+        if ns >= self.base_ns {
+            self.base + Duration::from_nanos(ns - self.base_ns)
+        } else {
+            self.base.checked_sub(Duration::from_nanos(self.base_ns - ns)).unwrap_or(self.base)
+        }
+    }
+
+    /// Caller time of instant `t`.
+    pub(crate) fn ns(&self, t: Instant) -> u64 {
+        if t >= self.base {
+            let d = t.duration_since(self.base).as_nanos();
+            self.base_ns.saturating_add(u64::try_from(d).unwrap_or(u64::MAX))
+        } else {
+            let d = self.base.duration_since(t).as_nanos();
+            self.base_ns.saturating_sub(u64::try_from(d).unwrap_or(u64::MAX))
+        }
+    }
+}
+
+/// A QUIC connection (opaque). Create with mpquic_connect or mpquic_accept,
+/// free with mpquic_conn_free. Not thread-safe: use from one thread at a
+/// time (it may move between threads).
+pub struct mpquic_conn {
+    pub(crate) inner: Connection,
+    pub(crate) clock: Clock,
+    /// The latest time the caller gave us, for calls that take no time
+    /// argument (HTTP/3 closing the connection on a protocol error).
+    pub(crate) last: Instant,
+}
+
+impl mpquic_conn {
+    fn new(inner: Connection, clock: Clock, now: Instant) -> *mut mpquic_conn {
+        Box::into_raw(Box::new(mpquic_conn { inner, clock, last: now }))
+    }
+
+    /// The instant of caller time `ns`, remembered as the latest time.
+    pub(crate) fn now(&mut self, ns: u64) -> Instant {
+        let t = self.clock.at(ns);
+        self.last = self.last.max(t);
+        t
+    }
+}
+
+/// Where a received datagram came from and arrived.
+#[repr(C)]
+pub struct mpquic_recv_info {
+    /// The peer's address (sockaddr_in or sockaddr_in6).
+    pub from: *const sockaddr,
+    /// Length of `from`.
+    pub from_len: socklen_t,
+    /// Our local address the datagram arrived on.
+    pub to: *const sockaddr,
+    /// Length of `to`.
+    pub to_len: socklen_t,
+}
+
+/// How to send a datagram written by mpquic_conn_send.
+#[repr(C)]
+pub struct mpquic_send_info {
+    /// Local address to send from (pick the socket bound to it).
+    pub from: sockaddr_storage,
+    /// Length of `from`.
+    pub from_len: socklen_t,
+    /// Peer address to send to.
+    pub to: sockaddr_storage,
+    /// Length of `to`.
+    pub to_len: socklen_t,
+    /// Wire Path ID of the path the datagram belongs to (0: the first path).
+    pub path_id: u32,
+    /// Pacing: do not send before this time (caller's clock, ns).
+    pub at_ns: u64,
+}
+
+/// Connection-wide counters.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct mpquic_stats {
+    /// Datagrams received.
+    pub recv: u64,
+    /// Datagrams sent.
+    pub sent: u64,
+    /// Packets declared lost.
+    pub lost: u64,
+    /// UDP payload bytes sent.
+    pub sent_bytes: u64,
+    /// UDP payload bytes received.
+    pub recv_bytes: u64,
+    /// Stream bytes retransmitted.
+    pub retrans_bytes: u64,
+    /// Packets dropped (undecryptable or unparsable).
+    pub dropped: u64,
+    /// Paths opened over the connection's life.
+    pub paths: u64,
+}
+
+/// Per-path statistics.
+#[repr(C)]
+pub struct mpquic_path_stats {
+    /// Wire Path ID.
+    pub path_id: u32,
+    /// Local address.
+    pub local: sockaddr_storage,
+    /// Length of `local`.
+    pub local_len: socklen_t,
+    /// Peer address.
+    pub peer: sockaddr_storage,
+    /// Length of `peer`.
+    pub peer_len: socklen_t,
+    /// Validated and usable.
+    pub active: bool,
+    /// True if the path is a backup path (used only when no other works).
+    pub backup: bool,
+    /// Smoothed RTT (ns).
+    pub srtt_ns: u64,
+    /// Minimum RTT (ns).
+    pub min_rtt_ns: u64,
+    /// RTT variation (ns).
+    pub rttvar_ns: u64,
+    /// Congestion window (bytes).
+    pub cwnd: u64,
+    /// Bytes in flight.
+    pub bytes_in_flight: u64,
+    /// Pacing rate (bytes/s).
+    pub pacing_rate: u64,
+    /// Bandwidth estimate (bytes/s).
+    pub bandwidth: u64,
+    /// Packets sent.
+    pub sent: u64,
+    /// Packets received.
+    pub recv: u64,
+    /// Packets declared lost.
+    pub lost: u64,
+    /// UDP payload bytes sent.
+    pub sent_bytes: u64,
+    /// UDP payload bytes received.
+    pub recv_bytes: u64,
+    /// Stream bytes sent for the first time on this path.
+    pub stream_bytes: u64,
+    /// Stream bytes retransmitted on this path.
+    pub retrans_bytes: u64,
+    /// Congestion-controller state name, NUL-terminated (truncated to fit).
+    pub cc_state: [c_char; 32],
+}
+
+/// Kinds of path events.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum mpquic_path_event_type {
+    /// The peer opened a path (addresses in the event).
+    MPQUIC_PATH_EVENT_NEW = 0,
+    /// Path validation succeeded.
+    MPQUIC_PATH_EVENT_VALIDATED = 1,
+    /// Path validation failed.
+    MPQUIC_PATH_EVENT_FAILED_VALIDATION = 2,
+    /// The path was abandoned (by either side, or it went silent).
+    MPQUIC_PATH_EVENT_ABANDONED = 3,
+    /// The peer changed the path's status (`backup` in the event).
+    MPQUIC_PATH_EVENT_STATUS_CHANGED = 4,
+}
+
+/// Something that happened to a path (mpquic_conn_path_event_next).
+#[repr(C)]
+pub struct mpquic_path_event {
+    /// What happened.
+    pub kind: mpquic_path_event_type,
+    /// The path.
+    pub path_id: u32,
+    /// For MPQUIC_PATH_EVENT_NEW: our local address.
+    pub local: sockaddr_storage,
+    /// Length of `local` (0 when not set).
+    pub local_len: socklen_t,
+    /// For MPQUIC_PATH_EVENT_NEW: the peer's address.
+    pub peer: sockaddr_storage,
+    /// Length of `peer` (0 when not set).
+    pub peer_len: socklen_t,
+    /// For MPQUIC_PATH_EVENT_STATUS_CHANGED: the new status is backup.
+    pub backup: bool,
+}
+
+/// Borrow the connection behind `conn` for one call, catching panics.
+/// `on_null` is returned for a NULL handle, `on_err` after a panic.
+pub(crate) unsafe fn with_conn<R>(
+    conn: *mut mpquic_conn,
+    on_null: R,
+    on_err: R,
+    f: impl FnOnce(&mut mpquic_conn) -> R,
+) -> R {
+    // SAFETY: the caller passes a live connection used by one thread.
+    let Some(c) = (unsafe { conn.as_mut() }) else { return on_null };
+    let c = AssertUnwindSafe(c);
+    let f = AssertUnwindSafe(f);
+    // A panic leaves the connection possibly inconsistent; the caller is
+    // told MPQUIC_ERROR_INTERNAL (or the `on_err` value) and should free it.
+    std::panic::catch_unwind(move || {
+        let (c, f) = (c, f);
+        (f.0)(c.0)
+    })
+    .unwrap_or(on_err)
+}
+
+unsafe fn cid_arg(p: *const u8, len: usize) -> Option<ConnectionId> {
+    // SAFETY: forwarded contract.
+    ConnectionId::from_slice(unsafe { slice(p, len) }?)
+}
+
+/// Open a client connection from `local` to `peer` (IPv4 or IPv6 socket
+/// addresses). `server_name` (may be NULL) is used for SNI and certificate
+/// verification. `scid` (may be NULL, then a random 16-byte ID is used) is
+/// our connection ID, `scid_len` <= 20. `now_ns` is the caller's monotonic
+/// clock; every later time argument of this connection must use the same
+/// clock. Returns NULL on invalid arguments or TLS setup failure. The
+/// config is only read during the call. Free the result with
+/// mpquic_conn_free.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_connect(
+    server_name: *const c_char,
+    scid: *const u8,
+    scid_len: usize,
+    local: *const sockaddr,
+    local_len: socklen_t,
+    peer: *const sockaddr,
+    peer_len: socklen_t,
+    config: *const mpquic_config,
+    now_ns: u64,
+) -> *mut mpquic_conn {
+    guard(std::ptr::null_mut(), || {
+        // SAFETY: argument contracts as documented.
+        let (local, peer, cfg) =
+            unsafe { (from_c(local, local_len), from_c(peer, peer_len), config.as_ref()) };
+        let (Some(local), Some(peer), Some(cfg)) = (local, peer, cfg) else { return std::ptr::null_mut() };
+        let name = if server_name.is_null() {
+            None
+        } else {
+            // SAFETY: NUL-terminated when not NULL.
+            match unsafe { c_str(server_name) } {
+                Some(s) => Some(s),
+                None => return std::ptr::null_mut(),
+            }
+        };
+        let scid = if scid.is_null() {
+            engine::random_cid(16)
+        } else {
+            // SAFETY: `scid` points to `scid_len` bytes.
+            match unsafe { cid_arg(scid, scid_len) } {
+                Some(c) => c,
+                None => return std::ptr::null_mut(),
+            }
+        };
+        let clock = Clock::new(now_ns);
+        let now = clock.at(now_ns);
+        match engine::connect(name, &scid, local, peer, &cfg.inner, now) {
+            Ok(inner) => mpquic_conn::new(inner, clock, now),
+            Err(_) => std::ptr::null_mut(),
+        }
+    })
+}
+
+/// Accept a client's connection on a server. `scid` is our connection ID
+/// (when the client came through a Retry, the Retry's SCID, i.e.
+/// `retry_scid`); `odcid` is the DCID of the client's first Initial (see
+/// mpquic_validator_handle, which provides both). `retry_scid` may be NULL.
+/// Pass the client's Initial to mpquic_conn_recv next. Returns NULL on
+/// invalid arguments or TLS setup failure (e.g. no certificate). Free with
+/// mpquic_conn_free.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_accept(
+    scid: *const u8,
+    scid_len: usize,
+    odcid: *const u8,
+    odcid_len: usize,
+    retry_scid: *const u8,
+    retry_scid_len: usize,
+    local: *const sockaddr,
+    local_len: socklen_t,
+    peer: *const sockaddr,
+    peer_len: socklen_t,
+    config: *const mpquic_config,
+    now_ns: u64,
+) -> *mut mpquic_conn {
+    guard(std::ptr::null_mut(), || {
+        // SAFETY: argument contracts as documented.
+        let (local, peer, cfg) =
+            unsafe { (from_c(local, local_len), from_c(peer, peer_len), config.as_ref()) };
+        let (Some(local), Some(peer), Some(cfg)) = (local, peer, cfg) else { return std::ptr::null_mut() };
+        // SAFETY: pointers to the given lengths.
+        let (scid, odcid) = unsafe { (cid_arg(scid, scid_len), cid_arg(odcid, odcid_len)) };
+        let (Some(scid), Some(odcid)) = (scid, odcid) else { return std::ptr::null_mut() };
+        let retry = if retry_scid.is_null() {
+            None
+        } else {
+            // SAFETY: as above.
+            match unsafe { cid_arg(retry_scid, retry_scid_len) } {
+                Some(c) => Some(c),
+                None => return std::ptr::null_mut(),
+            }
+        };
+        let clock = Clock::new(now_ns);
+        let now = clock.at(now_ns);
+        match engine::accept(&scid, &odcid, retry.as_ref(), local, peer, &cfg.inner, now) {
+            Ok(inner) => mpquic_conn::new(inner, clock, now),
+            Err(_) => std::ptr::null_mut(),
+        }
+    })
+}
+
+/// Free a connection (NULL is ignored). Any mpquic_h3_conn used with it
+/// must not be used with it again.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_free(conn: *mut mpquic_conn) {
+    if conn.is_null() {
+        return;
+    }
+    // SAFETY: `conn` came from mpquic_connect/accept and is freed once.
+    let b = unsafe { Box::from_raw(conn) };
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(move || drop(b)));
+}
+
+/// Process one received UDP datagram. `buf` is decrypted in place (its
+/// contents are clobbered). Returns the number of bytes processed, or a
+/// negative mpquic_error: MPQUIC_ERROR_TRANSPORT / MPQUIC_ERROR_PEER_CLOSED
+/// when the connection failed (keep calling send to deliver the close),
+/// MPQUIC_ERROR_CLOSED once it is closed. Undecryptable or malformed
+/// packets are dropped silently, as RFC 9000 requires.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_recv(
+    conn: *mut mpquic_conn,
+    buf: *mut u8,
+    buf_len: usize,
+    info: *const mpquic_recv_info,
+    now_ns: u64,
+) -> ssize_t {
+    // SAFETY: see with_conn and each pointer's contract.
+    unsafe {
+        with_conn(
+            conn,
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
+            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
+            |c| {
+                let (Some(buf), Some(info)) = (slice_mut(buf, buf_len), info.as_ref()) else {
+                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+                };
+                let (Some(from), Some(to)) = (from_c(info.from, info.from_len), from_c(info.to, info.to_len))
+                else {
+                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+                };
+                let now = c.now(now_ns);
+                match c.inner.recv(buf, RecvInfo { from, to }, now) {
+                    Ok(n) => n as ssize_t,
+                    Err(e) => conn_error(&e).code() as ssize_t,
+                }
+            },
+        )
+    }
+}
+
+fn fill_send_info(c: &mpquic_conn, si: &engine::SendInfo, out: &mut mpquic_send_info) {
+    out.from_len = to_c(&si.from, &mut out.from);
+    out.to_len = to_c(&si.to, &mut out.to);
+    out.path_id = si.path_id.0;
+    out.at_ns = c.clock.ns(si.at);
+}
+
+/// Write the next datagram to send into `out` (at least 1200 bytes; use
+/// the configured max UDP payload size). Returns its length and fills
+/// `info` with the path's addresses, Path ID and pacing time; returns 0
+/// when there is nothing to send now (wait for a datagram or the timeout),
+/// or a negative mpquic_error (MPQUIC_ERROR_CLOSED once closed,
+/// MPQUIC_ERROR_BUFFER_TOO_SHORT). With several paths the configured
+/// scheduler chooses the path: send from the socket bound to `info->from`.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_send(
+    conn: *mut mpquic_conn,
+    out: *mut u8,
+    out_len: usize,
+    info: *mut mpquic_send_info,
+    now_ns: u64,
+) -> ssize_t {
+    // SAFETY: see with_conn and each pointer's contract.
+    unsafe {
+        with_conn(
+            conn,
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
+            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
+            |c| {
+                let (Some(out), Some(info)) = (slice_mut(out, out_len), info.as_mut()) else {
+                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+                };
+                let now = c.now(now_ns);
+                match c.inner.send(out, now) {
+                    Ok(Some((n, si))) => {
+                        fill_send_info(c, &si, info);
+                        n as ssize_t
+                    }
+                    Ok(None) => 0,
+                    Err(e) => conn_error(&e).code() as ssize_t,
+                }
+            },
+        )
+    }
+}
+
+/// Like mpquic_conn_send, but only for path `path_id`. Returns
+/// MPQUIC_ERROR_INVALID_PATH for an unknown path.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_send_on_path(
+    conn: *mut mpquic_conn,
+    out: *mut u8,
+    out_len: usize,
+    path_id: u32,
+    info: *mut mpquic_send_info,
+    now_ns: u64,
+) -> ssize_t {
+    // SAFETY: see with_conn and each pointer's contract.
+    unsafe {
+        with_conn(
+            conn,
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
+            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
+            |c| {
+                let (Some(out), Some(info)) = (slice_mut(out, out_len), info.as_mut()) else {
+                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+                };
+                let now = c.now(now_ns);
+                match c.inner.send_on_path(out, PathId(path_id), now) {
+                    Ok(Some((n, si))) => {
+                        fill_send_info(c, &si, info);
+                        n as ssize_t
+                    }
+                    Ok(None) => 0,
+                    Err(e) => conn_error(&e).code() as ssize_t,
+                }
+            },
+        )
+    }
+}
+
+/// The time (caller's clock, ns) at which mpquic_conn_on_timeout must be
+/// called, or UINT64_MAX if no timer is armed (e.g. closed).
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_timeout_ns(conn: *const mpquic_conn) -> u64 {
+    // SAFETY: only read; see with_conn.
+    unsafe {
+        with_conn(conn.cast_mut(), u64::MAX, u64::MAX, |c| match c.inner.timeout() {
+            Some(t) => c.clock.ns(t),
+            None => u64::MAX,
+        })
+    }
+}
+
+/// Handle timer expiry (loss detection, PTO, ACK delay, idle timeout, path
+/// validation, closing). Call when the time from mpquic_conn_timeout_ns has
+/// come, then call mpquic_conn_send until it returns 0.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_on_timeout(conn: *mut mpquic_conn, now_ns: u64) {
+    // SAFETY: see with_conn.
+    unsafe {
+        with_conn(conn, (), (), |c| {
+            let now = c.now(now_ns);
+            c.inner.on_timeout(now)
+        })
+    }
+}
+
+/// Write to stream `stream_id`, opening it if needed. Returns how many
+/// bytes were accepted (fewer than `len` when buffers or flow control are
+/// full; `fin` takes effect only if all were accepted), or a negative
+/// mpquic_error (MPQUIC_ERROR_DONE: nothing accepted now).
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_stream_send(
+    conn: *mut mpquic_conn,
+    stream_id: u64,
+    buf: *const u8,
+    len: usize,
+    fin: bool,
+) -> ssize_t {
+    // SAFETY: see with_conn and slice.
+    unsafe {
+        with_conn(
+            conn,
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
+            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
+            |c| {
+                let Some(buf) = slice(buf, len) else {
+                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+                };
+                match c.inner.stream_send(stream_id, buf, fin) {
+                    Ok(n) => n as ssize_t,
+                    Err(e) => stream_error(&e).code() as ssize_t,
+                }
+            },
+        )
+    }
+}
+
+/// Read from stream `stream_id` into `out`. Returns the number of bytes
+/// read and sets `*fin` (may be NULL) when the stream's end was reached;
+/// MPQUIC_ERROR_DONE when nothing is available, MPQUIC_ERROR_STREAM_RESET
+/// if the peer reset it, or another negative mpquic_error.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_stream_recv(
+    conn: *mut mpquic_conn,
+    stream_id: u64,
+    out: *mut u8,
+    len: usize,
+    fin: *mut bool,
+) -> ssize_t {
+    // SAFETY: see with_conn and slice_mut; `fin` is NULL or writable.
+    unsafe {
+        with_conn(
+            conn,
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
+            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
+            |c| {
+                let Some(out) = slice_mut(out, len) else {
+                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+                };
+                match c.inner.stream_recv(stream_id, out) {
+                    Ok((n, f)) => {
+                        if let Some(fp) = fin.as_mut() {
+                            *fp = f;
+                        }
+                        n as ssize_t
+                    }
+                    Err(e) => stream_error(&e).code() as ssize_t,
+                }
+            },
+        )
+    }
+}
+
+/// Stop reading (STOP_SENDING, if `read`) and/or writing (RESET_STREAM, if
+/// `write`) stream `stream_id` with application error `code`. Returns 0 or
+/// a negative mpquic_error.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_stream_shutdown(
+    conn: *mut mpquic_conn,
+    stream_id: u64,
+    read: bool,
+    write: bool,
+    code: u64,
+) -> i32 {
+    // SAFETY: see with_conn.
+    unsafe {
+        with_conn(conn, MPQUIC_ERROR_INVALID_ARGUMENT.code(), MPQUIC_ERROR_INTERNAL.code(), |c| {
+            match c.inner.stream_shutdown(stream_id, read, write, code) {
+                Ok(()) => 0,
+                Err(e) => stream_error(&e).code(),
+            }
+        })
+    }
+}
+
+/// Bytes mpquic_conn_stream_send would accept now on the stream, or a
+/// negative mpquic_error.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_stream_capacity(conn: *const mpquic_conn, stream_id: u64) -> ssize_t {
+    // SAFETY: see with_conn.
+    unsafe {
+        with_conn(
+            conn.cast_mut(),
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
+            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
+            |c| match c.inner.stream_capacity(stream_id) {
+                Ok(n) => n as ssize_t,
+                Err(e) => stream_error(&e).code() as ssize_t,
+            },
+        )
+    }
+}
+
+/// Whether all of the stream's data, including its end, has been read.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_stream_finished(conn: *const mpquic_conn, stream_id: u64) -> bool {
+    // SAFETY: see with_conn.
+    unsafe { with_conn(conn.cast_mut(), false, false, |c| c.inner.stream_finished(stream_id)) }
+}
+
+/// Write up to `cap` IDs of streams with data (or an end or reset) to read
+/// into `ids`; returns how many streams there are in total (which may
+/// exceed `cap`), or a negative mpquic_error.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_readable(
+    conn: *const mpquic_conn,
+    ids: *mut u64,
+    cap: usize,
+) -> ssize_t {
+    // SAFETY: see with_conn; `ids` holds `cap` entries.
+    unsafe {
+        with_conn(
+            conn.cast_mut(),
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
+            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
+            |c| copy_ids(c.inner.readable(), ids, cap),
+        )
+    }
+}
+
+/// Like mpquic_conn_readable, for streams that can accept more data.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_writable(
+    conn: *const mpquic_conn,
+    ids: *mut u64,
+    cap: usize,
+) -> ssize_t {
+    // SAFETY: see with_conn; `ids` holds `cap` entries.
+    unsafe {
+        with_conn(
+            conn.cast_mut(),
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
+            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
+            |c| copy_ids(c.inner.writable(), ids, cap),
+        )
+    }
+}
+
+unsafe fn copy_ids(v: Vec<u64>, ids: *mut u64, cap: usize) -> ssize_t {
+    if cap > 0 && ids.is_null() {
+        return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+    }
+    for (i, id) in v.iter().take(cap).enumerate() {
+        // SAFETY: i < cap and `ids` holds `cap` entries.
+        unsafe { ids.add(i).write(*id) };
+    }
+    v.len() as ssize_t
+}
+
+/// Close the connection with an application (`app`) or transport error
+/// `code` and a reason phrase (`reason` may be NULL if `reason_len` is 0).
+/// Keep calling mpquic_conn_send / mpquic_conn_on_timeout until
+/// mpquic_conn_is_closed. Returns 0, or MPQUIC_ERROR_INVALID_ARGUMENT.
+/// Closing twice is harmless.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_close(
+    conn: *mut mpquic_conn,
+    app: bool,
+    code: u64,
+    reason: *const u8,
+    reason_len: usize,
+    now_ns: u64,
+) -> i32 {
+    // SAFETY: see with_conn and slice.
+    unsafe {
+        with_conn(conn, MPQUIC_ERROR_INVALID_ARGUMENT.code(), MPQUIC_ERROR_INTERNAL.code(), |c| {
+            let Some(reason) = slice(reason, reason_len) else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() };
+            let now = c.now(now_ns);
+            c.inner.close(app, code, reason, now);
+            0
+        })
+    }
+}
+
+/// The handshake is complete.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_is_established(conn: *const mpquic_conn) -> bool {
+    // SAFETY: see with_conn.
+    unsafe { with_conn(conn.cast_mut(), false, false, |c| c.inner.is_established()) }
+}
+
+/// Nothing more will happen on the connection: free it. (NULL counts as
+/// closed.)
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_is_closed(conn: *const mpquic_conn) -> bool {
+    // SAFETY: see with_conn.
+    unsafe { with_conn(conn.cast_mut(), true, true, |c| c.inner.is_closed()) }
+}
+
+/// The connection is closing or draining (no new data is sent).
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_is_draining(conn: *const mpquic_conn) -> bool {
+    // SAFETY: see with_conn.
+    unsafe { with_conn(conn.cast_mut(), false, false, |c| c.inner.is_draining()) }
+}
+
+/// Multipath was negotiated (both sides enabled it).
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_is_multipath(conn: *const mpquic_conn) -> bool {
+    // SAFETY: see with_conn.
+    unsafe { with_conn(conn.cast_mut(), false, false, |c| c.inner.is_multipath()) }
+}
+
+/// This is the server side of the connection.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_is_server(conn: *const mpquic_conn) -> bool {
+    // SAFETY: see with_conn.
+    unsafe { with_conn(conn.cast_mut(), false, false, |c| c.inner.is_server()) }
+}
+
+/// The negotiated ALPN protocol: `*out` points into the connection (valid
+/// until the next call on it), `*out_len` its length (0 if none).
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_application_proto(
+    conn: *const mpquic_conn,
+    out: *mut *const u8,
+    out_len: *mut usize,
+) {
+    // SAFETY: see with_conn; `out`/`out_len` are NULL or writable.
+    unsafe {
+        with_conn(conn.cast_mut(), (), (), |c| {
+            let p = c.inner.application_proto();
+            if let (Some(o), Some(l)) = (out.as_mut(), out_len.as_mut()) {
+                *o = p.as_ptr();
+                *l = p.len();
+            }
+        })
+    }
+}
+
+/// How the connection was closed. If `local` is true, our close; else the
+/// peer's. Returns false if that side did not close it. Otherwise fills
+/// `*is_app`, `*code` and `*reason`/`*reason_len` (pointing into the
+/// connection, valid until the next call on it); any out-pointer may be
+/// NULL.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_close_info(
+    conn: *const mpquic_conn,
+    local: bool,
+    is_app: *mut bool,
+    code: *mut u64,
+    reason: *mut *const u8,
+    reason_len: *mut usize,
+) -> bool {
+    // SAFETY: see with_conn; out-pointers are NULL or writable.
+    unsafe {
+        with_conn(conn.cast_mut(), false, false, |c| {
+            let info = if local { c.inner.local_error() } else { c.inner.peer_error() };
+            let Some(info) = info else { return false };
+            if let Some(p) = is_app.as_mut() {
+                *p = info.is_app;
+            }
+            if let Some(p) = code.as_mut() {
+                *p = info.code;
+            }
+            if let (Some(r), Some(l)) = (reason.as_mut(), reason_len.as_mut()) {
+                *r = info.reason.as_ptr();
+                *l = info.reason.len();
+            }
+            true
+        })
+    }
+}
+
+/// Fill `*out` with the connection's counters. Returns 0 or
+/// MPQUIC_ERROR_INVALID_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_stats(conn: *const mpquic_conn, out: *mut mpquic_stats) -> i32 {
+    // SAFETY: see with_conn; `out` is writable.
+    unsafe {
+        with_conn(conn.cast_mut(), MPQUIC_ERROR_INVALID_ARGUMENT.code(), MPQUIC_ERROR_INTERNAL.code(), |c| {
+            let Some(out) = out.as_mut() else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() };
+            let s = c.inner.stats();
+            *out = mpquic_stats {
+                recv: s.recv,
+                sent: s.sent,
+                lost: s.lost,
+                sent_bytes: s.sent_bytes,
+                recv_bytes: s.recv_bytes,
+                retrans_bytes: s.retrans_bytes,
+                dropped: s.dropped,
+                paths: s.paths,
+            };
+            0
+        })
+    }
+}
+
+/// Number of paths the connection currently has (including abandoned ones
+/// not yet discarded); index them with mpquic_conn_path_stats.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_path_count(conn: *const mpquic_conn) -> usize {
+    // SAFETY: see with_conn.
+    unsafe { with_conn(conn.cast_mut(), 0, 0, |c| c.inner.path_stats().count()) }
+}
+
+/// Fill `*out` with the statistics of the `index`-th path (0-based, not
+/// the Path ID: that is in `out->path_id`). Returns 0, MPQUIC_ERROR_DONE
+/// past the last path, or MPQUIC_ERROR_INVALID_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_path_stats(
+    conn: *const mpquic_conn,
+    index: usize,
+    out: *mut mpquic_path_stats,
+) -> i32 {
+    // SAFETY: see with_conn; `out` is writable.
+    unsafe {
+        with_conn(conn.cast_mut(), MPQUIC_ERROR_INVALID_ARGUMENT.code(), MPQUIC_ERROR_INTERNAL.code(), |c| {
+            let Some(out) = out.as_mut() else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() };
+            let Some(p) = c.inner.path_stats().nth(index) else { return MPQUIC_ERROR_DONE.code() };
+            let mut cc_state = [0 as c_char; 32];
+            for (d, s) in cc_state.iter_mut().zip(p.cc_state.bytes().take(31)) {
+                *d = s as c_char;
+            }
+            let mut local = zeroed_storage();
+            let mut peer = zeroed_storage();
+            let local_len = to_c(&p.local, &mut local);
+            let peer_len = to_c(&p.peer, &mut peer);
+            let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+            *out = mpquic_path_stats {
+                path_id: p.id.0,
+                local,
+                local_len,
+                peer,
+                peer_len,
+                active: p.active,
+                backup: p.status == engine::PathStatus::Backup,
+                srtt_ns: ns(p.srtt),
+                min_rtt_ns: ns(p.min_rtt),
+                rttvar_ns: ns(p.rttvar),
+                cwnd: p.cwnd as u64,
+                bytes_in_flight: p.bytes_in_flight as u64,
+                pacing_rate: p.pacing_rate,
+                bandwidth: p.bandwidth,
+                sent: p.sent,
+                recv: p.recv,
+                lost: p.lost,
+                sent_bytes: p.sent_bytes,
+                recv_bytes: p.recv_bytes,
+                stream_bytes: p.stream_bytes,
+                retrans_bytes: p.retrans_bytes,
+                cc_state,
+            };
+            0
+        })
+    }
+}
+
+/// Pop the next path event into `*out`. Returns 0, MPQUIC_ERROR_DONE when
+/// there is none, or MPQUIC_ERROR_INVALID_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_path_event_next(
+    conn: *mut mpquic_conn,
+    out: *mut mpquic_path_event,
+) -> i32 {
+    use engine::PathEvent as E;
+    use mpquic_path_event_type::*;
+    // SAFETY: see with_conn; `out` is writable.
+    unsafe {
+        with_conn(conn, MPQUIC_ERROR_INVALID_ARGUMENT.code(), MPQUIC_ERROR_INTERNAL.code(), |c| {
+            let Some(out) = out.as_mut() else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() };
+            let Some(ev) = c.inner.path_event_next() else { return MPQUIC_ERROR_DONE.code() };
+            let mut e = mpquic_path_event {
+                kind: MPQUIC_PATH_EVENT_NEW,
+                path_id: 0,
+                local: zeroed_storage(),
+                local_len: 0,
+                peer: zeroed_storage(),
+                peer_len: 0,
+                backup: false,
+            };
+            match ev {
+                E::New(id, local, peer) => {
+                    e.path_id = id.0;
+                    e.local_len = to_c(&local, &mut e.local);
+                    e.peer_len = to_c(&peer, &mut e.peer);
+                }
+                E::Validated(id) => (e.kind, e.path_id) = (MPQUIC_PATH_EVENT_VALIDATED, id.0),
+                E::FailedValidation(id) => (e.kind, e.path_id) = (MPQUIC_PATH_EVENT_FAILED_VALIDATION, id.0),
+                E::Abandoned(id) => (e.kind, e.path_id) = (MPQUIC_PATH_EVENT_ABANDONED, id.0),
+                E::StatusChanged(id, st) => {
+                    e.kind = MPQUIC_PATH_EVENT_STATUS_CHANGED;
+                    e.path_id = id.0;
+                    e.backup = st == engine::PathStatus::Backup;
+                }
+            }
+            *out = e;
+            0
+        })
+    }
+}
+
+/// Client, multipath: open a new path from `local` to `peer` (bind a
+/// socket to `local` first and feed its datagrams to mpquic_conn_recv).
+/// Returns the new path's ID (>= 0); data flows on it once validated
+/// (MPQUIC_PATH_EVENT_VALIDATED). Errors: MPQUIC_ERROR_NOT_MULTIPATH,
+/// MPQUIC_ERROR_PATH_LIMIT (retry later), MPQUIC_ERROR_PATH_EXISTS,
+/// MPQUIC_ERROR_INVALID_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_probe_path(
+    conn: *mut mpquic_conn,
+    local: *const sockaddr,
+    local_len: socklen_t,
+    peer: *const sockaddr,
+    peer_len: socklen_t,
+    now_ns: u64,
+) -> i64 {
+    // SAFETY: see with_conn; addresses cover their lengths.
+    unsafe {
+        with_conn(
+            conn,
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as i64,
+            MPQUIC_ERROR_INTERNAL.code() as i64,
+            |c| {
+                let (Some(local), Some(peer)) = (from_c(local, local_len), from_c(peer, peer_len)) else {
+                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as i64;
+                };
+                let now = c.now(now_ns);
+                match c.inner.probe_path(local, peer, now) {
+                    Ok(id) => i64::from(id.0),
+                    Err(e) => path_error(&e).code() as i64,
+                }
+            },
+        )
+    }
+}
+
+/// Multipath: abandon path `path_id` with application error `code`
+/// (PATH_ABANDON). Returns 0, MPQUIC_ERROR_INVALID_PATH,
+/// MPQUIC_ERROR_LAST_PATH or MPQUIC_ERROR_NOT_MULTIPATH.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_abandon_path(
+    conn: *mut mpquic_conn,
+    path_id: u32,
+    code: u64,
+    now_ns: u64,
+) -> i32 {
+    // SAFETY: see with_conn.
+    unsafe {
+        with_conn(conn, MPQUIC_ERROR_INVALID_ARGUMENT.code(), MPQUIC_ERROR_INTERNAL.code(), |c| {
+            let now = c.now(now_ns);
+            match c.inner.abandon_path(PathId(path_id), code, now) {
+                Ok(()) => 0,
+                Err(e) => path_error(&e).code(),
+            }
+        })
+    }
+}
+
+/// Multipath: mark path `path_id` as backup (used only when no available
+/// path works) or available, and tell the peer. Returns 0 or a negative
+/// mpquic_error.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_set_path_status(
+    conn: *mut mpquic_conn,
+    path_id: u32,
+    backup: bool,
+    now_ns: u64,
+) -> i32 {
+    // SAFETY: see with_conn.
+    unsafe {
+        with_conn(conn, MPQUIC_ERROR_INVALID_ARGUMENT.code(), MPQUIC_ERROR_INTERNAL.code(), |c| {
+            let now = c.now(now_ns);
+            let st = if backup { engine::PathStatus::Backup } else { engine::PathStatus::Available };
+            match c.inner.set_path_status(PathId(path_id), st, now) {
+                Ok(()) => 0,
+                Err(e) => path_error(&e).code(),
+            }
+        })
+    }
+}

@@ -1,0 +1,176 @@
+//! Server helpers: `mpquic_validator` (Version Negotiation, Retry, tokens)
+//! and connection-ID lookup for demultiplexing datagrams.
+
+use std::panic::AssertUnwindSafe;
+
+use engine::server::{Accept, Validator};
+use libc::{sockaddr, socklen_t};
+
+use crate::addr::from_c;
+use crate::{guard, slice, slice_mut, MPQUIC_ERROR_INTERNAL, MPQUIC_ERROR_INVALID_ARGUMENT};
+
+/// Stateless front end of a server (opaque): decides what to do with a
+/// datagram that matched no connection. Create with mpquic_validator_new,
+/// free with mpquic_validator_free. Read-only after creation, so it may be
+/// shared between threads.
+pub struct mpquic_validator {
+    inner: Validator,
+}
+
+/// What mpquic_validator_handle decided.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum mpquic_accept_kind {
+    /// Create a connection with mpquic_accept using the IDs in the
+    /// mpquic_accept_info, then pass the datagram to mpquic_conn_recv.
+    MPQUIC_ACCEPT_NEW = 0,
+    /// Send the first `reply_len` bytes of the output buffer (Version
+    /// Negotiation or Retry) back to the sender and forget the datagram.
+    MPQUIC_ACCEPT_REPLY = 1,
+    /// Drop the datagram.
+    MPQUIC_ACCEPT_DROP = 2,
+}
+
+/// Details of mpquic_validator_handle's decision.
+#[repr(C)]
+pub struct mpquic_accept_info {
+    /// The decision.
+    pub kind: mpquic_accept_kind,
+    /// MPQUIC_ACCEPT_NEW: the client's original DCID (pass as `odcid`).
+    pub odcid: [u8; 20],
+    /// Length of `odcid`.
+    pub odcid_len: usize,
+    /// MPQUIC_ACCEPT_NEW after a Retry: the Retry's SCID, to use as both
+    /// `scid` and `retry_scid` of mpquic_accept; length 0 without Retry.
+    pub retry_scid: [u8; 20],
+    /// Length of `retry_scid`.
+    pub retry_scid_len: usize,
+    /// MPQUIC_ACCEPT_REPLY: bytes of the output buffer to send.
+    pub reply_len: usize,
+}
+
+/// A new validator. With `retry`, token-less Initials are answered with a
+/// Retry (address validation before keeping state); tokens live 30 s.
+/// Returns NULL if the token key cannot be created. Free with
+/// mpquic_validator_free.
+#[no_mangle]
+pub extern "C" fn mpquic_validator_new(retry: bool) -> *mut mpquic_validator {
+    guard(std::ptr::null_mut(), || match Validator::new(retry) {
+        Ok(inner) => Box::into_raw(Box::new(mpquic_validator { inner })),
+        Err(_) => std::ptr::null_mut(),
+    })
+}
+
+/// Free a validator (NULL is ignored).
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_validator_free(v: *mut mpquic_validator) {
+    if v.is_null() {
+        return;
+    }
+    // SAFETY: `v` came from mpquic_validator_new and is freed once.
+    let b = unsafe { Box::from_raw(v) };
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(move || drop(b)));
+}
+
+/// Decide what to do with datagram `dgram` from `from` that matched no
+/// connection. `now_secs` is any clock in seconds (wall clock if tokens
+/// must survive restarts; tokens carry it). Replies go to `out` (at least
+/// 1200 bytes recommended). Fills `*info` and returns its kind (>= 0), or a
+/// negative mpquic_error for invalid arguments.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_validator_handle(
+    v: *const mpquic_validator,
+    dgram: *const u8,
+    dgram_len: usize,
+    from: *const sockaddr,
+    from_len: socklen_t,
+    now_secs: u64,
+    out: *mut u8,
+    out_len: usize,
+    info: *mut mpquic_accept_info,
+) -> i32 {
+    guard(MPQUIC_ERROR_INTERNAL.code(), || {
+        // SAFETY: argument contracts as documented.
+        let (v, dgram, from, out, info) = unsafe {
+            (
+                v.as_ref(),
+                slice(dgram, dgram_len),
+                from_c(from, from_len),
+                slice_mut(out, out_len),
+                info.as_mut(),
+            )
+        };
+        let (Some(v), Some(dgram), Some(from), Some(out), Some(info)) = (v, dgram, from, out, info) else {
+            return MPQUIC_ERROR_INVALID_ARGUMENT.code();
+        };
+        *info = mpquic_accept_info {
+            kind: mpquic_accept_kind::MPQUIC_ACCEPT_DROP,
+            odcid: [0; 20],
+            odcid_len: 0,
+            retry_scid: [0; 20],
+            retry_scid_len: 0,
+            reply_len: 0,
+        };
+        match v.inner.handle(dgram, &from, now_secs, out) {
+            Accept::New { odcid, retry_scid } => {
+                info.kind = mpquic_accept_kind::MPQUIC_ACCEPT_NEW;
+                info.odcid_len = copy_cid(odcid.as_slice(), &mut info.odcid);
+                if let Some(r) = retry_scid {
+                    info.retry_scid_len = copy_cid(r.as_slice(), &mut info.retry_scid);
+                }
+            }
+            Accept::Reply(n) => {
+                info.kind = mpquic_accept_kind::MPQUIC_ACCEPT_REPLY;
+                info.reply_len = n;
+            }
+            Accept::Drop => {}
+        }
+        info.kind as i32
+    })
+}
+
+fn copy_cid(src: &[u8], dst: &mut [u8; 20]) -> usize {
+    let n = src.len().min(20);
+    for (d, s) in dst.iter_mut().zip(src.iter().take(n)) {
+        *d = *s;
+    }
+    n
+}
+
+/// Extract the destination connection ID of a datagram's first packet, for
+/// routing it to its connection. Long headers carry its length; for short
+/// headers pass the length of the IDs this server issues as
+/// `short_dcid_len`. Copies the ID into `out` (20 bytes suffice) and
+/// returns its length, or MPQUIC_ERROR_INVALID_ARGUMENT for a truncated or
+/// malformed header or a too-small `out`.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_header_dcid(
+    dgram: *const u8,
+    dgram_len: usize,
+    short_dcid_len: usize,
+    out: *mut u8,
+    out_len: usize,
+) -> i32 {
+    guard(MPQUIC_ERROR_INTERNAL.code(), || {
+        // SAFETY: argument contracts as documented.
+        let (Some(dgram), Some(out)) =
+            (unsafe { slice(dgram, dgram_len) }, unsafe { slice_mut(out, out_len) })
+        else {
+            return MPQUIC_ERROR_INVALID_ARGUMENT.code();
+        };
+        let dcid = match dgram.first() {
+            Some(b) if b & 0x80 != 0 => match engine::packet::invariant_header(dgram) {
+                Some(h) => h.dcid,
+                None => return MPQUIC_ERROR_INVALID_ARGUMENT.code(),
+            },
+            Some(_) => match dgram.get(1..1 + short_dcid_len) {
+                Some(d) if short_dcid_len <= 20 => d,
+                _ => return MPQUIC_ERROR_INVALID_ARGUMENT.code(),
+            },
+            None => return MPQUIC_ERROR_INVALID_ARGUMENT.code(),
+        };
+        let Some(dst) = out.get_mut(..dcid.len()) else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() };
+        dst.copy_from_slice(dcid);
+        dcid.len() as i32
+    })
+}

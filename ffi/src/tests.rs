@@ -1,0 +1,367 @@
+//! Unit tests of the C API, calling the exported functions as C would: a
+//! client and a server (Retry, accept, HTTP/3 request and response) joined
+//! in memory, argument checking and error codes.
+
+use std::ffi::CString;
+use std::net::SocketAddr;
+use std::ptr::{null, null_mut};
+
+use libc::{sockaddr, sockaddr_storage, socklen_t};
+
+use crate::addr::{to_c, zeroed_storage};
+use crate::*;
+
+const CERTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/certs");
+
+fn cstr(s: &str) -> CString {
+    CString::new(s).unwrap()
+}
+
+struct Addr(sockaddr_storage, socklen_t);
+
+impl Addr {
+    fn new(s: &str) -> Addr {
+        let a: SocketAddr = s.parse().unwrap();
+        let mut st = zeroed_storage();
+        let len = to_c(&a, &mut st);
+        Addr(st, len)
+    }
+    fn ptr(&self) -> *const sockaddr {
+        (&self.0 as *const sockaddr_storage).cast()
+    }
+}
+
+unsafe fn config(server: bool) -> *mut mpquic_config {
+    unsafe {
+        let cfg = mpquic_config_new();
+        assert_eq!(mpquic_config_set_application_protos(cfg, b"\x02h3".as_ptr(), 3), 0);
+        if server {
+            let cert = cstr(&format!("{CERTS}/cert.pem"));
+            let key = cstr(&format!("{CERTS}/key.pem"));
+            assert_eq!(mpquic_config_load_cert_chain_from_pem_file(cfg, cert.as_ptr()), 0);
+            assert_eq!(mpquic_config_load_priv_key_from_pem_file(cfg, key.as_ptr()), 0);
+        } else {
+            let ca = cstr(&format!("{CERTS}/rootca.pem"));
+            assert_eq!(mpquic_config_load_verify_locations_from_file(cfg, ca.as_ptr()), 0);
+        }
+        assert_eq!(mpquic_config_set_cc(cfg, cstr("coupled-bbr").as_ptr()), 0);
+        cfg
+    }
+}
+
+/// Move every datagram `from` has to send into `to`; returns how many.
+unsafe fn pump(from: *mut mpquic_conn, to: *mut mpquic_conn, now: u64) -> usize {
+    let mut n = 0;
+    let mut buf = [0u8; 1500];
+    let mut si: mpquic_send_info = unsafe { std::mem::zeroed() };
+    loop {
+        let len = unsafe { mpquic_conn_send(from, buf.as_mut_ptr(), buf.len(), &mut si, now) };
+        assert!(len >= 0, "send failed: {len}");
+        if len == 0 {
+            return n;
+        }
+        let ri = mpquic_recv_info {
+            from: (&si.from as *const sockaddr_storage).cast(),
+            from_len: si.from_len,
+            to: (&si.to as *const sockaddr_storage).cast(),
+            to_len: si.to_len,
+        };
+        let r = unsafe { mpquic_conn_recv(to, buf.as_mut_ptr(), len as usize, &ri, now) };
+        assert!(r >= 0, "recv failed: {r}");
+        n += 1;
+    }
+}
+
+#[test]
+fn algorithm_names_map_to_error_codes() {
+    unsafe {
+        let cfg = mpquic_config_new();
+        assert_eq!(mpquic_config_set_cc(cfg, cstr("coupled-bbr").as_ptr()), 0);
+        assert_eq!(
+            mpquic_config_set_cc(cfg, cstr("no-such-cc").as_ptr()),
+            MPQUIC_ERROR_UNKNOWN_ALGORITHM as i32
+        );
+        assert_eq!(mpquic_config_set_scheduler(cfg, cstr("minrtt").as_ptr()), 0);
+        assert_eq!(
+            mpquic_config_set_scheduler(cfg, cstr("no-such-scheduler").as_ptr()),
+            MPQUIC_ERROR_UNKNOWN_ALGORITHM as i32
+        );
+        assert_eq!(mpquic_config_set_cc(cfg, null()), MPQUIC_ERROR_INVALID_ARGUMENT as i32);
+        assert_eq!(
+            mpquic_config_set_cc(null_mut(), cstr("cubic").as_ptr()),
+            MPQUIC_ERROR_INVALID_ARGUMENT as i32
+        );
+        assert_eq!(
+            mpquic_config_load_cert_chain_from_pem_file(cfg, cstr("/nonexistent.pem").as_ptr()),
+            MPQUIC_ERROR_TLS as i32
+        );
+        // A length byte running past the end is malformed.
+        assert_eq!(mpquic_config_set_application_protos(cfg, b"\x05h3".as_ptr(), 3), -3);
+        assert_eq!(mpquic_config_set_max_ack_delay(cfg, 1 << 14), MPQUIC_ERROR_INVALID_ARGUMENT as i32);
+        mpquic_config_free(cfg);
+        mpquic_config_free(null_mut());
+    }
+}
+
+#[test]
+fn null_and_bad_arguments_are_rejected() {
+    unsafe {
+        let cfg = config(false);
+        let a = Addr::new("127.0.0.1:1");
+        // Address too short for its family.
+        assert!(mpquic_connect(null(), null(), 0, a.ptr(), 4, a.ptr(), a.1, cfg, 0).is_null());
+        assert!(mpquic_connect(null(), null(), 0, a.ptr(), a.1, a.ptr(), a.1, null(), 0).is_null());
+        // 21-byte connection ID.
+        assert!(mpquic_connect(null(), [0u8; 21].as_ptr(), 21, a.ptr(), a.1, a.ptr(), a.1, cfg, 0).is_null());
+        let mut buf = [0u8; 1500];
+        let mut si: mpquic_send_info = std::mem::zeroed();
+        assert_eq!(mpquic_conn_send(null_mut(), buf.as_mut_ptr(), 1500, &mut si, 0), -3);
+        assert!(mpquic_conn_is_closed(null()));
+        assert_eq!(mpquic_conn_timeout_ns(null()), u64::MAX);
+        let c = mpquic_connect(cstr("localhost").as_ptr(), null(), 0, a.ptr(), a.1, a.ptr(), a.1, cfg, 1_000);
+        assert!(!c.is_null());
+        assert_eq!(mpquic_conn_send(c, null_mut(), 1500, &mut si, 0), MPQUIC_ERROR_INVALID_ARGUMENT as isize);
+        assert_eq!(
+            mpquic_conn_recv(c, buf.as_mut_ptr(), 10, null(), 0),
+            MPQUIC_ERROR_INVALID_ARGUMENT as isize
+        );
+        assert_eq!(mpquic_conn_stats(c, null_mut()), MPQUIC_ERROR_INVALID_ARGUMENT as i32);
+        // Multipath calls before the handshake (and without multipath).
+        assert_eq!(
+            mpquic_conn_probe_path(c, a.ptr(), a.1, a.ptr(), a.1, 0),
+            MPQUIC_ERROR_NOT_MULTIPATH as i64
+        );
+        assert!(mpquic_h3_conn_new(c).is_null(), "HTTP/3 needs an established connection");
+        assert_eq!(mpquic_random_cid(buf.as_mut_ptr(), 21), MPQUIC_ERROR_INVALID_ARGUMENT as i32);
+        mpquic_conn_free(c);
+        mpquic_config_free(cfg);
+    }
+}
+
+#[test]
+fn clock_round_trips_caller_nanoseconds() {
+    let c = crate::conn::Clock::new(5_000_000_000);
+    for ns in [0, 4_999_999_999, 5_000_000_000, 5_000_000_001, 7_123_456_789] {
+        // Instants before the anchor may not exist on a young system
+        // clock; then the anchor is used.
+        let back = c.ns(c.at(ns));
+        assert!(back == ns || (ns < 5_000_000_000 && back == 5_000_000_000), "{ns} -> {back}");
+    }
+    assert_eq!(c.ns(c.at(9_000_000_000)) - c.ns(c.at(8_000_000_000)), 1_000_000_000);
+}
+
+/// A full exchange through the C API: Retry, handshake, one HTTP/3 GET,
+/// stats, path stats, close.
+#[test]
+fn http3_request_and_response_in_memory() {
+    unsafe {
+        let ccfg = config(false);
+        let scfg = config(true);
+        let ca = Addr::new("127.0.0.1:40001");
+        let sa = Addr::new("127.0.0.1:40002");
+        let t0 = 1_000_000_000u64;
+        let client =
+            mpquic_connect(cstr("localhost").as_ptr(), null(), 0, ca.ptr(), ca.1, sa.ptr(), sa.1, ccfg, t0);
+        assert!(!client.is_null());
+        mpquic_config_free(ccfg);
+
+        // The server's front end: first a Retry, then a new connection.
+        let v = mpquic_validator_new(true);
+        let mut server: *mut mpquic_conn = null_mut();
+        let mut buf = [0u8; 1500];
+        let mut reply = [0u8; 1500];
+        let mut si: mpquic_send_info = std::mem::zeroed();
+        let mut info: mpquic_accept_info = std::mem::zeroed();
+        let mut kinds = Vec::new();
+        while server.is_null() {
+            let len = mpquic_conn_send(client, buf.as_mut_ptr(), buf.len(), &mut si, t0);
+            assert!(len > 0);
+            let mut dcid = [0u8; 20];
+            assert!(mpquic_header_dcid(buf.as_ptr(), len as usize, 16, dcid.as_mut_ptr(), 20) > 0);
+            let k = mpquic_validator_handle(
+                v,
+                buf.as_ptr(),
+                len as usize,
+                ca.ptr(),
+                ca.1,
+                0,
+                reply.as_mut_ptr(),
+                reply.len(),
+                &mut info,
+            );
+            kinds.push(k);
+            if k == mpquic_accept_kind::MPQUIC_ACCEPT_REPLY as i32 {
+                let ri = mpquic_recv_info { from: sa.ptr(), from_len: sa.1, to: ca.ptr(), to_len: ca.1 };
+                assert!(mpquic_conn_recv(client, reply.as_mut_ptr(), info.reply_len, &ri, t0) >= 0);
+                continue;
+            }
+            assert_eq!(k, mpquic_accept_kind::MPQUIC_ACCEPT_NEW as i32);
+            assert_eq!(info.retry_scid_len, 16, "the client came through Retry");
+            server = mpquic_accept(
+                info.retry_scid.as_ptr(),
+                info.retry_scid_len,
+                info.odcid.as_ptr(),
+                info.odcid_len,
+                info.retry_scid.as_ptr(),
+                info.retry_scid_len,
+                sa.ptr(),
+                sa.1,
+                ca.ptr(),
+                ca.1,
+                scfg,
+                t0,
+            );
+            assert!(!server.is_null());
+            let ri = mpquic_recv_info { from: ca.ptr(), from_len: ca.1, to: sa.ptr(), to_len: sa.1 };
+            assert!(mpquic_conn_recv(server, buf.as_mut_ptr(), len as usize, &ri, t0) > 0);
+        }
+        assert_eq!(kinds.first(), Some(&(mpquic_accept_kind::MPQUIC_ACCEPT_REPLY as i32)));
+        mpquic_validator_free(v);
+        mpquic_config_free(scfg);
+
+        let mut now = t0;
+        for _ in 0..10 {
+            now += 1_000_000;
+            pump(server, client, now);
+            pump(client, server, now);
+        }
+        assert!(mpquic_conn_is_established(client) && mpquic_conn_is_established(server));
+        let (mut p, mut l) = (null(), 0usize);
+        mpquic_conn_application_proto(client, &mut p, &mut l);
+        assert_eq!(std::slice::from_raw_parts(p, l), b"h3");
+        let t = mpquic_conn_timeout_ns(client);
+        assert!(t > now && t != u64::MAX, "a timer (idle at least) is armed on the caller's clock");
+
+        let ch3 = mpquic_h3_conn_new(client);
+        let sh3 = mpquic_h3_conn_new(server);
+        assert!(!ch3.is_null() && !sh3.is_null());
+        let h = |n: &'static [u8], v: &'static [u8]| mpquic_h3_header {
+            name: n.as_ptr(),
+            name_len: n.len(),
+            value: v.as_ptr(),
+            value_len: v.len(),
+        };
+        let req = [
+            h(b":method", b"GET"),
+            h(b":scheme", b"https"),
+            h(b":authority", b"localhost"),
+            h(b":path", b"/x"),
+        ];
+        let sid = mpquic_h3_send_request(ch3, client, req.as_ptr(), req.len(), true);
+        assert_eq!(sid, 0);
+        let bad = [h(b":method", b"GET")];
+        assert_eq!(
+            mpquic_h3_send_request(ch3, client, bad.as_ptr(), 1, true),
+            MPQUIC_ERROR_H3_INVALID_HEADERS as i64
+        );
+
+        let body: Vec<u8> = (0..100_000u32).map(|i| (i * 7) as u8).collect();
+        let mut sent = 0usize;
+        let mut got = Vec::new();
+        let mut status = Vec::new();
+        let mut finished = false;
+        for _ in 0..2000 {
+            now += 1_000_000;
+            pump(client, server, now);
+            loop {
+                let mut ev = null_mut();
+                let id = mpquic_h3_conn_poll(sh3, server, &mut ev);
+                if id == MPQUIC_ERROR_DONE as i64 {
+                    break;
+                }
+                assert!(id >= 0, "server poll: {id}");
+                if mpquic_h3_event_kind(ev) == mpquic_h3_event_type::MPQUIC_H3_EVENT_HEADERS {
+                    let mut hd: mpquic_h3_header = std::mem::zeroed();
+                    assert_eq!(mpquic_h3_event_header(ev, 3, &mut hd), 0);
+                    assert_eq!(std::slice::from_raw_parts(hd.value, hd.value_len), b"/x");
+                    assert_eq!(mpquic_h3_event_header(ev, 4, &mut hd), MPQUIC_ERROR_DONE as i32);
+                    let resp = [h(b":status", b"200")];
+                    assert_eq!(mpquic_h3_send_response(sh3, server, id as u64, resp.as_ptr(), 1, false), 0);
+                }
+                mpquic_h3_event_free(ev);
+            }
+            if sent < body.len() {
+                let n = mpquic_h3_send_body(sh3, server, 0, body[sent..].as_ptr(), body.len() - sent, true);
+                if n > 0 {
+                    sent += n as usize;
+                }
+            }
+            pump(server, client, now);
+            loop {
+                let mut ev = null_mut();
+                let id = mpquic_h3_conn_poll(ch3, client, &mut ev);
+                if id == MPQUIC_ERROR_DONE as i64 {
+                    assert!(ev.is_null());
+                    break;
+                }
+                assert_eq!(id, 0, "client poll");
+                match mpquic_h3_event_kind(ev) {
+                    mpquic_h3_event_type::MPQUIC_H3_EVENT_HEADERS => {
+                        unsafe extern "C" fn cb(
+                            _n: *const u8,
+                            _nl: usize,
+                            v: *const u8,
+                            vl: usize,
+                            arg: *mut libc::c_void,
+                        ) -> i32 {
+                            let out = unsafe { &mut *(arg as *mut Vec<u8>) };
+                            out.extend_from_slice(unsafe { std::slice::from_raw_parts(v, vl) });
+                            0
+                        }
+                        let arg = (&mut status as *mut Vec<u8>).cast();
+                        assert_eq!(mpquic_h3_event_for_each_header(ev, Some(cb), arg), 0);
+                    }
+                    mpquic_h3_event_type::MPQUIC_H3_EVENT_DATA => loop {
+                        let mut b = [0u8; 4096];
+                        let n = mpquic_h3_recv_body(ch3, client, 0, b.as_mut_ptr(), b.len());
+                        if n == MPQUIC_ERROR_DONE as isize {
+                            break;
+                        }
+                        assert!(n > 0);
+                        got.extend_from_slice(&b[..n as usize]);
+                    },
+                    mpquic_h3_event_type::MPQUIC_H3_EVENT_FINISHED => finished = true,
+                    other => panic!("unexpected {other:?}"),
+                }
+                mpquic_h3_event_free(ev);
+            }
+            if finished {
+                break;
+            }
+        }
+        assert_eq!(status, b"200");
+        assert!(finished);
+        assert!(got == body, "got {} of {} bytes", got.len(), body.len());
+
+        let mut st = mpquic_stats::default();
+        assert_eq!(mpquic_conn_stats(client, &mut st), 0);
+        assert!(st.recv_bytes > body.len() as u64 && st.sent > 0 && st.paths == 1);
+        assert_eq!(mpquic_conn_path_count(client), 1);
+        let mut ps: mpquic_path_stats = std::mem::zeroed();
+        assert_eq!(mpquic_conn_path_stats(client, 0, &mut ps), 0);
+        assert_eq!(ps.path_id, 0);
+        assert_eq!(ps.peer_len, sa.1);
+        assert!(ps.srtt_ns > 0 && ps.cwnd > 0 && ps.recv_bytes > body.len() as u64);
+        assert_eq!(*ps.cc_state.last().unwrap(), 0, "NUL-terminated");
+        assert_eq!(mpquic_conn_path_stats(client, 1, &mut ps), MPQUIC_ERROR_DONE as i32);
+
+        assert_eq!(mpquic_conn_close(client, true, 0x100, b"bye".as_ptr(), 3, now), 0);
+        pump(client, server, now);
+        let (mut app, mut code, mut r, mut rl) = (false, 0u64, null(), 0usize);
+        assert!(mpquic_conn_close_info(server, false, &mut app, &mut code, &mut r, &mut rl));
+        assert!(app && code == 0x100);
+        assert_eq!(std::slice::from_raw_parts(r, rl), b"bye");
+        assert!(mpquic_conn_is_draining(server));
+        let mut ids = [0u64; 4];
+        assert!(mpquic_conn_readable(server, ids.as_mut_ptr(), 4) >= 0);
+        // The close timers run out.
+        now += 10_000_000_000;
+        mpquic_conn_on_timeout(client, now);
+        mpquic_conn_on_timeout(server, now);
+        assert!(mpquic_conn_is_closed(client) && mpquic_conn_is_closed(server));
+        mpquic_h3_conn_free(ch3);
+        mpquic_h3_conn_free(sh3);
+        mpquic_conn_free(client);
+        mpquic_conn_free(server);
+    }
+}
