@@ -11,7 +11,11 @@ use crate::rtt::RttEstimator;
 use crate::PathId;
 
 fn rates(cwnds: &[f64], rtts: &[f64]) -> Vec<f64> {
-    cwnds.iter().zip(rtts).map(|(w, r)| if *r > 0.0 { w / r } else { 0.0 }).collect()
+    cwnds
+        .iter()
+        .zip(rtts)
+        .map(|(w, r)| if *r > 0.0 { w / r } else { 0.0 })
+        .collect()
 }
 
 /// BALIA's α_i = max_k x_k / x_i (1 for degenerate input). Any consistent
@@ -61,7 +65,10 @@ pub struct Balia {
 impl Balia {
     /// A controller in slow start with the initial window.
     pub fn new(params: CcParams) -> Self {
-        Self { id: params.path_id, win: Window::new(params) }
+        Self {
+            id: params.path_id,
+            win: Window::new(params),
+        }
     }
 }
 
@@ -78,18 +85,30 @@ impl CongestionController for Balia {
     fn on_ack(&mut self, ev: &AckEvent, rtt: &RttEstimator, paths: &[PathView]) {
         if let AckAction::Avoid(acked) = self.win.on_ack(ev) {
             let set = PathSet::gather(self.id, self.win.cwnd, rtt.smoothed(), paths);
-            let inc = balia_increase(&set.cwnds, &set.rtts, set.me, acked as f64, self.win.mss as f64);
+            let inc = balia_increase(
+                &set.cwnds,
+                &set.rtts,
+                set.me,
+                acked as f64,
+                self.win.mss as f64,
+            );
             self.win.grow(inc);
         }
     }
     fn on_loss(&mut self, ev: &LossEvent, rtt: &RttEstimator, paths: &[PathView]) {
         let set = PathSet::gather(self.id, self.win.cwnd, rtt.smoothed(), paths);
-        self.win.on_loss(ev, |w| w as f64 - balia_decrease(&set.cwnds, &set.rtts, set.me));
+        self.win.on_loss(ev, |w| {
+            w as f64 - balia_decrease(&set.cwnds, &set.rtts, set.me)
+        });
     }
     fn metrics(&self) -> CcMetrics {
         CcMetrics {
             ssthresh: (self.win.ssthresh != usize::MAX).then_some(self.win.ssthresh),
-            state: if self.win.in_slow_start() { "SlowStart" } else { "CongestionAvoidance" },
+            state: if self.win.in_slow_start() {
+                "SlowStart"
+            } else {
+                "CongestionAvoidance"
+            },
             ..CcMetrics::default()
         }
     }
@@ -139,7 +158,12 @@ mod tests {
     #[test]
     fn controller_loss_uses_alpha() {
         let t0 = base();
-        let mut c = Balia::new(CcParams { path_id: PathId(0), mss: 1000, initial_window: 10_000, now: t0 });
+        let mut c = Balia::new(CcParams {
+            path_id: PathId(0),
+            mss: 1000,
+            initial_window: 10_000,
+            now: t0,
+        });
         let mut rtt = RttEstimator::default();
         rtt.update(Duration::from_millis(100), Duration::ZERO);
         let paths = [view(0, 10_000, 100), view(1, 20_000, 100)];

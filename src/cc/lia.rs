@@ -57,7 +57,10 @@ pub struct Lia {
 impl Lia {
     /// A controller in slow start with the initial window.
     pub fn new(params: CcParams) -> Self {
-        Self { id: params.path_id, win: Window::new(params) }
+        Self {
+            id: params.path_id,
+            win: Window::new(params),
+        }
     }
 }
 
@@ -74,7 +77,13 @@ impl CongestionController for Lia {
     fn on_ack(&mut self, ev: &AckEvent, rtt: &RttEstimator, paths: &[PathView]) {
         if let AckAction::Avoid(acked) = self.win.on_ack(ev) {
             let set = PathSet::gather(self.id, self.win.cwnd, rtt.smoothed(), paths);
-            let inc = lia_increase(&set.cwnds, &set.rtts, set.me, acked as f64, self.win.mss as f64);
+            let inc = lia_increase(
+                &set.cwnds,
+                &set.rtts,
+                set.me,
+                acked as f64,
+                self.win.mss as f64,
+            );
             self.win.grow(inc);
         }
     }
@@ -84,7 +93,11 @@ impl CongestionController for Lia {
     fn metrics(&self) -> CcMetrics {
         CcMetrics {
             ssthresh: (self.win.ssthresh != usize::MAX).then_some(self.win.ssthresh),
-            state: if self.win.in_slow_start() { "SlowStart" } else { "CongestionAvoidance" },
+            state: if self.win.in_slow_start() {
+                "SlowStart"
+            } else {
+                "CongestionAvoidance"
+            },
             ..CcMetrics::default()
         }
     }
@@ -134,7 +147,12 @@ mod tests {
     #[test]
     fn controller_slow_start_then_coupled() {
         let t0 = base();
-        let mut c = Lia::new(CcParams { path_id: PathId(0), mss: 1000, initial_window: 10_000, now: t0 });
+        let mut c = Lia::new(CcParams {
+            path_id: PathId(0),
+            mss: 1000,
+            initial_window: 10_000,
+            now: t0,
+        });
         let mut rtt = RttEstimator::default();
         rtt.update(Duration::from_millis(100), Duration::ZERO);
         let paths = [view(1, 20_000, 200)];

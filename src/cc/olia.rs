@@ -73,7 +73,12 @@ pub fn olia_increase(cwnds: &[f64], rtts: &[f64], i: usize, acked: f64, mss: f64
     if wi <= 0.0 || ri <= 0.0 {
         return 0.0;
     }
-    let sum: f64 = cwnds.iter().zip(rtts).filter(|(_, r)| **r > 0.0).map(|(w, r)| w / r).sum();
+    let sum: f64 = cwnds
+        .iter()
+        .zip(rtts)
+        .filter(|(_, r)| **r > 0.0)
+        .map(|(w, r)| w / r)
+        .sum();
     if sum <= 0.0 {
         return 0.0;
     }
@@ -97,7 +102,10 @@ pub struct Olia {
 impl Olia {
     /// A controller in slow start with the initial window.
     pub fn new(params: CcParams) -> Self {
-        Self { id: params.path_id, win: Window::new(params) }
+        Self {
+            id: params.path_id,
+            win: Window::new(params),
+        }
     }
 }
 
@@ -114,7 +122,13 @@ impl CongestionController for Olia {
     fn on_ack(&mut self, ev: &AckEvent, rtt: &RttEstimator, paths: &[PathView]) {
         if let AckAction::Avoid(acked) = self.win.on_ack(ev) {
             let set = PathSet::gather(self.id, self.win.cwnd, rtt.smoothed(), paths);
-            let inc = olia_increase(&set.cwnds, &set.rtts, set.me, acked as f64, self.win.mss as f64);
+            let inc = olia_increase(
+                &set.cwnds,
+                &set.rtts,
+                set.me,
+                acked as f64,
+                self.win.mss as f64,
+            );
             self.win.grow(inc);
         }
     }
@@ -124,7 +138,11 @@ impl CongestionController for Olia {
     fn metrics(&self) -> CcMetrics {
         CcMetrics {
             ssthresh: (self.win.ssthresh != usize::MAX).then_some(self.win.ssthresh),
-            state: if self.win.in_slow_start() { "SlowStart" } else { "CongestionAvoidance" },
+            state: if self.win.in_slow_start() {
+                "SlowStart"
+            } else {
+                "CongestionAvoidance"
+            },
             ..CcMetrics::default()
         }
     }
@@ -191,7 +209,12 @@ mod tests {
     #[test]
     fn controller_can_shrink_in_avoidance() {
         let t0 = base();
-        let mut c = Olia::new(CcParams { path_id: PathId(1), mss: 1000, initial_window: 40_000, now: t0 });
+        let mut c = Olia::new(CcParams {
+            path_id: PathId(1),
+            mss: 1000,
+            initial_window: 40_000,
+            now: t0,
+        });
         let mut rtt = RttEstimator::default();
         rtt.update(Duration::from_millis(200), Duration::ZERO);
         // Loss: 40 000 → 20 000 = ssthresh, congestion avoidance.
