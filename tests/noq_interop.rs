@@ -293,11 +293,19 @@ fn noq_client_mpquic_server(blackhole_at: Option<usize>) {
         ep.set_default_client_config(noq_client_config());
         let conn = ep.connect(a1, "localhost").unwrap().await.unwrap();
         assert!(conn.is_multipath_enabled(), "multipath not negotiated");
-        let open = conn.open_path(a2, noq::PathStatus::Available);
-        tokio::time::timeout(Duration::from_secs(10), open)
-            .await
-            .expect("open_path timed out")
-            .expect("open_path");
+        // Our PATH_NEW_CONNECTION_IDs arrive just after the handshake.
+        let mut tries = 0;
+        loop {
+            let open = conn.open_path(a2, noq::PathStatus::Available);
+            match tokio::time::timeout(Duration::from_secs(10), open).await.expect("open_path timed out") {
+                Ok(_) => break,
+                Err(_) if tries < 50 => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(e) => panic!("open_path: {e:?}"),
+            }
+        }
         let (mut send, mut recv) = conn.open_bi().await.unwrap();
         send.write_all(b"GET").await.unwrap();
         send.finish().unwrap();
