@@ -24,14 +24,14 @@ use std::time::{Duration, Instant};
 use crate::config::{Config, ConfigError};
 use crate::crypto::{self, Level, TlsConfig, TlsSession};
 use crate::error::{ErrorCode, TransportError};
-use crate::recovery::SpaceKind;
 use crate::packet::{ConnectionId, QUIC_V1};
+use crate::recovery::SpaceKind;
 use crate::stream::{Side, StreamDir, StreamError, StreamId, Streams, StreamsConfig};
 use crate::transport_params::TransportParams;
 use crate::PathId;
 
-pub use paths::{PathError, PathEvent, PathStats, PathStatus};
 use paths::{CidState, MpState, Path, PathConfig};
+pub use paths::{PathError, PathEvent, PathStats, PathStatus};
 use spaces::{CryptoLevels, HsSpace};
 
 /// Where a datagram came from and went to.
@@ -85,7 +85,11 @@ impl std::fmt::Display for Error {
         match self {
             Error::Transport(e) => write!(f, "transport error: {e}"),
             Error::PeerClosed { app, code } => {
-                write!(f, "closed by peer ({} error {code:#x})", if *app { "application" } else { "transport" })
+                write!(
+                    f,
+                    "closed by peer ({} error {code:#x})",
+                    if *app { "application" } else { "transport" }
+                )
             }
             Error::BufferTooShort => f.write_str("output buffer too short"),
             Error::Closed => f.write_str("connection closed"),
@@ -142,9 +146,13 @@ enum State {
     Handshaking,
     Established,
     /// We sent CONNECTION_CLOSE and answer further packets with it.
-    Closing { until: Instant },
+    Closing {
+        until: Instant,
+    },
     /// The peer closed; we stay silent until `until`.
-    Draining { until: Instant },
+    Draining {
+        until: Instant,
+    },
     Closed,
 }
 
@@ -201,6 +209,12 @@ pub struct Connection {
     sched_buf: Vec<crate::sched::PathSnapshot>,
     /// Our configured initial_max_path_id (the base of `mp.local_max`).
     config_max_path_id: Option<u32>,
+    /// Set while `send` tries paths the scheduler did not choose: they may
+    /// carry ACKs and control frames but no stream data.
+    fallback: bool,
+    /// Tests: raw frames to put in the next 1-RTT packet.
+    #[cfg(test)]
+    test_frames: Vec<Vec<u8>>,
 }
 
 /// Open a client connection to `peer`. `server_name` is used for SNI and
@@ -281,19 +295,23 @@ impl Connection {
         // The Initial keys come from the DCID of the client's Initial (RFC
         // 9001 §5.2): after a Retry, the SCID the Retry carried.
         let key_dcid = if is_server { retry_scid.unwrap_or(dcid) } else { dcid };
-        let levels = CryptoLevels::new(key_dcid.as_slice(), is_server).map_err(|e| Error::Config(format!("{e:?}")))?;
+        let levels =
+            CryptoLevels::new(key_dcid.as_slice(), is_server).map_err(|e| Error::Config(format!("{e:?}")))?;
         let side = if is_server { Side::Server } else { Side::Client };
-        let streams = Streams::new(side, StreamsConfig {
-            initial_max_data: config.initial_max_data,
-            max_data_window: config.max_connection_window,
-            initial_max_stream_data_bidi_local: config.initial_max_stream_data_bidi_local,
-            initial_max_stream_data_bidi_remote: config.initial_max_stream_data_bidi_remote,
-            initial_max_stream_data_uni: config.initial_max_stream_data_uni,
-            max_stream_window: config.max_stream_window,
-            initial_max_streams_bidi: config.initial_max_streams_bidi,
-            initial_max_streams_uni: config.initial_max_streams_uni,
-            send_buffer_cap: config.send_buffer_limit,
-        });
+        let streams = Streams::new(
+            side,
+            StreamsConfig {
+                initial_max_data: config.initial_max_data,
+                max_data_window: config.max_connection_window,
+                initial_max_stream_data_bidi_local: config.initial_max_stream_data_bidi_local,
+                initial_max_stream_data_bidi_remote: config.initial_max_stream_data_bidi_remote,
+                initial_max_stream_data_uni: config.initial_max_stream_data_uni,
+                max_stream_window: config.max_stream_window,
+                initial_max_streams_bidi: config.initial_max_streams_bidi,
+                initial_max_streams_uni: config.initial_max_streams_uni,
+                send_buffer_cap: config.send_buffer_limit,
+            },
+        );
         let mut path0 = Path::new(PathId::ZERO, local, peer, config, now, true);
         // The first path is validated by the handshake itself.
         path0.validated = true;
@@ -336,6 +354,9 @@ impl Connection {
                 .map_err(|e| Error::Config(e.to_string()))?,
             sched_buf: Vec::with_capacity(4),
             config_max_path_id: config.initial_max_path_id,
+            fallback: false,
+            #[cfg(test)]
+            test_frames: Vec::new(),
         };
         if !is_server {
             // Produce the ClientHello.
@@ -427,7 +448,13 @@ impl Connection {
         self.streams.stream_recv(StreamId(id), out)
     }
     /// Stop sending (RESET_STREAM) and/or receiving (STOP_SENDING) on a stream.
-    pub fn stream_shutdown(&mut self, id: u64, read: bool, write: bool, code: u64) -> Result<(), StreamError> {
+    pub fn stream_shutdown(
+        &mut self,
+        id: u64,
+        read: bool,
+        write: bool,
+        code: u64,
+    ) -> Result<(), StreamError> {
         if read {
             self.streams.stream_stop_sending(StreamId(id), code)?;
         }

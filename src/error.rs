@@ -88,11 +88,7 @@ pub struct TransportError {
 impl TransportError {
     /// An error with no frame type.
     pub const fn new(code: ErrorCode, reason: &'static str) -> Self {
-        Self {
-            code,
-            frame_type: None,
-            reason,
-        }
+        Self { code, frame_type: None, reason }
     }
     /// Attach the frame type that caused the error.
     pub const fn with_frame(mut self, frame_type: u64) -> Self {

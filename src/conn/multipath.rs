@@ -22,7 +22,12 @@ impl Connection {
     /// unused path ID for which the peer issued a connection ID; data flows
     /// on it once PATH_CHALLENGE/PATH_RESPONSE validated it
     /// ([`PathEvent::Validated`]).
-    pub fn probe_path(&mut self, local: SocketAddr, peer: SocketAddr, now: Instant) -> Result<PathId, PathError> {
+    pub fn probe_path(
+        &mut self,
+        local: SocketAddr,
+        peer: SocketAddr,
+        now: Instant,
+    ) -> Result<PathId, PathError> {
         if !self.multipath || !self.is_established() {
             return Err(PathError::NotMultipath);
         }
@@ -32,7 +37,8 @@ impl Connection {
         if self.paths.iter().any(|p| !p.abandoned && p.local == local && p.peer == peer) {
             return Err(PathError::Exists);
         }
-        let used = self.paths.iter().map(|p| p.id.0).chain(self.mp.closed.iter().map(|p| p.0)).max().unwrap_or(0);
+        let used =
+            self.paths.iter().map(|p| p.id.0).chain(self.mp.closed.iter().map(|p| p.0)).max().unwrap_or(0);
         let Some(next) = used.checked_add(1) else { return Err(PathError::PathIdLimit) };
         let limit = self.mp.peer_max.min(self.mp.local_max);
         // The lowest unused path ID with a peer CID (IDs may be skipped when
@@ -75,7 +81,12 @@ impl Connection {
 
     /// Set our preference for a path and tell the peer (PATH_STATUS_BACKUP /
     /// PATH_STATUS_AVAILABLE). Our scheduler honours it too.
-    pub fn set_path_status(&mut self, id: PathId, status: PathStatus, _now: Instant) -> Result<(), PathError> {
+    pub fn set_path_status(
+        &mut self,
+        id: PathId,
+        status: PathStatus,
+        _now: Instant,
+    ) -> Result<(), PathError> {
         if !self.multipath {
             return Err(PathError::NotMultipath);
         }
@@ -96,7 +107,10 @@ impl Connection {
         }
         let peer_max = params.initial_max_path_id.unwrap_or(0);
         if peer_max > u32::MAX as u64 {
-            return Err(TransportError::new(ErrorCode::TRANSPORT_PARAMETER_ERROR, "initial_max_path_id too large"));
+            return Err(TransportError::new(
+                ErrorCode::TRANSPORT_PARAMETER_ERROR,
+                "initial_max_path_id too large",
+            ));
         }
         // Multipath needs non-zero-length CIDs on both sides (draft-21 §2.1).
         if self.cids.cid_len() == 0 || self.cids.dcid_for(PathId::ZERO).is_none_or(|c| c.is_empty()) {
@@ -165,7 +179,12 @@ impl Connection {
         Ok(())
     }
 
-    pub(super) fn on_path_status(&mut self, p: u64, seq: u64, status: PathStatus) -> Result<(), TransportError> {
+    pub(super) fn on_path_status(
+        &mut self,
+        p: u64,
+        seq: u64,
+        status: PathStatus,
+    ) -> Result<(), TransportError> {
         let Some(id) = self.frame_path(p)? else { return Ok(()) };
         match self.path_index(id) {
             Some(i) => {
@@ -344,7 +363,8 @@ impl Connection {
         if !self.multipath || self.paths.len() < 2 {
             return;
         }
-        let others_ok = self.paths.iter().enumerate().any(|(j, p)| j != pi && p.usable() && p.silent_ptos == 0);
+        let others_ok =
+            self.paths.iter().enumerate().any(|(j, p)| j != pi && p.usable() && p.silent_ptos == 0);
         if !others_ok {
             return;
         }
@@ -376,6 +396,6 @@ impl Connection {
                 || self.mp.paths_blocked_pending
                 || self.mp.cids_blocked_pending.is_some()
                 || !self.mp.abandon_pending.is_empty()
-                || self.paths.iter().any(|p| p.status_pending))
+                || self.paths.iter().any(|p| p.status_pending && !p.abandoned))
     }
 }

@@ -168,11 +168,17 @@ impl Path {
         Path::with(id, local, peer, &PathConfig::from_config(config), now)
     }
 
-    pub(crate) fn with(id: PathId, local: SocketAddr, peer: SocketAddr, config: &PathConfig, now: Instant) -> Path {
+    pub(crate) fn with(
+        id: PathId,
+        local: SocketAddr,
+        peer: SocketAddr,
+        config: &PathConfig,
+        now: Instant,
+    ) -> Path {
         let mss = config.mss;
         let params = CcParams { path_id: id, mss, initial_window: cc::initial_window(mss), now };
-        let controller = cc::build(&config.cc, params)
-            .unwrap_or_else(|_| Box::new(crate::cc::cubic::Cubic::new(params)));
+        let controller =
+            cc::build(&config.cc, params).unwrap_or_else(|_| Box::new(crate::cc::cubic::Cubic::new(params)));
         let mut recovery = PathRecovery::new(params, controller, config.initial_rtt);
         if let Some(d) = config.peer_max_ack_delay {
             recovery.set_max_ack_delay(d);
@@ -243,6 +249,10 @@ impl Path {
         s.rttvar = rtt.var();
         s.cwnd = self.recovery.cwnd();
         s.bytes_in_flight = self.recovery.bytes_in_flight();
+        // The sender needs room for a full packet: report less as none.
+        if s.cwnd.saturating_sub(s.bytes_in_flight) < self.mss {
+            s.bytes_in_flight = s.bytes_in_flight.max(s.cwnd);
+        }
         s.packets_in_flight = self.space.ack_eliciting_in_flight();
         s.bandwidth = cc.bandwidth_estimate().unwrap_or(0);
         s.in_slow_start = cc.in_slow_start();
@@ -336,7 +346,13 @@ impl CidState {
             next_local_seq: vec![(PathId::ZERO, 1)],
         };
         let reset_token = s.reset_token_for(&scid);
-        s.local.push(LocalCid { path: PathId::ZERO, seq: 0, cid: scid, reset_token, announce_pending: false });
+        s.local.push(LocalCid {
+            path: PathId::ZERO,
+            seq: 0,
+            cid: scid,
+            reset_token,
+            announce_pending: false,
+        });
         s
     }
 

@@ -3,11 +3,11 @@
 use std::time::{Duration, Instant};
 
 use crate::crypto::{self, Direction, Level};
-use crate::stream::StreamId;
 use crate::error::{ErrorCode, TransportError};
 use crate::frame::{self, Frame};
 use crate::packet::{self, ConnectionId, PacketType, QUIC_V1};
 use crate::recovery::{Ecn, HandshakeStatus, PacketFate};
+use crate::stream::StreamId;
 use crate::transport_params::TransportParams;
 use crate::PathId;
 
@@ -196,7 +196,10 @@ impl Connection {
         }
 
         // The first packet on a new path ID opens the path (server side).
-        if level == Level::OneRtt && self.path_index(path_id).is_none() && self.create_peer_path(path_id, info, now).is_none() {
+        if level == Level::OneRtt
+            && self.path_index(path_id).is_none()
+            && self.create_peer_path(path_id, info, now).is_none()
+        {
             return Ok(plen);
         }
 
@@ -214,7 +217,9 @@ impl Connection {
         if !self.is_server && hdr_is_long(level) && !self.got_peer_packet {
             self.cids.set_initial_peer_cid(scid);
         }
-        if self.is_server && level == Level::Initial && self.cids.dcid_for(PathId::ZERO) == Some(ConnectionId::EMPTY)
+        if self.is_server
+            && level == Level::Initial
+            && self.cids.dcid_for(PathId::ZERO) == Some(ConnectionId::EMPTY)
         {
             self.cids.set_initial_peer_cid(scid);
         }
@@ -232,12 +237,20 @@ impl Connection {
         let pidx = self.path_index(path_id).unwrap_or(0);
         let res = frame::for_each_frame(payload, |f| {
             if !f.is_allowed_in(ptype) {
-                return Err(TransportError::violation("frame not allowed in this packet type").with_frame(f.ty()));
+                return Err(
+                    TransportError::violation("frame not allowed in this packet type").with_frame(f.ty())
+                );
             }
             facts.ack_eliciting |= f.is_ack_eliciting();
             facts.non_probing |= !f.is_probing();
             let ty = f.ty();
-            self.on_frame(f, level, path_id, info, now).map_err(|e| if e.frame_type.is_none() { e.with_frame(ty) } else { e })
+            self.on_frame(f, level, path_id, info, now).map_err(|e| {
+                if e.frame_type.is_none() {
+                    e.with_frame(ty)
+                } else {
+                    e
+                }
+            })
         });
         res.map_err(Err)?;
 
@@ -268,11 +281,20 @@ impl Connection {
         Ok(plen)
     }
 
-    fn maybe_stateless_reset(&mut self, dgram: &[u8], _first: bool) -> Result<(), Result<Drop, TransportError>> {
+    fn maybe_stateless_reset(
+        &mut self,
+        dgram: &[u8],
+        _first: bool,
+    ) -> Result<(), Result<Drop, TransportError>> {
         if let Some(tok) = packet::stateless_reset_token(dgram) {
             if self.cids.is_stateless_reset(tok) {
                 log::debug!("stateless reset received");
-                self.peer_close = Some(CloseInfo { is_app: false, code: 0, frame_type: None, reason: b"stateless reset".to_vec() });
+                self.peer_close = Some(CloseInfo {
+                    is_app: false,
+                    code: 0,
+                    frame_type: None,
+                    reason: b"stateless reset".to_vec(),
+                });
                 self.state = State::Closed;
                 return Err(Ok(Drop::Datagram));
             }
@@ -296,7 +318,12 @@ impl Connection {
         if hdr.supported_versions().any(|v| v == QUIC_V1) {
             return Err(Ok(Drop::Datagram));
         }
-        self.peer_close = Some(CloseInfo { is_app: false, code: 0, frame_type: None, reason: b"version negotiation".to_vec() });
+        self.peer_close = Some(CloseInfo {
+            is_app: false,
+            code: 0,
+            frame_type: None,
+            reason: b"version negotiation".to_vec(),
+        });
         self.state = State::Closed;
         Err(Ok(Drop::Datagram))
     }
@@ -341,7 +368,9 @@ impl Connection {
             is_client: !self.is_server,
             has_handshake_keys: self.levels.has_send_keys(Level::Handshake),
             handshake_confirmed: self.handshake_confirmed,
-            peer_completed_address_validation: self.is_server || self.handshake_confirmed || self.hs[1].sent.largest_acked().is_some(),
+            peer_completed_address_validation: self.is_server
+                || self.handshake_confirmed
+                || self.hs[1].sent.largest_acked().is_some(),
             amplification_limited: false,
         }
     }
@@ -367,7 +396,8 @@ impl Connection {
                 };
                 let _ = path_id;
                 let exp = self.peer_params.as_ref().map(|p| p.ack_delay_exponent).unwrap_or(3);
-                let delay = Duration::from_micros(ack_delay.checked_shl(exp as u32).unwrap_or(u64::MAX).min(1 << 40));
+                let delay =
+                    Duration::from_micros(ack_delay.checked_shl(exp as u32).unwrap_or(u64::MAX).min(1 << 40));
                 self.on_ack(level, target, ranges.iter(), delay, now)?;
             }
             Frame::Crypto { offset, data } => {
@@ -396,7 +426,9 @@ impl Connection {
                 self.streams.on_stop_sending(StreamId(stream_id), error_code)?;
             }
             Frame::MaxData(v) => self.streams.on_max_data(v)?,
-            Frame::MaxStreamData { stream_id, max } => self.streams.on_max_stream_data(StreamId(stream_id), max)?,
+            Frame::MaxStreamData { stream_id, max } => {
+                self.streams.on_max_stream_data(StreamId(stream_id), max)?
+            }
             Frame::MaxStreams { bidi, max } => self.streams.on_max_streams(bidi, max)?,
             Frame::DataBlocked(v) => self.streams.on_data_blocked(v)?,
             Frame::StreamDataBlocked { stream_id, limit } => {
@@ -469,7 +501,9 @@ impl Connection {
             }
             Frame::PathAbandon { path_id: p, .. } => self.on_path_abandon(p, now)?,
             Frame::PathStatusBackup { path_id: p, seq } => self.on_path_status(p, seq, PathStatus::Backup)?,
-            Frame::PathStatusAvailable { path_id: p, seq } => self.on_path_status(p, seq, PathStatus::Available)?,
+            Frame::PathStatusAvailable { path_id: p, seq } => {
+                self.on_path_status(p, seq, PathStatus::Available)?
+            }
             Frame::MaxPathId(v) => self.on_max_path_id(v)?,
             Frame::PathsBlocked(v) => self.on_paths_blocked(v)?,
             Frame::PathCidsBlocked { path_id: p, next_seq } => self.on_path_cids_blocked(p, next_seq)?,
@@ -477,7 +511,14 @@ impl Connection {
         Ok(())
     }
 
-    fn on_ack<I>(&mut self, level: Level, path: PathId, ranges: I, delay: Duration, now: Instant) -> Result<(), TransportError>
+    fn on_ack<I>(
+        &mut self,
+        level: Level,
+        path: PathId,
+        ranges: I,
+        delay: Duration,
+        now: Instant,
+    ) -> Result<(), TransportError>
     where
         I: Iterator<Item = std::ops::Range<u64>> + Clone,
     {
@@ -494,10 +535,12 @@ impl Connection {
                 return Ok(());
             };
             let p = &mut self.paths[i];
-            let r = p.space.on_ack_received(&mut p.recovery, ranges, delay, now, &hs, &views, |fate, pkt| match fate {
-                PacketFate::Acked => acked.push(pkt),
-                PacketFate::Lost => lost.push(pkt),
-                PacketFate::Discarded => {}
+            let r = p.space.on_ack_received(&mut p.recovery, ranges, delay, now, &hs, &views, |fate, pkt| {
+                match fate {
+                    PacketFate::Acked => acked.push(pkt),
+                    PacketFate::Lost => lost.push(pkt),
+                    PacketFate::Discarded => {}
+                }
             });
             if r.as_ref().is_ok_and(|s| s.newly_acked > 0) {
                 p.probes = 0;
@@ -506,11 +549,19 @@ impl Connection {
             r
         } else {
             let sp = &mut self.hs[level_index(level)];
-            sp.sent.on_ack_received(&mut self.paths[0].recovery, ranges, delay, now, &hs, &views, |fate, pkt| match fate {
-                PacketFate::Acked => acked.push(pkt),
-                PacketFate::Lost => lost.push(pkt),
-                PacketFate::Discarded => {}
-            })
+            sp.sent.on_ack_received(
+                &mut self.paths[0].recovery,
+                ranges,
+                delay,
+                now,
+                &hs,
+                &views,
+                |fate, pkt| match fate {
+                    PacketFate::Acked => acked.push(pkt),
+                    PacketFate::Lost => lost.push(pkt),
+                    PacketFate::Discarded => {}
+                },
+            )
         };
         let pi = self.path_index(path).unwrap_or(0);
         let mp = self.multipath;
@@ -550,7 +601,9 @@ impl Connection {
             SentFrame::Stream { id, offset, len, fin } => {
                 self.streams.on_stream_acked(StreamId(id), offset, len as usize, fin)
             }
-            SentFrame::Crypto { level, offset, len } => self.levels.send[level_index(level)].on_acked(offset, len as usize),
+            SentFrame::Crypto { level, offset, len } => {
+                self.levels.send[level_index(level)].on_acked(offset, len as usize)
+            }
             SentFrame::Ack { largest } => {
                 if level == Level::OneRtt {
                     if let Some(p) = self.paths.get_mut(pi) {
@@ -584,7 +637,9 @@ impl Connection {
                 }
                 self.streams.on_stream_lost(StreamId(id), offset, len as usize, fin);
             }
-            SentFrame::Crypto { level, offset, len } => self.levels.send[level_index(level)].on_lost(offset, len as usize),
+            SentFrame::Crypto { level, offset, len } => {
+                self.levels.send[level_index(level)].on_lost(offset, len as usize)
+            }
             SentFrame::Control(c) => self.streams.on_control_lost(c),
             SentFrame::HandshakeDone => self.handshake_done_pending = true,
             SentFrame::NewCid { path, seq } => {
@@ -745,7 +800,8 @@ impl Connection {
             }
         }
         self.cids.local_limit = params.active_connection_id_limit;
-        self.multipath = params.initial_max_path_id.is_some() && self.local_params.initial_max_path_id.is_some();
+        self.multipath =
+            params.initial_max_path_id.is_some() && self.local_params.initial_max_path_id.is_some();
         self.max_udp_payload = self.max_udp_payload.min(params.max_udp_payload_size as usize);
         self.cids.issue(PathId::ZERO);
         self.mp_on_handshake(&params).map_err(Error::Transport)?;

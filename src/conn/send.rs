@@ -33,13 +33,19 @@ impl Connection {
         }
         // The chosen path had nothing it may send (cwnd, pacing, no CID):
         // another path may still owe ACKs or control frames.
+        self.fallback = true;
         for i in 0..self.paths.len() {
             if i != pi {
-                if let Some(r) = self.send_on_index(out, i, now)? {
-                    return Ok(Some(r));
+                match self.send_on_index(out, i, now) {
+                    Ok(None) => {}
+                    r => {
+                        self.fallback = false;
+                        return r;
+                    }
                 }
             }
         }
+        self.fallback = false;
         Ok(None)
     }
 
@@ -56,10 +62,12 @@ impl Connection {
 
     /// Paths owing path-validation traffic or probes first, then the
     /// scheduler's choice among usable paths.
-    fn pick_path(&mut self, now: Instant) -> usize {
-        if let Some(i) = self.paths.iter().position(|p| {
-            !p.abandoned && (!p.responses.is_empty() || p.challenge_pending || p.probes > 0)
-        }) {
+    pub(super) fn pick_path(&mut self, now: Instant) -> usize {
+        if let Some(i) = self
+            .paths
+            .iter()
+            .position(|p| !p.abandoned && (!p.responses.is_empty() || p.challenge_pending || p.probes > 0))
+        {
             return i;
         }
         self.sched_buf.clear();
@@ -80,7 +88,12 @@ impl Connection {
         self.paths.iter().position(|p| p.usable()).unwrap_or(0)
     }
 
-    fn send_on_index(&mut self, out: &mut [u8], pi: usize, now: Instant) -> Result<Option<(usize, SendInfo)>, Error> {
+    pub(super) fn send_on_index(
+        &mut self,
+        out: &mut [u8],
+        pi: usize,
+        now: Instant,
+    ) -> Result<Option<(usize, SendInfo)>, Error> {
         match self.state {
             State::Closed | State::Draining { .. } => return Ok(None),
             State::Closing { .. } if !self.close_pending => return Ok(None),
@@ -132,7 +145,8 @@ impl Connection {
             // Client Initials are padded to 1200 bytes; the padding goes in the
             // last packet of the datagram, so decide it for the last one.
             let is_last = level == Level::OneRtt || !self.more_levels_to_send(level);
-            let pad_to = if is_last && (ack_eliciting_initial || (level == Level::Initial && !self.is_server)) {
+            let pad_to = if is_last && (ack_eliciting_initial || (level == Level::Initial && !self.is_server))
+            {
                 Some(MIN_INITIAL_SIZE.saturating_sub(written))
             } else {
                 None
@@ -179,7 +193,9 @@ impl Connection {
                 (self.levels.has_send_keys(Level::Handshake) && self.level_has_data(Level::Handshake))
                     || (self.levels.has_send_keys(Level::OneRtt) && self.level_has_data(Level::OneRtt))
             }
-            Level::Handshake => self.levels.has_send_keys(Level::OneRtt) && self.level_has_data(Level::OneRtt),
+            Level::Handshake => {
+                self.levels.has_send_keys(Level::OneRtt) && self.level_has_data(Level::OneRtt)
+            }
             _ => false,
         }
     }
@@ -188,7 +204,8 @@ impl Connection {
         let i = level_index(level);
         if i < 2 {
             let sp = &self.hs[i];
-            return !sp.discarded && (sp.acks.has_new() || self.levels.send[i].has_pending() || sp.probes > 0);
+            return !sp.discarded
+                && (sp.acks.has_new() || self.levels.send[i].has_pending() || sp.probes > 0);
         }
         self.paths[0].acks.has_new()
             || self.streams.has_pending_data()
@@ -224,7 +241,8 @@ impl Connection {
         let ack_due = if is_data {
             let a = &self.paths[pi].acks;
             other_acks
-                || (a.has_new() && (a.ack_deadline().is_some_and(|d| d <= now) || self.level_wants_to_send(level, pi)))
+                || (a.has_new()
+                    && (a.ack_deadline().is_some_and(|d| d <= now) || self.level_wants_to_send(level, pi)))
         } else {
             self.hs[li].acks.has_new()
         };
@@ -434,14 +452,15 @@ impl Connection {
             return true;
         }
         li == 2
-            && (self.streams.has_pending_data()
+            && ((self.streams.has_pending_data() && !self.fallback)
                 || self.streams.has_pending_control()
                 || self.handshake_done_pending
                 || self.cids.retire_pending.len() > 0
                 || self.cids.local.iter().any(|c| c.announce_pending)
                 || self.paths[pi].challenge_pending
                 || !self.paths[pi].responses.is_empty()
-                || self.mp_frames_pending())
+                || self.mp_frames_pending()
+                || self.test_frames_pending())
     }
 
     /// 1-RTT frames other than ACK and CRYPTO. Returns whether any
@@ -494,6 +513,13 @@ impl Connection {
         if self.multipath && self.mp_frames_pending() {
             eliciting |= self.write_mp_frames(w, end, frames);
         }
+        #[cfg(test)]
+        while let Some(f) = self.test_frames.pop() {
+            if w.bytes(&f).is_ok() {
+                eliciting = true;
+                frames.push(SentFrame::Ping);
+            }
+        }
         // Flow control and stream state.
         let rtt = self.paths[pi].recovery.rtt().smoothed();
         while let Some(c) = self.streams.next_control(now, rtt) {
@@ -506,7 +532,7 @@ impl Connection {
             eliciting = true;
         }
         // Stream data, round-robin across streams.
-        loop {
+        while !self.fallback {
             let room = end.saturating_sub(w.pos());
             if room < 24 {
                 break;
@@ -527,19 +553,31 @@ impl Connection {
             } else {
                 p.st.stream_bytes += chunk.len as u64;
             }
-            frames.push(SentFrame::Stream { id, offset: chunk.offset, len: chunk.len as u32, fin: chunk.fin });
+            frames.push(SentFrame::Stream {
+                id,
+                offset: chunk.offset,
+                len: chunk.len as u32,
+                fin: chunk.fin,
+            });
             eliciting = true;
         }
         eliciting
     }
 
     /// A packet carrying only CONNECTION_CLOSE.
-    fn send_close(&mut self, out: &mut [u8], pi: usize, now: Instant) -> Result<Option<(usize, SendInfo)>, Error> {
+    fn send_close(
+        &mut self,
+        out: &mut [u8],
+        pi: usize,
+        now: Instant,
+    ) -> Result<Option<(usize, SendInfo)>, Error> {
         self.close_pending = false;
         let Some(info) = self.local_close.clone() else { return Ok(None) };
         let level = [Level::OneRtt, Level::Handshake, Level::Initial]
             .into_iter()
-            .find(|l| self.levels.has_send_keys(*l) && (level_index(*l) == 2 || !self.hs[level_index(*l)].discarded))
+            .find(|l| {
+                self.levels.has_send_keys(*l) && (level_index(*l) == 2 || !self.hs[level_index(*l)].discarded)
+            })
             .ok_or(Error::Closed)?;
         let li = level_index(level);
         // An application close is only sent in 1-RTT.
@@ -648,7 +686,8 @@ impl Connection {
                 };
                 if pi == 0 {
                     let [a, b] = hs_spaces;
-                    let mut spaces: Vec<&mut crate::recovery::PacketSpace<SentFrames>> = Vec::with_capacity(3);
+                    let mut spaces: Vec<&mut crate::recovery::PacketSpace<SentFrames>> =
+                        Vec::with_capacity(3);
                     if !a.discarded {
                         spaces.push(&mut a.sent);
                     }
@@ -694,18 +733,36 @@ impl Connection {
         }
     }
 
+    #[cfg(test)]
+    fn test_frames_pending(&self) -> bool {
+        !self.test_frames.is_empty()
+    }
+    #[cfg(not(test))]
+    #[inline(always)]
+    fn test_frames_pending(&self) -> bool {
+        false
+    }
+
     /// Another path has PATH_ACKs due that this packet should carry.
     fn other_acks_due(&self, pi: usize, now: Instant) -> bool {
         self.paths.iter().enumerate().any(|(j, p)| {
             j != pi
                 && p.acks.has_new()
+                && !p.acks.ranges().is_empty()
                 && (p.abandoned || !p.usable() || p.acks.ack_deadline().is_some_and(|d| d <= now))
         })
     }
 
     /// PATH_ACK frames for other paths' packet-number spaces: those due, and
     /// all of those of abandoned paths (draft-21 §3.4.3).
-    fn write_other_acks(&mut self, w: &mut Writer<'_>, end: usize, pi: usize, frames: &mut SentFrames, now: Instant) {
+    fn write_other_acks(
+        &mut self,
+        w: &mut Writer<'_>,
+        end: usize,
+        pi: usize,
+        frames: &mut SentFrames,
+        now: Instant,
+    ) {
         for j in 0..self.paths.len() {
             if j == pi {
                 continue;

@@ -115,7 +115,10 @@ impl CryptoRecv {
     pub(crate) fn insert(&mut self, off: u64, data: &[u8], out: &mut Vec<u8>) -> Result<(), TransportError> {
         let end = off + data.len() as u64;
         if end > self.read + MAX_CRYPTO_BUFFER {
-            return Err(TransportError::new(ErrorCode::CRYPTO_BUFFER_EXCEEDED, "too much CRYPTO data buffered"));
+            return Err(TransportError::new(
+                ErrorCode::CRYPTO_BUFFER_EXCEEDED,
+                "too much CRYPTO data buffered",
+            ));
         }
         if end <= self.read {
             return Ok(());

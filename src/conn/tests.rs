@@ -36,6 +36,7 @@ struct Datagram {
     at: Instant,
     data: Vec<u8>,
     to_server: bool,
+    info: RecvInfo,
 }
 
 /// Client and server joined by a wire with a one-way delay and optional
@@ -44,6 +45,7 @@ pub(crate) struct Pair {
     pub(crate) c: Connection,
     pub(crate) s: Connection,
     pub(crate) now: Instant,
+    #[allow(dead_code)]
     c_addr: SocketAddr,
     s_addr: SocketAddr,
     delay: Duration,
@@ -52,6 +54,8 @@ pub(crate) struct Pair {
     rng: rand::rngs::StdRng,
     in_flight: Vec<Datagram>,
     pub(crate) delivered: u64,
+    /// Datagrams from or to these addresses are dropped.
+    pub(crate) blackhole: Vec<SocketAddr>,
 }
 
 impl Pair {
@@ -77,6 +81,7 @@ impl Pair {
             rng: rand::rngs::StdRng::seed_from_u64(7),
             in_flight: Vec::new(),
             delivered: 0,
+            blackhole: Vec::new(),
         }
     }
 
@@ -91,16 +96,21 @@ impl Pair {
             loop {
                 let conn = if to_server { &mut self.c } else { &mut self.s };
                 match conn.send(&mut buf, self.now) {
-                    Ok(Some((len, _))) => {
+                    Ok(Some((len, si))) => {
                         n += 1;
-                        if self.rng.gen::<f64>() < self.loss {
+                        if self.rng.gen::<f64>() < self.loss
+                            || self.blackhole.contains(&si.from)
+                            || self.blackhole.contains(&si.to)
+                        {
                             continue;
                         }
-                        let extra = if self.rng.gen::<f64>() < self.reorder { self.delay } else { Duration::ZERO };
+                        let extra =
+                            if self.rng.gen::<f64>() < self.reorder { self.delay } else { Duration::ZERO };
                         self.in_flight.push(Datagram {
                             at: self.now + self.delay + extra,
                             data: buf[..len].to_vec(),
                             to_server,
+                            info: RecvInfo { from: si.from, to: si.to },
                         });
                     }
                     Ok(None) => break,
@@ -114,6 +124,18 @@ impl Pair {
     /// Advance to the next event (datagram arrival or timer) and handle it.
     /// Returns false when nothing is left to happen.
     pub(crate) fn step(&mut self) -> bool {
+        self.step_until(None)
+    }
+
+    /// Run events until virtual time `d` from now has passed (never jumping
+    /// to a later timer, e.g. the idle timeout).
+    pub(crate) fn run_for(&mut self, d: Duration) {
+        let end = self.now + d;
+        while self.step_until(Some(end)) {}
+        self.now = self.now.max(end);
+    }
+
+    fn step_until(&mut self, limit: Option<Instant>) -> bool {
         self.flush();
         let next_dgram = self.in_flight.iter().map(|d| d.at).min();
         let timers = [self.c.timeout(), self.s.timeout()];
@@ -123,6 +145,9 @@ impl Pair {
             (Some(a), None) | (None, Some(a)) => a,
             (None, None) => return false,
         };
+        if limit.is_some_and(|l| next > l) {
+            return false;
+        }
         if next > self.now {
             self.now = next;
         }
@@ -132,12 +157,8 @@ impl Pair {
             if self.in_flight[i].at <= now {
                 let mut d = self.in_flight.swap_remove(i);
                 self.delivered += 1;
-                let (conn, info) = if d.to_server {
-                    (&mut self.s, RecvInfo { from: self.c_addr, to: self.s_addr })
-                } else {
-                    (&mut self.c, RecvInfo { from: self.s_addr, to: self.c_addr })
-                };
-                let _ = conn.recv(&mut d.data, info, now);
+                let conn = if d.to_server { &mut self.s } else { &mut self.c };
+                let _ = conn.recv(&mut d.data, d.info, now);
             } else {
                 i += 1;
             }
@@ -164,6 +185,16 @@ impl Pair {
     /// Server sends `data` on stream `id` (opened by the client first);
     /// returns what the client read.
     pub(crate) fn transfer(&mut self, id: u64, data: &[u8]) -> Vec<u8> {
+        self.transfer_with(id, data, |_, _| {})
+    }
+
+    /// Like `transfer`, calling `hook(pair, bytes received so far)` each step.
+    pub(crate) fn transfer_with(
+        &mut self,
+        id: u64,
+        data: &[u8],
+        mut hook: impl FnMut(&mut Pair, usize),
+    ) -> Vec<u8> {
         self.c.stream_send(id, b"get", true).unwrap();
         let mut got = Vec::new();
         let mut sent = 0;
@@ -186,6 +217,7 @@ impl Pair {
                     break;
                 }
             }
+            hook(self, got.len());
             assert!(self.step(), "stalled after {} of {} bytes", got.len(), data.len());
             assert!(self.now - start < Duration::from_secs(600), "transfer too slow");
         }
@@ -277,4 +309,313 @@ fn idle_timeout_closes() {
     while p.step() {}
     assert!(p.c.is_closed() && p.s.is_closed());
     assert!(p.c.peer_error().is_none());
+}
+
+// ---- multipath ---------------------------------------------------------------
+
+use crate::error::ErrorCode;
+use crate::{PathEvent, PathId, PathStatus};
+
+fn mp_config(server: bool) -> Config {
+    let mut c = config(server);
+    c.set_initial_max_path_id(Some(4));
+    c
+}
+
+const C2: &str = "127.0.0.1:3333";
+
+impl Pair {
+    fn mp_pair() -> Pair {
+        let mut p = Pair::new(&mp_config(false), &mp_config(true));
+        p.handshake();
+        // Let the CIDs for other path IDs arrive.
+        p.run_for(Duration::from_millis(100));
+        assert!(p.c.is_multipath() && p.s.is_multipath());
+        p
+    }
+
+    /// Client opens a second path from C2; waits for its validation.
+    fn open_second_path(&mut self) -> PathId {
+        let local: SocketAddr = C2.parse().unwrap();
+        let id = self.c.probe_path(local, self.s_addr, self.now).expect("probe_path");
+        for _ in 0..1000 {
+            self.run_for(Duration::from_millis(10));
+            while let Some(e) = self.c.path_event_next() {
+                if e == PathEvent::Validated(id) {
+                    return id;
+                }
+                assert!(!matches!(e, PathEvent::FailedValidation(_)), "validation failed");
+            }
+        }
+        panic!("second path not validated");
+    }
+
+    fn drain_events(c: &mut Connection) -> Vec<PathEvent> {
+        std::iter::from_fn(|| c.path_event_next()).collect()
+    }
+}
+
+fn stream_bytes(c: &Connection, id: PathId) -> u64 {
+    c.path_stats().find(|s| s.id == id).map_or(0, |s| s.stream_bytes)
+}
+
+#[test]
+fn two_path_transfer_uses_both_paths() {
+    let mut ccfg = mp_config(false);
+    ccfg.set_scheduler("rr").unwrap();
+    let mut scfg = mp_config(true);
+    scfg.set_scheduler("rr").unwrap();
+    let mut p = Pair::new(&ccfg, &scfg);
+    p.handshake();
+    p.run_for(Duration::from_millis(100));
+    let id = p.open_second_path();
+    assert_eq!(id, PathId(1));
+    let ev = Pair::drain_events(&mut p.s);
+    assert!(ev.iter().any(|e| matches!(e, PathEvent::New(PathId(1), _, _))), "{ev:?}");
+    let data = pattern(4 << 20);
+    let got = p.transfer(0, &data);
+    assert!(got == data);
+    let (a, b) = (stream_bytes(&p.s, PathId(0)), stream_bytes(&p.s, PathId(1)));
+    let total = (a + b) as f64;
+    let st: Vec<_> =
+        p.s.path_stats().map(|s| (s.id, s.cwnd, s.srtt, s.lost, s.sent, s.retrans_bytes)).collect();
+    // Shares follow each path's cwnd (an early loss on one path shrinks it).
+    assert!(a as f64 / total >= 0.1 && b as f64 / total >= 0.1, "shares {a} / {b} {st:?}");
+    assert_eq!(p.c.paths().count(), 2);
+}
+
+#[test]
+fn minrtt_uses_second_path_when_first_is_full() {
+    let mut p = Pair::mp_pair();
+    p.open_second_path();
+    let data = pattern(4 << 20);
+    assert!(p.transfer(0, &data) == data);
+    assert!(stream_bytes(&p.s, PathId(1)) > 0);
+    assert!(stream_bytes(&p.s, PathId(0)) > 0);
+}
+
+#[test]
+fn path_validation_failure_is_reported_and_path_closed() {
+    let mut p = Pair::mp_pair();
+    let local: SocketAddr = C2.parse().unwrap();
+    p.blackhole.push(local);
+    let id = p.c.probe_path(local, p.s_addr, p.now).unwrap();
+    let mut failed = false;
+    for _ in 0..2000 {
+        p.run_for(Duration::from_millis(10));
+        let ev = Pair::drain_events(&mut p.c);
+        assert!(!ev.contains(&PathEvent::Validated(id)));
+        if ev.contains(&PathEvent::FailedValidation(id)) {
+            failed = true;
+            break;
+        }
+    }
+    assert!(failed, "no FailedValidation");
+    // The connection goes on over the first path, and the next path ID is used next.
+    let data = pattern(200_000);
+    assert!(p.transfer(0, &data) == data);
+    assert_eq!(p.c.paths().count(), 1);
+    p.blackhole.clear();
+    let local3: SocketAddr = "127.0.0.1:4444".parse().unwrap();
+    let id2 = p.c.probe_path(local3, p.s_addr, p.now).unwrap();
+    assert!(id2.0 > id.0, "path IDs are not reused");
+}
+
+#[test]
+fn abandon_by_api_mid_transfer_keeps_data() {
+    let mut p = Pair::mp_pair();
+    let id = p.open_second_path();
+    let data = pattern(3 << 20);
+    let mut done = false;
+    let got = p.transfer_with(0, &data, |p, n| {
+        if !done && n > 1 << 20 {
+            done = true;
+            p.c.abandon_path(id, ErrorCode::APPLICATION_ABANDON_PATH.0, p.now).unwrap();
+        }
+    });
+    assert!(got == data);
+    let ev = Pair::drain_events(&mut p.s);
+    assert!(ev.contains(&PathEvent::Abandoned(id)), "server saw {ev:?}");
+    assert_eq!(p.c.abandon_path(id, 0, p.now), Err(crate::PathError::UnknownPath));
+    assert_eq!(p.c.abandon_path(PathId(0), 0, p.now), Err(crate::PathError::LastPath));
+}
+
+#[test]
+fn abandon_by_peer_mid_transfer_keeps_data() {
+    let mut p = Pair::mp_pair();
+    let id = p.open_second_path();
+    let data = pattern(3 << 20);
+    let mut done = false;
+    let got = p.transfer_with(0, &data, |p, n| {
+        if !done && n > 1 << 20 {
+            done = true;
+            // The server (the sender) abandons path 0, the original one.
+            p.s.abandon_path(PathId(0), ErrorCode::APPLICATION_ABANDON_PATH.0, p.now).unwrap();
+        }
+    });
+    assert!(got == data);
+    let ev = Pair::drain_events(&mut p.c);
+    assert!(ev.contains(&PathEvent::Abandoned(PathId(0))), "client saw {ev:?}");
+    assert_eq!(p.c.paths().map(|x| x.0).collect::<Vec<_>>(), vec![id]);
+}
+
+#[test]
+fn blackholed_path_is_detected_and_abandoned() {
+    let mut p = Pair::mp_pair();
+    let id = p.open_second_path();
+    let local: SocketAddr = C2.parse().unwrap();
+    let data = pattern(3 << 20);
+    let mut done = false;
+    let got = p.transfer_with(0, &data, |p, n| {
+        if !done && n > 1 << 20 {
+            done = true;
+            p.blackhole.push(local);
+        }
+    });
+    assert!(got == data);
+    // Detection takes three PTOs (with backoff) without an ACK.
+    p.run_for(Duration::from_secs(5));
+    let ev = Pair::drain_events(&mut p.s);
+    assert!(ev.contains(&PathEvent::Abandoned(id)), "server saw {ev:?}");
+    assert!(p.s.paths().all(|x| x.0 != id));
+    assert!(!p.s.is_closed() && !p.c.is_closed());
+}
+
+#[test]
+fn backup_status_is_honoured_by_scheduler() {
+    let mut p = Pair::mp_pair();
+    let id = p.open_second_path();
+    p.c.set_path_status(id, PathStatus::Backup, p.now).unwrap();
+    p.run_for(Duration::from_millis(100));
+    assert!(Pair::drain_events(&mut p.s).contains(&PathEvent::StatusChanged(id, PathStatus::Backup)));
+    let before = stream_bytes(&p.s, id);
+    let data = pattern(2 << 20);
+    assert!(p.transfer(0, &data) == data);
+    assert_eq!(stream_bytes(&p.s, id), before, "backup path carried data");
+    assert!(stream_bytes(&p.s, PathId(0)) >= data.len() as u64);
+}
+
+fn frame_bytes(f: crate::frame::Frame<'_>) -> Vec<u8> {
+    let mut b = vec![0u8; 128];
+    let mut w = crate::codec::Writer::new(&mut b);
+    f.encode(&mut w).unwrap();
+    let n = w.pos();
+    b.truncate(n);
+    b
+}
+
+/// Client sends `f`; returns the server's close code and frame type.
+fn server_error_for(mp: bool, frames: Vec<crate::frame::Frame<'_>>) -> Option<(u64, Option<u64>)> {
+    let mut p = if mp { Pair::mp_pair() } else { Pair::default_pair() };
+    if !mp {
+        p.handshake();
+    }
+    for f in frames {
+        p.c.test_frames.insert(0, frame_bytes(f));
+    }
+    p.run_for(Duration::from_millis(200));
+    p.s.local_error().map(|e| (e.code, e.frame_type))
+}
+
+#[test]
+fn path_ack_without_negotiation_is_protocol_violation() {
+    use crate::frame::Frame;
+    let mut ranges = crate::ranges::RangeSet::default();
+    ranges.insert(0..1);
+    let mut b = vec![0u8; 64];
+    let mut w = crate::codec::Writer::new(&mut b);
+    crate::frame::encode_ack_max(&mut w, Some(0), &ranges, 0, None, 64).unwrap();
+    let n = w.pos();
+    b.truncate(n);
+    let mut p = Pair::default_pair();
+    p.handshake();
+    p.c.test_frames.push(b);
+    p.run_for(Duration::from_millis(200));
+    let e = p.s.local_error().expect("closed");
+    assert_eq!(e.code, ErrorCode::PROTOCOL_VIOLATION.0);
+    assert_eq!(e.frame_type, Some(crate::frame::ty::PATH_ACK));
+    // Other multipath frames too.
+    let r = server_error_for(false, vec![Frame::MaxPathId(3)]);
+    assert_eq!(r, Some((ErrorCode::PROTOCOL_VIOLATION.0, Some(crate::frame::ty::MAX_PATH_ID))));
+}
+
+#[test]
+fn path_abandon_above_max_path_id_is_violation_unknown_below_is_not() {
+    use crate::frame::Frame;
+    let r = server_error_for(true, vec![Frame::PathAbandon { path_id: 9, error_code: 0 }]);
+    assert_eq!(r, Some((ErrorCode::PROTOCOL_VIOLATION.0, Some(crate::frame::ty::PATH_ABANDON))));
+    // An unused path ID within the limit is not an error (draft-21 §3.4).
+    let r = server_error_for(true, vec![Frame::PathAbandon { path_id: 3, error_code: 0 }]);
+    assert_eq!(r, None);
+}
+
+#[test]
+fn exceeding_max_path_id_and_cid_limits_are_errors() {
+    use crate::frame::Frame;
+    let cid = |b: u8| crate::ConnectionId::from_slice(&[b; 8]).unwrap();
+    let r = server_error_for(
+        true,
+        vec![Frame::NewConnectionId {
+            path_id: Some(5),
+            seq: 0,
+            retire_prior_to: 0,
+            cid: cid(1),
+            reset_token: [0; 16],
+        }],
+    );
+    assert_eq!(r, Some((ErrorCode::PROTOCOL_VIOLATION.0, Some(crate::frame::ty::PATH_NEW_CONNECTION_ID))));
+    // active_connection_id_limit (4 by default) per path.
+    let frames = (0..5u8)
+        .map(|i| Frame::NewConnectionId {
+            path_id: Some(2),
+            seq: 10 + i as u64,
+            retire_prior_to: 0,
+            cid: cid(0x40 + i),
+            reset_token: [i; 16],
+        })
+        .collect();
+    let r = server_error_for(true, frames);
+    assert_eq!(r.map(|x| x.0), Some(ErrorCode::CONNECTION_ID_LIMIT_ERROR.0));
+    // MAX_PATH_ID below the initial value.
+    let r = server_error_for(true, vec![Frame::MaxPathId(1)]);
+    assert_eq!(r, Some((ErrorCode::PROTOCOL_VIOLATION.0, Some(crate::frame::ty::MAX_PATH_ID))));
+    // PATH_CIDS_BLOCKED claiming CIDs we never issued.
+    let r = server_error_for(true, vec![Frame::PathCidsBlocked { path_id: 1, next_seq: 100 }]);
+    assert_eq!(r, Some((ErrorCode::PROTOCOL_VIOLATION.0, Some(crate::frame::ty::PATH_CIDS_BLOCKED))));
+    // PATHS_BLOCKED above our limit.
+    let r = server_error_for(true, vec![Frame::PathsBlocked(7)]);
+    assert_eq!(r, Some((ErrorCode::PROTOCOL_VIOLATION.0, Some(crate::frame::ty::PATHS_BLOCKED))));
+}
+
+#[test]
+fn status_sequence_numbers_ignore_stale_updates() {
+    use crate::frame::Frame;
+    let mut p = Pair::mp_pair();
+    let id = p.open_second_path();
+    Pair::drain_events(&mut p.s);
+    p.c.test_frames.push(frame_bytes(Frame::PathStatusAvailable { path_id: 1, seq: 4 }));
+    p.c.test_frames.push(frame_bytes(Frame::PathStatusBackup { path_id: 1, seq: 5 }));
+    p.run_for(Duration::from_millis(200));
+    // Backup (seq 5) is applied, the older Available (seq 4) is ignored.
+    let ev: Vec<_> = Pair::drain_events(&mut p.s)
+        .into_iter()
+        .filter(|e| matches!(e, PathEvent::StatusChanged(..)))
+        .collect();
+    assert_eq!(ev, vec![PathEvent::StatusChanged(id, PathStatus::Backup)]);
+    assert_eq!(
+        p.s.path_stats().find(|s| s.id == id).unwrap().status,
+        PathStatus::Available,
+        "local status unchanged"
+    );
+}
+
+#[test]
+fn multipath_not_offered_by_peer_is_single_path() {
+    let mut p = Pair::new(&mp_config(false), &config(true));
+    p.handshake();
+    assert!(!p.c.is_multipath() && !p.s.is_multipath());
+    let local: SocketAddr = C2.parse().unwrap();
+    assert_eq!(p.c.probe_path(local, p.s_addr, p.now), Err(crate::PathError::NotMultipath));
+    let data = pattern(500_000);
+    assert!(p.transfer(0, &data) == data);
 }
