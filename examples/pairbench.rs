@@ -119,7 +119,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let settings = Settings { window: WINDOW, mss: DGRAM, verify: false, retry: false };
+    let settings = Settings { window: WINDOW, mss: DGRAM, verify: false, retry: false, multipath: false };
     let mut c = peers::client(which, &settings);
     let mut s = peers::accept(c.as_mut(), which, &settings);
     let (wall, cpu, packets) = run(c.as_mut(), s.as_mut(), bytes);

@@ -243,3 +243,18 @@ fn mpquic_client_quiche_server_udp() {
 fn quiche_client_mpquic_server_udp() {
     udp(Impl::Quiche, Impl::Mpquic, 50 * MB);
 }
+
+/// mpquic offering multipath against quiche (which does not) falls back to
+/// plain QUIC v1, both ways, and the transfer works.
+#[test]
+fn multipath_offer_falls_back_to_single_path_with_quiche() {
+    let settings = Settings { multipath: true, ..Settings::default() };
+    for (client, server) in [(Impl::Mpquic, Impl::Quiche), (Impl::Quiche, Impl::Mpquic)] {
+        let mut c = peers::client(client, &settings);
+        let mut s = peers::accept(c.as_mut(), server, &settings);
+        let mut wire = Wire::new(64, settings.mss);
+        peers::handshake(&mut wire, c.as_mut(), s.as_mut());
+        assert!(!c.multipath() && !s.multipath(), "multipath negotiated with quiche");
+        exchange(&mut wire, c.as_mut(), s.as_mut(), 5 * MB);
+    }
+}

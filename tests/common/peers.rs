@@ -20,6 +20,10 @@ pub trait Endpoint {
     fn timeout(&self) -> Option<Instant>;
     fn on_timeout(&mut self);
     fn name(&self) -> &'static str;
+    /// Multipath was negotiated (always false for quiche).
+    fn multipath(&self) -> bool {
+        false
+    }
 }
 
 /// Which engine plays a role.
@@ -37,11 +41,13 @@ pub struct Settings {
     pub verify: bool,
     /// Server answers the first Initial with a Retry.
     pub retry: bool,
+    /// mpquic endpoints offer multipath (initial_max_path_id).
+    pub multipath: bool,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { window: 16 << 20, mss: 1350, verify: true, retry: false }
+        Settings { window: 16 << 20, mss: 1350, verify: true, retry: false, multipath: false }
     }
 }
 
@@ -83,6 +89,9 @@ pub mod mp {
         c.set_max_connection_window(s.window);
         c.set_max_stream_window(s.window);
         c.set_cc("cubic").unwrap();
+        if s.multipath {
+            c.set_initial_max_path_id(Some(4));
+        }
         c
     }
 
