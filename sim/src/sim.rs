@@ -526,20 +526,11 @@ impl Sim {
                 f.st.data_bytes[k] += len;
             }
             if f.server.is_none() {
-                match mpquic::packet::parse_header(&pkt.data, 8) {
-                    Ok(h) => match mpquic::accept(
-                        &mpquic::random_cid(8),
-                        &h.dcid,
-                        None,
-                        saddr,
-                        caddr,
-                        &f.scfg,
-                        now,
-                    ) {
+                if let Ok(h) = mpquic::packet::parse_header(&pkt.data, 8) {
+                    match mpquic::accept(&mpquic::random_cid(8), &h.dcid, None, saddr, caddr, &f.scfg, now) {
                         Ok(conn) => f.server = Some(Endpoint { conn, held: None }),
                         Err(e) => f.st.error = Some(format!("accept: {e}")),
-                    },
-                    Err(_) => {}
+                    }
                 }
             }
             if let Some(s) = f.server.as_mut() {
