@@ -7,6 +7,7 @@
 //! (per-path state, connection IDs, multipath) and `spaces` (keys and
 //! packet-number spaces).
 
+mod multipath;
 mod paths;
 mod recv;
 mod send;
@@ -29,8 +30,8 @@ use crate::stream::{Side, StreamDir, StreamError, StreamId, Streams, StreamsConf
 use crate::transport_params::TransportParams;
 use crate::PathId;
 
-pub use paths::{PathEvent, PathStats, PathStatus};
-use paths::{CidState, Path};
+pub use paths::{PathError, PathEvent, PathStats, PathStatus};
+use paths::{CidState, MpState, Path, PathConfig};
 use spaces::{CryptoLevels, HsSpace};
 
 /// Where a datagram came from and went to.
@@ -190,6 +191,16 @@ pub struct Connection {
     /// Reused buffers so ACK processing does not allocate.
     scratch_acked: Vec<crate::recovery::SentPacket<sent::SentFrames>>,
     scratch_lost: Vec<crate::recovery::SentPacket<sent::SentFrames>>,
+    /// Multipath bookkeeping (path ID limits, pending path frames).
+    mp: MpState,
+    /// What new paths are built from.
+    path_config: PathConfig,
+    /// Picks the path of each packet when several are usable.
+    sched: Box<dyn crate::sched::Scheduler>,
+    /// Reused scheduler snapshot buffer (no allocation per packet).
+    sched_buf: Vec<crate::sched::PathSnapshot>,
+    /// Our configured initial_max_path_id (the base of `mp.local_max`).
+    config_max_path_id: Option<u32>,
 }
 
 /// Open a client connection to `peer`. `server_name` is used for SNI and
@@ -318,6 +329,13 @@ impl Connection {
             pacing: config.pacing,
             scratch_acked: Vec::new(),
             scratch_lost: Vec::new(),
+            mp: MpState { local_max: config.initial_max_path_id.unwrap_or(0), ..Default::default() },
+            path_config: PathConfig::from_config(config),
+            sched: crate::sched::build(&config.scheduler, &crate::sched::SchedParams::default())
+                .or_else(|_| crate::sched::build("minrtt", &crate::sched::SchedParams::default()))
+                .map_err(|e| Error::Config(e.to_string()))?,
+            sched_buf: Vec::with_capacity(4),
+            config_max_path_id: config.initial_max_path_id,
         };
         if !is_server {
             // Produce the ClientHello.
@@ -375,9 +393,18 @@ impl Connection {
     pub fn stats(&self) -> Stats {
         self.stats.clone()
     }
-    /// Per-path statistics.
+    /// Per-path statistics (paths still known, including abandoned ones
+    /// whose state is kept for 3 PTO).
     pub fn path_stats(&self) -> impl Iterator<Item = PathStats> + '_ {
         self.paths.iter().map(|p| p.stats())
+    }
+    /// Open paths: (ID, local address, peer address), abandoned ones left out.
+    pub fn paths(&self) -> impl Iterator<Item = (PathId, SocketAddr, SocketAddr)> + '_ {
+        self.paths.iter().filter(|p| !p.abandoned).map(|p| (p.id, p.local, p.peer))
+    }
+    /// Statistics of the path scheduler.
+    pub fn scheduler_metrics(&self) -> crate::sched::SchedMetrics {
+        self.sched.metrics()
     }
     /// Next path event (new, validated, failed, abandoned, status changed).
     pub fn path_event_next(&mut self) -> Option<PathEvent> {
@@ -478,13 +505,13 @@ impl Connection {
     }
 
     fn enter_closing(&mut self, now: Instant) {
-        let pto = self.paths.first().map(|p| p.recovery.rtt().pto_base()).unwrap_or(Duration::from_secs(1));
+        let pto = self.max_pto();
         self.state = State::Closing { until: now + pto * 3 };
         self.close_pending = true;
     }
 
     fn enter_draining(&mut self, now: Instant) {
-        let pto = self.paths.first().map(|p| p.recovery.rtt().pto_base()).unwrap_or(Duration::from_secs(1));
+        let pto = self.max_pto();
         self.state = State::Draining { until: now + pto * 3 };
         self.close_pending = false;
     }

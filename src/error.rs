@@ -29,10 +29,11 @@ impl ErrorCode {
     pub const NO_VIABLE_PATH: Self = Self(0x10);
     /// TLS alerts are mapped to 0x0100 + alert (RFC 9001 §4.8).
     pub const CRYPTO_ERROR_BASE: Self = Self(0x0100);
-    /// draft-ietf-quic-multipath-21 §10.1.
-    pub const PATH_UNSTABLE_OR_POOR: Self = Self(0x3f6b_db86);
-    pub const APPLICATION_ABANDON_PATH: Self = Self(0x3f6b_db85);
-    pub const NO_CID_AVAILABLE_FOR_PATH: Self = Self(0x3f6b_db87);
+    /// draft-ietf-quic-multipath-21 §4.3.1 / §9 (PATH_ABANDON codes).
+    pub const APPLICATION_ABANDON_PATH: Self = Self(0x3e);
+    pub const PATH_RESOURCE_LIMIT_REACHED: Self = Self(0x3e75);
+    pub const PATH_UNSTABLE_OR_POOR: Self = Self(0x3e76);
+    pub const NO_CID_AVAILABLE_FOR_PATH: Self = Self(0x3e77);
 
     /// The code for a TLS alert.
     pub fn crypto(alert: u8) -> Self {
@@ -63,6 +64,7 @@ impl fmt::Debug for ErrorCode {
             Self::PATH_UNSTABLE_OR_POOR => "PATH_UNSTABLE_OR_POOR",
             Self::APPLICATION_ABANDON_PATH => "APPLICATION_ABANDON_PATH",
             Self::NO_CID_AVAILABLE_FOR_PATH => "NO_CID_AVAILABLE_FOR_PATH",
+            Self::PATH_RESOURCE_LIMIT_REACHED => "PATH_RESOURCE_LIMIT_REACHED",
             ErrorCode(c) if (0x100..0x200).contains(&c) => {
                 return write!(f, "CRYPTO_ERROR({:#x})", c - 0x100)
             }

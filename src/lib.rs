@@ -28,7 +28,7 @@ pub mod transport_params;
 
 pub use config::{Config, ConfigError};
 pub use conn::{
-    accept, connect, random_cid, CloseInfo, Connection, Error, PathEvent, PathStats, PathStatus, RecvInfo,
+    accept, connect, random_cid, CloseInfo, Connection, Error, PathError, PathEvent, PathStats, PathStatus, RecvInfo,
     SendInfo, Stats, PROTOCOL_VERSION,
 };
 pub use error::{ErrorCode, TransportError};

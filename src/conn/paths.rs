@@ -13,14 +13,9 @@ use crate::PathId;
 
 use super::sent::SentFrames;
 
-/// Whether a path is preferred or kept as a backup (draft-21 §3.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PathStatus {
-    /// May carry data.
-    Available,
-    /// Used only when no available path works.
-    Backup,
-}
+/// Whether a path is preferred or kept as a backup (draft-21 §3.3); the
+/// scheduler's own type, so snapshots need no conversion.
+pub use crate::sched::PathStatus;
 
 /// Something that happened to a path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +77,32 @@ pub struct PathStats {
     pub cc_state: &'static str,
 }
 
+/// What a new path needs from the configuration (kept by the connection so
+/// paths can be created after `connect`/`accept`).
+#[derive(Clone, Debug)]
+pub(crate) struct PathConfig {
+    pub(crate) mss: usize,
+    pub(crate) cc: String,
+    pub(crate) max_ack_delay: Duration,
+    pub(crate) ack_delay_exponent: u8,
+    pub(crate) initial_rtt: Duration,
+    /// The peer's max_ack_delay once known.
+    pub(crate) peer_max_ack_delay: Option<Duration>,
+}
+
+impl PathConfig {
+    pub(crate) fn from_config(c: &Config) -> PathConfig {
+        PathConfig {
+            mss: c.max_udp_payload,
+            cc: c.cc.clone(),
+            max_ack_delay: c.max_ack_delay,
+            ack_delay_exponent: c.ack_delay_exponent as u8,
+            initial_rtt: c.initial_rtt,
+            peer_max_ack_delay: None,
+        }
+    }
+}
+
 /// One network path.
 pub(crate) struct Path {
     pub(crate) id: PathId,
@@ -105,6 +126,23 @@ pub(crate) struct Path {
     pub(crate) amp_recv: u64,
     pub(crate) amp_sent: u64,
     pub(crate) st: Counters,
+    /// When the outstanding PATH_CHALLENGE is given up on.
+    pub(crate) challenge_deadline: Option<Instant>,
+    /// Status the peer asked for (PATH_STATUS_*) and its sequence number.
+    pub(crate) peer_status: PathStatus,
+    pub(crate) peer_status_seq: Option<u64>,
+    /// Sequence number of our last PATH_STATUS_* frame for this path.
+    pub(crate) status_seq: u64,
+    /// Our status must be (re)announced.
+    pub(crate) status_pending: bool,
+    /// We sent (or queued) PATH_ABANDON for this path.
+    pub(crate) abandon_sent: bool,
+    /// Path state is dropped at this time (3 PTO after abandonment).
+    pub(crate) drop_at: Option<Instant>,
+    /// Consecutive PTOs without an acknowledgement on this path.
+    pub(crate) silent_ptos: u32,
+    /// Maximum datagram payload on this path.
+    pub(crate) mss: usize,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -127,11 +165,19 @@ impl Path {
         now: Instant,
         _first: bool,
     ) -> Path {
-        let mss = config.max_udp_payload;
+        Path::with(id, local, peer, &PathConfig::from_config(config), now)
+    }
+
+    pub(crate) fn with(id: PathId, local: SocketAddr, peer: SocketAddr, config: &PathConfig, now: Instant) -> Path {
+        let mss = config.mss;
         let params = CcParams { path_id: id, mss, initial_window: cc::initial_window(mss), now };
         let controller = cc::build(&config.cc, params)
             .unwrap_or_else(|_| Box::new(crate::cc::cubic::Cubic::new(params)));
-        let mut acks = AckTracker::new(config.max_ack_delay, config.ack_delay_exponent as u8);
+        let mut recovery = PathRecovery::new(params, controller, config.initial_rtt);
+        if let Some(d) = config.peer_max_ack_delay {
+            recovery.set_max_ack_delay(d);
+        }
+        let mut acks = AckTracker::new(config.max_ack_delay, config.ack_delay_exponent);
         acks.set_max_ranges(32);
         Path {
             id,
@@ -140,7 +186,7 @@ impl Path {
             validated: false,
             abandoned: false,
             status: PathStatus::Available,
-            recovery: PathRecovery::new(params, controller, config.initial_rtt),
+            recovery,
             space: PacketSpace::new(SpaceKind::Data),
             acks,
             next_pn: 0,
@@ -151,6 +197,15 @@ impl Path {
             amp_recv: 0,
             amp_sent: 0,
             st: Counters::default(),
+            challenge_deadline: None,
+            peer_status: PathStatus::Available,
+            peer_status_seq: None,
+            status_seq: 0,
+            status_pending: false,
+            abandon_sent: false,
+            drop_at: None,
+            silent_ptos: 0,
+            mss,
         }
     }
 
@@ -159,9 +214,44 @@ impl Path {
         self.validated && !self.abandoned
     }
 
-    /// Path-validation expiry.
+    /// Path-validation retry or expiry, and state removal after abandonment.
     pub(crate) fn timer(&self) -> Option<Instant> {
-        self.challenge.map(|(_, t)| t)
+        let a = self.challenge.map(|(_, t)| t);
+        let b = self.challenge_deadline;
+        let c = self.drop_at;
+        [a, b, c].into_iter().flatten().min()
+    }
+
+    /// The status the scheduler sees: backup if either side asked for it.
+    pub(crate) fn effective_status(&self) -> PathStatus {
+        if self.status == PathStatus::Backup || self.peer_status == PathStatus::Backup {
+            PathStatus::Backup
+        } else {
+            PathStatus::Available
+        }
+    }
+
+    /// Fill a scheduler snapshot.
+    pub(crate) fn snapshot(&self, now: Instant) -> crate::sched::PathSnapshot {
+        let rtt = self.recovery.rtt();
+        let cc = self.recovery.cc();
+        let mut s = crate::sched::PathSnapshot::new(self.id);
+        s.status = self.effective_status();
+        s.usable = self.usable();
+        s.srtt = rtt.smoothed();
+        s.min_rtt = rtt.min();
+        s.rttvar = rtt.var();
+        s.cwnd = self.recovery.cwnd();
+        s.bytes_in_flight = self.recovery.bytes_in_flight();
+        s.packets_in_flight = self.space.ack_eliciting_in_flight();
+        s.bandwidth = cc.bandwidth_estimate().unwrap_or(0);
+        s.in_slow_start = cc.in_slow_start();
+        s.mss = self.mss;
+        s.next_release = self.recovery.pacer().next_release(now, s.mss).filter(|t| *t > now);
+        s.lost_packets = self.st.lost;
+        s.lost_bytes = self.recovery.lost_bytes();
+        s.retransmitted_bytes = self.st.retrans_bytes;
+        s
     }
 
     pub(crate) fn stats(&self) -> PathStats {
@@ -277,13 +367,52 @@ impl CidState {
         self.peer.iter().find(|c| c.path == path && c.in_use).map(|c| c.cid)
     }
 
+    /// The DCID for a path, taking an unused one of the peer's CIDs for the
+    /// path if none is in use yet.
+    pub(crate) fn assign_dcid(&mut self, path: PathId) -> Option<ConnectionId> {
+        if let Some(c) = self.dcid_for(path) {
+            return Some(c);
+        }
+        let c = self.peer.iter_mut().filter(|c| c.path == path).min_by_key(|c| c.seq)?;
+        c.in_use = true;
+        Some(c.cid)
+    }
+
+    /// The peer gave us a connection ID for this path.
+    pub(crate) fn has_peer_cid(&self, path: PathId) -> bool {
+        self.peer.iter().any(|c| c.path == path)
+    }
+
+    /// Sequence number of the next CID we will issue for `path`.
+    pub(crate) fn next_seq(&self, path: PathId) -> u64 {
+        self.next_local_seq.iter().find(|(p, _)| *p == path).map(|(_, s)| *s).unwrap_or(0)
+    }
+
+    /// Highest path ID we issued CIDs for.
+    pub(crate) fn max_issued_path(&self) -> Option<PathId> {
+        self.local.iter().map(|c| c.path).max()
+    }
+
+    /// Abandoned path: the peer's CIDs are retired at once (draft-21 §3.4),
+    /// without RETIRE frames.
+    pub(crate) fn retire_peer_path(&mut self, path: PathId) {
+        self.peer.retain(|c| c.path != path);
+        self.retire_pending.retain(|(p, _)| *p != path);
+    }
+
+    /// Forget the CIDs we issued for a path whose state is dropped.
+    pub(crate) fn drop_local_path(&mut self, path: PathId) {
+        self.local.retain(|c| c.path != path);
+    }
+
     /// Issue more CIDs for `path` up to the peer's limit.
     pub(crate) fn issue(&mut self, path: PathId) {
         if self.cid_len == 0 {
             return;
         }
         let have = self.local.iter().filter(|c| c.path == path).count() as u64;
-        let want = self.local_limit.min(8);
+        // Non-initial paths need one CID to open and one spare for rotation.
+        let want = self.local_limit.min(if path == PathId::ZERO { 8 } else { 4 });
         for _ in have..want {
             let seq = match self.next_local_seq.iter_mut().find(|(p, _)| *p == path) {
                 Some((_, s)) => {
@@ -306,3 +435,67 @@ impl CidState {
         self.peer.iter().any(|c| c.reset_token.is_some_and(|t| crate::packet::reset_token_eq(&t, token)))
     }
 }
+
+/// Connection-level multipath state (draft-21 §2, §4.6, §5).
+#[derive(Debug, Default)]
+pub(crate) struct MpState {
+    /// Highest path ID the peer may use (our initial_max_path_id, raised by
+    /// MAX_PATH_ID as paths close).
+    pub(crate) local_max: u32,
+    /// Highest path ID we may use (peer's initial_max_path_id / MAX_PATH_ID).
+    pub(crate) peer_max: u32,
+    /// The peer's initial_max_path_id (MAX_PATH_ID may not go below it).
+    pub(crate) peer_initial_max: u32,
+    /// A MAX_PATH_ID frame with `local_max` is due.
+    pub(crate) max_path_id_pending: bool,
+    /// A PATHS_BLOCKED frame is due.
+    pub(crate) paths_blocked_pending: bool,
+    /// A PATH_CIDS_BLOCKED frame is due (path, next sequence number).
+    pub(crate) cids_blocked_pending: Option<(PathId, u64)>,
+    /// PATH_ABANDON frames to send (path, error code).
+    pub(crate) abandon_pending: Vec<(PathId, u64)>,
+    /// Path IDs that were abandoned: never reused, frames for them ignored.
+    pub(crate) closed: Vec<PathId>,
+    /// Status updates received before the path exists (path, seq, status).
+    pub(crate) early_status: Vec<(PathId, u64, PathStatus)>,
+}
+
+impl MpState {
+    pub(crate) fn is_closed(&self, id: PathId) -> bool {
+        self.closed.contains(&id)
+    }
+}
+
+/// Errors of the path-management API.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathError {
+    /// Multipath was not negotiated (or the handshake is not done).
+    NotMultipath,
+    /// Only clients open paths (draft-21 §3).
+    NotClient,
+    /// The peer's MAX_PATH_ID does not allow another path (PATHS_BLOCKED sent).
+    PathIdLimit,
+    /// No unused peer connection ID for the next path ID (PATH_CIDS_BLOCKED sent).
+    NoConnectionId,
+    /// No such path, or it was already abandoned.
+    UnknownPath,
+    /// The last usable path cannot be abandoned; close the connection instead.
+    LastPath,
+    /// A path with this 4-tuple already exists.
+    Exists,
+}
+
+impl std::fmt::Display for PathError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PathError::NotMultipath => "multipath not negotiated",
+            PathError::NotClient => "only clients open paths",
+            PathError::PathIdLimit => "peer's path ID limit reached",
+            PathError::NoConnectionId => "no connection ID for a new path",
+            PathError::UnknownPath => "no such path",
+            PathError::LastPath => "cannot abandon the last path",
+            PathError::Exists => "path already exists",
+        })
+    }
+}
+impl std::error::Error for PathError {}

@@ -200,6 +200,11 @@ impl Connection {
             self.levels.rotate(now, now + pto * 3);
         }
 
+        // The first packet on a new path ID opens the path (server side).
+        if level == Level::OneRtt && self.path_index(path_id).is_none() && self.create_peer_path(path_id, info, now).is_none() {
+            return Ok(plen);
+        }
+
         // Duplicate?
         let dup = if level == Level::OneRtt {
             self.path_index(path_id).is_none_or(|i| self.paths[i].acks.is_duplicate(pn))
@@ -357,15 +362,15 @@ impl Connection {
         match f {
             Frame::Padding { .. } | Frame::Ping => {}
             Frame::Ack { path_id: ack_path, ack_delay, ranges, .. } => {
+                // ACK frames acknowledge path 0 (draft-21 §2.3).
                 let target = match ack_path {
-                    Some(p) => {
-                        if !self.multipath {
-                            return Err(TransportError::violation("PATH_ACK without multipath"));
-                        }
-                        PathId(p as u32)
-                    }
-                    None => path_id,
+                    Some(p) => match self.frame_path(p)? {
+                        Some(id) => id,
+                        None => return Ok(()),
+                    },
+                    None => PathId::ZERO,
                 };
+                let _ = path_id;
                 let exp = self.peer_params.as_ref().map(|p| p.ack_delay_exponent).unwrap_or(3);
                 let delay = Duration::from_micros(ack_delay.checked_shl(exp as u32).unwrap_or(u64::MAX).min(1 << 40));
                 self.on_ack(level, target, ranges.iter(), delay, now)?;
@@ -410,17 +415,22 @@ impl Connection {
             }
             Frame::NewConnectionId { path_id: p, seq, retire_prior_to, cid, reset_token } => {
                 let path = match p {
-                    Some(p) if !self.multipath => {
-                        let _ = p;
-                        return Err(TransportError::violation("PATH_NEW_CONNECTION_ID without multipath"));
-                    }
-                    Some(p) => PathId(p as u32),
+                    Some(p) => match self.frame_path(p)? {
+                        Some(id) => id,
+                        None => return Ok(()),
+                    },
                     None => PathId::ZERO,
                 };
                 self.on_new_cid(path, seq, retire_prior_to, cid, reset_token)?;
             }
             Frame::RetireConnectionId { path_id: p, seq } => {
-                let path = p.map(|p| PathId(p as u32)).unwrap_or(PathId::ZERO);
+                let path = match p {
+                    Some(p) => match self.frame_path(p)? {
+                        Some(id) => id,
+                        None => return Ok(()),
+                    },
+                    None => PathId::ZERO,
+                };
                 self.on_retire_cid(path, seq)?;
             }
             Frame::PathChallenge(data) => {
@@ -436,6 +446,7 @@ impl Connection {
                     let p = &mut self.paths[i];
                     if p.challenge.is_some_and(|(c, _)| c == data) {
                         p.challenge = None;
+                        p.challenge_deadline = None;
                         if !p.validated {
                             p.validated = true;
                             self.events.push_back(PathEvent::Validated(p.id));
@@ -461,39 +472,14 @@ impl Connection {
             Frame::Datagram { .. } => {
                 return Err(TransportError::violation("DATAGRAM frames were not negotiated"));
             }
-            Frame::PathAbandon { path_id: p, .. } => {
-                self.require_multipath()?;
-                let id = PathId(p as u32);
-                if let Some(i) = self.path_index(id) {
-                    if !self.paths[i].abandoned {
-                        self.abandon_path_index(i, now);
-                    }
-                }
-            }
-            Frame::PathStatusBackup { path_id: p, .. } | Frame::PathStatusAvailable { path_id: p, .. } => {
-                self.require_multipath()?;
-                let backup = matches!(f, Frame::PathStatusBackup { .. });
-                let status = if backup { PathStatus::Backup } else { PathStatus::Available };
-                if let Some(i) = self.path_index(PathId(p as u32)) {
-                    if self.paths[i].status != status {
-                        self.paths[i].status = status;
-                        self.events.push_back(PathEvent::StatusChanged(PathId(p as u32), status));
-                    }
-                }
-            }
-            Frame::MaxPathId(_) | Frame::PathsBlocked(_) | Frame::PathCidsBlocked { .. } => {
-                self.require_multipath()?;
-            }
+            Frame::PathAbandon { path_id: p, .. } => self.on_path_abandon(p, now)?,
+            Frame::PathStatusBackup { path_id: p, seq } => self.on_path_status(p, seq, PathStatus::Backup)?,
+            Frame::PathStatusAvailable { path_id: p, seq } => self.on_path_status(p, seq, PathStatus::Available)?,
+            Frame::MaxPathId(v) => self.on_max_path_id(v)?,
+            Frame::PathsBlocked(v) => self.on_paths_blocked(v)?,
+            Frame::PathCidsBlocked { path_id: p, next_seq } => self.on_path_cids_blocked(p, next_seq)?,
         }
         Ok(())
-    }
-
-    fn require_multipath(&self) -> Result<(), TransportError> {
-        if self.multipath {
-            Ok(())
-        } else {
-            Err(TransportError::violation("multipath frame without multipath negotiated"))
-        }
     }
 
     fn on_ack<I>(&mut self, level: Level, path: PathId, ranges: I, delay: Duration, now: Instant) -> Result<(), TransportError>
@@ -505,8 +491,12 @@ impl Connection {
         let mut acked = std::mem::take(&mut self.scratch_acked);
         let mut lost = std::mem::take(&mut self.scratch_lost);
         let res = if level == Level::OneRtt {
+            // PATH_ACK for a path we no longer (or never) had: ignored
+            // (draft-21 §3.4.3).
             let Some(i) = self.path_index(path) else {
-                return Err(TransportError::violation("ACK for an unknown path"));
+                self.scratch_acked = acked;
+                self.scratch_lost = lost;
+                return Ok(());
             };
             let p = &mut self.paths[i];
             let r = p.space.on_ack_received(&mut p.recovery, ranges, delay, now, &hs, &views, |fate, pkt| match fate {
@@ -514,8 +504,9 @@ impl Connection {
                 PacketFate::Lost => lost.push(pkt),
                 PacketFate::Discarded => {}
             });
-            if r.is_ok() {
+            if r.as_ref().is_ok_and(|s| s.newly_acked > 0) {
                 p.probes = 0;
+                p.silent_ptos = 0;
             }
             r
         } else {
@@ -527,7 +518,12 @@ impl Connection {
             })
         };
         let pi = self.path_index(path).unwrap_or(0);
+        let mp = self.multipath;
+        let pid = self.paths.get(pi).map(|p| p.id).unwrap_or(PathId::ZERO);
         for pkt in acked.drain(..) {
+            if mp {
+                self.sched.on_ack(pid, pkt.size);
+            }
             if level == Level::OneRtt {
                 if let Some(first) = self.levels.ku.first_pn_in_phase {
                     if pkt.pn >= first {
@@ -540,6 +536,9 @@ impl Connection {
             }
         }
         for pkt in lost.drain(..) {
+            if mp {
+                self.sched.on_loss(pid, pkt.size);
+            }
             self.stats.lost += 1;
             self.paths[pi].st.lost += 1;
             for f in pkt.data {
@@ -567,6 +566,11 @@ impl Connection {
                 }
             }
             SentFrame::Control(c) => self.streams.on_control_acked(c),
+            SentFrame::PathAck { path, largest } => {
+                if let Some(i) = self.path_index(path) {
+                    self.paths[i].acks.on_ack_frame_acked(largest);
+                }
+            }
             SentFrame::NewCid { path, seq } => {
                 if let Some(c) = self.cids.local.iter_mut().find(|c| c.path == path && c.seq == seq) {
                     c.announce_pending = false;
@@ -593,7 +597,26 @@ impl Connection {
                     c.announce_pending = true;
                 }
             }
-            SentFrame::RetireCid { path, seq } => self.cids.retire_pending.push((path, seq)),
+            SentFrame::RetireCid { path, seq } => {
+                if !self.mp.is_closed(path) {
+                    self.cids.retire_pending.push((path, seq))
+                }
+            }
+            SentFrame::PathAbandon { path, code } => self.mp.abandon_pending.push((path, code)),
+            SentFrame::PathStatus { path, seq } => {
+                if let Some(i) = self.path_index(path) {
+                    let p = &mut self.paths[i];
+                    // Only the latest status is worth repeating (draft-21 §4.4).
+                    if p.status_seq == seq && !p.abandoned {
+                        p.status_pending = true;
+                    }
+                }
+            }
+            SentFrame::MaxPathId(v) => {
+                if v == self.mp.local_max {
+                    self.mp.max_path_id_pending = true;
+                }
+            }
             _ => {}
         }
     }
@@ -647,7 +670,9 @@ impl Connection {
             return Err(TransportError::violation("retiring a connection ID never issued"));
         }
         self.cids.local.retain(|c| !(c.path == path && c.seq == seq));
-        self.cids.issue(path);
+        if !self.mp.is_closed(path) {
+            self.cids.issue(path);
+        }
         Ok(())
     }
 
@@ -715,6 +740,7 @@ impl Connection {
             })
             .map_err(Error::Transport)?;
         let mad = Duration::from_millis(params.max_ack_delay);
+        self.path_config.peer_max_ack_delay = Some(mad);
         for p in &mut self.paths {
             p.recovery.set_max_ack_delay(mad);
         }
@@ -726,8 +752,9 @@ impl Connection {
         self.cids.local_limit = params.active_connection_id_limit;
         self.multipath = params.initial_max_path_id.is_some() && self.local_params.initial_max_path_id.is_some();
         self.max_udp_payload = self.max_udp_payload.min(params.max_udp_payload_size as usize);
-        self.peer_params = Some(params);
         self.cids.issue(PathId::ZERO);
+        self.mp_on_handshake(&params).map_err(Error::Transport)?;
+        self.peer_params = Some(params);
         self.state = State::Established;
         if self.is_server {
             // The server's handshake is confirmed on completion (RFC 9001 §4.1.2).

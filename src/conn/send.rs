@@ -24,8 +24,23 @@ impl Connection {
     /// Write the next datagram into `out`. `None` means there is nothing to
     /// send now (check [`Connection::timeout`]).
     pub fn send(&mut self, out: &mut [u8], now: Instant) -> Result<Option<(usize, SendInfo)>, Error> {
+        if self.paths.len() == 1 {
+            return self.send_on_index(out, 0, now);
+        }
         let pi = self.pick_path(now);
-        self.send_on_index(out, pi, now)
+        if let Some(r) = self.send_on_index(out, pi, now)? {
+            return Ok(Some(r));
+        }
+        // The chosen path had nothing it may send (cwnd, pacing, no CID):
+        // another path may still owe ACKs or control frames.
+        for i in 0..self.paths.len() {
+            if i != pi {
+                if let Some(r) = self.send_on_index(out, i, now)? {
+                    return Ok(Some(r));
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// Like [`Connection::send`] but on the given path.
@@ -39,31 +54,30 @@ impl Connection {
         self.send_on_index(out, pi, now)
     }
 
-    fn pick_path(&self, _now: Instant) -> usize {
-        // Paths owing control traffic first, then the scheduler's choice.
+    /// Paths owing path-validation traffic or probes first, then the
+    /// scheduler's choice among usable paths.
+    fn pick_path(&mut self, now: Instant) -> usize {
         if let Some(i) = self.paths.iter().position(|p| {
             !p.abandoned && (!p.responses.is_empty() || p.challenge_pending || p.probes > 0)
         }) {
             return i;
         }
-        let mut best: Option<usize> = None;
-        for (i, p) in self.paths.iter().enumerate() {
-            if !p.usable() || p.status != super::PathStatus::Available {
-                continue;
-            }
-            let room = p.recovery.cwnd() > p.recovery.bytes_in_flight();
-            match best {
-                None => best = Some(i),
-                Some(b) => {
-                    let bp = &self.paths[b];
-                    let broom = bp.recovery.cwnd() > bp.recovery.bytes_in_flight();
-                    if (room && !broom) || (room == broom && p.recovery.rtt().smoothed() < bp.recovery.rtt().smoothed()) {
-                        best = Some(i);
-                    }
-                }
-            }
+        self.sched_buf.clear();
+        for p in self.paths.iter().filter(|p| !p.abandoned) {
+            self.sched_buf.push(p.snapshot(now));
         }
-        best.or_else(|| self.paths.iter().position(|p| p.usable())).unwrap_or(0)
+        let pending = crate::sched::PendingInfo {
+            new_bytes: u64::from(self.streams.has_pending_data()),
+            ..Default::default()
+        };
+        let ctx = crate::sched::SchedContext::new(now, &self.sched_buf, pending);
+        let d = self.sched.decide(&ctx);
+        // Redundant copies (`also`, Decision::Redundant) are not made: the
+        // primary path carries the packet.
+        if let Some(i) = d.path().and_then(|id| self.path_index(id)) {
+            return i;
+        }
+        self.paths.iter().position(|p| p.usable()).unwrap_or(0)
     }
 
     fn send_on_index(&mut self, out: &mut [u8], pi: usize, now: Instant) -> Result<Option<(usize, SendInfo)>, Error> {
@@ -75,9 +89,18 @@ impl Connection {
         if out.len() < MIN_INITIAL_SIZE.min(self.max_udp_payload) {
             return Err(Error::BufferTooShort);
         }
+        let Some(path) = self.paths.get(pi) else { return Ok(None) };
+        // An abandoned path sends nothing more; a path without a peer CID
+        // cannot send yet (draft-21 §3.4, §4.6).
+        if path.abandoned || (path.id != PathId::ZERO && self.cids.assign_dcid(path.id).is_none()) {
+            return Ok(None);
+        }
         let mut limit = out.len().min(self.max_udp_payload);
-        // Anti-amplification (RFC 9000 §8.1): 3x what the client sent.
-        if self.is_server && !self.peer_validated {
+        // Anti-amplification (RFC 9000 §8.1): 3x what the client sent, on
+        // the first path before the handshake validates the client, and on
+        // a new path until path validation succeeds.
+        let new_unvalidated = self.is_server && pi != 0 && !self.paths[pi].validated;
+        if (self.is_server && !self.peer_validated) || new_unvalidated {
             let p = &self.paths[pi];
             let budget = (p.amp_recv * 3).saturating_sub(p.amp_sent) as usize;
             if budget < limit {
@@ -143,7 +166,11 @@ impl Connection {
         self.stats.sent += 1;
         self.stats.sent_bytes += written as u64;
         let at = if self.pacing { path.recovery.next_send_time(now, written).unwrap_or(now) } else { now };
-        Ok(Some((written, SendInfo { from: path.local, to: path.peer, path_id: path.id, at })))
+        let info = SendInfo { from: path.local, to: path.peer, path_id: path.id, at };
+        if self.multipath {
+            self.sched.on_sent(info.path_id, written, false);
+        }
+        Ok(Some((written, info)))
     }
 
     fn more_levels_to_send(&self, level: Level) -> bool {
@@ -191,9 +218,13 @@ impl Connection {
             }
             (sp.next_pn, sp.sent.largest_acked())
         };
+        // PATH_ACKs of other paths that are due (or that can only be sent
+        // on another path because theirs is abandoned).
+        let other_acks = is_data && self.multipath && self.paths.len() > 1 && self.other_acks_due(pi, now);
         let ack_due = if is_data {
             let a = &self.paths[pi].acks;
-            a.has_new() && (a.ack_deadline().is_some_and(|d| d <= now) || self.level_wants_to_send(level, pi))
+            other_acks
+                || (a.has_new() && (a.ack_deadline().is_some_and(|d| d <= now) || self.level_wants_to_send(level, pi)))
         } else {
             self.hs[li].acks.has_new()
         };
@@ -203,7 +234,9 @@ impl Connection {
             let r = &self.paths[pi].recovery;
             r.cwnd().saturating_sub(r.bytes_in_flight())
         };
-        let may_send_data = probes > 0 || cwnd_room >= buf.len().min(self.max_udp_payload) || !is_data;
+        // No application data on a path before it is validated (draft-21 §3.1).
+        let may_send_data = (probes > 0 || cwnd_room >= buf.len().min(self.max_udp_payload) || !is_data)
+            && (!is_data || self.paths[pi].validated);
         let has_data = self.level_wants_to_send(level, pi);
         let challenge = is_data && (self.paths[pi].challenge_pending || !self.paths[pi].responses.is_empty());
         if !ack_due && !(has_data && may_send_data) && probes == 0 && !challenge {
@@ -255,8 +288,15 @@ impl Connection {
                     acks.on_ack_sent();
                 }
             }
+            if is_data && self.multipath && self.paths.len() > 1 {
+                self.write_other_acks(&mut w, payload_end, pi, &mut frames, now);
+            }
         }
 
+        // Packets with PATH_CHALLENGE / PATH_RESPONSE on a new path are
+        // padded to 1200 bytes to check the path MTU (RFC 9000 §8.2.1).
+        let mut probing = false;
+        let path_pto_floor = self.max_pto();
         if is_data {
             // PATH_RESPONSE / PATH_CHALLENGE.
             let p = &mut self.paths[pi];
@@ -266,15 +306,27 @@ impl Connection {
                     break;
                 }
                 ack_eliciting = true;
+                probing = true;
             }
             if p.challenge_pending {
-                let mut data = [0u8; 8];
-                crypto::fill_random(&mut data);
+                let data = match p.challenge {
+                    Some((d, _)) => d,
+                    None => {
+                        let mut d = [0u8; 8];
+                        crypto::fill_random(&mut d);
+                        d
+                    }
+                };
                 if Frame::PathChallenge(data).encode(&mut w).is_ok() {
                     let pto = p.recovery.rtt().pto_base();
-                    p.challenge = Some((data, now + pto * 3));
+                    p.challenge = Some((data, now + pto));
+                    if p.challenge_deadline.is_none() {
+                        // RFC 9000 §8.2.4: three times the larger PTO.
+                        p.challenge_deadline = Some(now + pto.max(path_pto_floor) * 3);
+                    }
                     p.challenge_pending = false;
                     ack_eliciting = true;
+                    probing = true;
                     frames.push(SentFrame::Ping);
                 }
             }
@@ -332,6 +384,9 @@ impl Connection {
                 plain_end = plain_end.max(p.saturating_sub(TAG_LEN));
             }
         }
+        if probing && self.multipath {
+            plain_end = plain_end.max(MIN_INITIAL_SIZE.saturating_sub(TAG_LEN));
+        }
         let plain_end = plain_end.min(payload_end);
         let buf = w.buf_mut();
         // PADDING frames are zero bytes.
@@ -385,7 +440,8 @@ impl Connection {
                 || self.cids.retire_pending.len() > 0
                 || self.cids.local.iter().any(|c| c.announce_pending)
                 || self.paths[pi].challenge_pending
-                || !self.paths[pi].responses.is_empty())
+                || !self.paths[pi].responses.is_empty()
+                || self.mp_frames_pending())
     }
 
     /// 1-RTT frames other than ACK and CRYPTO. Returns whether any
@@ -434,6 +490,9 @@ impl Connection {
             }
             frames.push(SentFrame::RetireCid { path, seq });
             eliciting = true;
+        }
+        if self.multipath && self.mp_frames_pending() {
+            eliciting |= self.write_mp_frames(w, end, frames);
         }
         // Flow control and stream state.
         let rtt = self.paths[pi].recovery.rtt().smoothed();
@@ -574,7 +633,11 @@ impl Connection {
         let hs = self.hs_status();
         let views = self.path_views();
         let mut lost = std::mem::take(&mut self.scratch_lost);
+        let mut pto_paths = 0u64;
         for pi in 0..self.paths.len() {
+            if self.paths[pi].abandoned {
+                continue;
+            }
             let action = {
                 let (hs_spaces, paths) = (&mut self.hs, &mut self.paths);
                 let p = &mut paths[pi];
@@ -605,8 +668,7 @@ impl Connection {
                     crate::recovery::SpaceKind::Handshake => self.hs[1].probes = packets,
                     crate::recovery::SpaceKind::Data => {
                         self.paths[pi].probes = packets;
-                        // Resend the oldest unacknowledged data in the probe
-                        // (RFC 9002 §6.2.4) by treating it as lost.
+                        pto_paths |= 1u64 << pi.min(63);
                     }
                 },
             }
@@ -621,42 +683,109 @@ impl Connection {
             }
         }
         self.scratch_lost = lost;
-    }
-
-    /// Path-validation timeouts.
-    pub(super) fn on_path_timers(&mut self, now: Instant) {
-        for p in &mut self.paths {
-            if let Some((_, t)) = p.challenge {
-                if now >= t {
-                    p.challenge = None;
-                    if !p.validated {
-                        self.events.push_back(super::PathEvent::FailedValidation(p.id));
-                        p.abandoned = true;
-                    }
+        if pto_paths != 0 && self.multipath {
+            // Highest index first: abandoning never removes entries, but
+            // keep indices stable regardless.
+            for pi in (0..self.paths.len().min(64)).rev() {
+                if pto_paths & (1u64 << pi) != 0 {
+                    self.on_path_pto(pi, now);
                 }
             }
         }
     }
 
-    pub(super) fn path_views(&self) -> Vec<crate::cc::PathView> {
-        self.paths.iter().map(|p| p.recovery.view(p.usable())).collect()
+    /// Another path has PATH_ACKs due that this packet should carry.
+    fn other_acks_due(&self, pi: usize, now: Instant) -> bool {
+        self.paths.iter().enumerate().any(|(j, p)| {
+            j != pi
+                && p.acks.has_new()
+                && (p.abandoned || !p.usable() || p.acks.ack_deadline().is_some_and(|d| d <= now))
+        })
     }
 
-    pub(super) fn abandon_path_index(&mut self, i: usize, _now: Instant) {
-        let id = self.paths[i].id;
-        self.paths[i].abandoned = true;
-        // Everything in flight on the path is retransmitted elsewhere.
-        let mut lost = Vec::new();
-        {
-            let p = &mut self.paths[i];
-            p.space.discard(&mut p.recovery, |_, pkt| lost.push(pkt));
-        }
-        for pkt in lost {
-            for f in pkt.data {
-                self.on_frame_lost(f, Level::OneRtt, i);
+    /// PATH_ACK frames for other paths' packet-number spaces: those due, and
+    /// all of those of abandoned paths (draft-21 §3.4.3).
+    fn write_other_acks(&mut self, w: &mut Writer<'_>, end: usize, pi: usize, frames: &mut SentFrames, now: Instant) {
+        for j in 0..self.paths.len() {
+            if j == pi {
+                continue;
+            }
+            let p = &mut self.paths[j];
+            let due = p.abandoned || !p.usable() || p.acks.ack_deadline().is_some_and(|d| d <= now);
+            if !p.acks.has_new() || !due || p.acks.ranges().is_empty() {
+                continue;
+            }
+            let room = end.saturating_sub(w.pos());
+            if room < 16 {
+                break;
+            }
+            let delay = p.acks.ack_delay_field(now);
+            if frame::encode_ack_max(w, Some(p.id.0 as u64), p.acks.ranges(), delay, None, room).is_ok() {
+                if let Some(largest) = p.acks.ranges().max() {
+                    frames.push(SentFrame::PathAck { path: p.id, largest });
+                }
+                p.acks.on_ack_sent();
             }
         }
-        self.events.push_back(super::PathEvent::Abandoned(id));
+    }
+
+    /// MAX_PATH_ID, PATH_ABANDON, PATH_STATUS_*, PATHS_BLOCKED and
+    /// PATH_CIDS_BLOCKED frames. Returns whether any was written.
+    fn write_mp_frames(&mut self, w: &mut Writer<'_>, end: usize, frames: &mut SentFrames) -> bool {
+        let mut eliciting = false;
+        let fits = |f: &Frame<'_>, w: &Writer<'_>| f.encoded_len() <= end.saturating_sub(w.pos());
+        while let Some(&(path, code)) = self.mp.abandon_pending.last() {
+            let f = Frame::PathAbandon { path_id: path.0 as u64, error_code: code };
+            if !fits(&f, w) || f.encode(w).is_err() {
+                break;
+            }
+            self.mp.abandon_pending.pop();
+            frames.push(SentFrame::PathAbandon { path, code });
+            eliciting = true;
+        }
+        if self.mp.max_path_id_pending {
+            let f = Frame::MaxPathId(self.mp.local_max as u64);
+            if fits(&f, w) && f.encode(w).is_ok() {
+                self.mp.max_path_id_pending = false;
+                frames.push(SentFrame::MaxPathId(self.mp.local_max));
+                eliciting = true;
+            }
+        }
+        for p in self.paths.iter_mut().filter(|p| p.status_pending && !p.abandoned) {
+            let (path_id, seq) = (p.id.0 as u64, p.status_seq);
+            let f = if p.status == crate::sched::PathStatus::Backup {
+                Frame::PathStatusBackup { path_id, seq }
+            } else {
+                Frame::PathStatusAvailable { path_id, seq }
+            };
+            if !fits(&f, w) || f.encode(w).is_err() {
+                break;
+            }
+            p.status_pending = false;
+            frames.push(SentFrame::PathStatus { path: p.id, seq });
+            eliciting = true;
+        }
+        if self.mp.paths_blocked_pending {
+            let f = Frame::PathsBlocked(self.mp.peer_max as u64);
+            if fits(&f, w) && f.encode(w).is_ok() {
+                self.mp.paths_blocked_pending = false;
+                frames.push(SentFrame::Blocked);
+                eliciting = true;
+            }
+        }
+        if let Some((path, seq)) = self.mp.cids_blocked_pending {
+            let f = Frame::PathCidsBlocked { path_id: path.0 as u64, next_seq: seq };
+            if fits(&f, w) && f.encode(w).is_ok() {
+                self.mp.cids_blocked_pending = None;
+                frames.push(SentFrame::Blocked);
+                eliciting = true;
+            }
+        }
+        eliciting
+    }
+
+    pub(super) fn path_views(&self) -> Vec<crate::cc::PathView> {
+        self.paths.iter().map(|p| p.recovery.view(p.usable())).collect()
     }
 }
 

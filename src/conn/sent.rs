@@ -19,12 +19,23 @@ pub(crate) enum SentFrame {
     /// An ACK (or PATH_ACK) whose largest acknowledged was this; once the
     /// packet carrying it is acknowledged the ranges below can be forgotten.
     Ack { largest: u64 },
+    /// A PATH_ACK for another path's packet-number space than the one the
+    /// carrying packet was sent on.
+    PathAck { path: PathId, largest: u64 },
     /// HANDSHAKE_DONE.
     HandshakeDone,
     /// (PATH_)NEW_CONNECTION_ID.
     NewCid { path: PathId, seq: u64 },
     /// (PATH_)RETIRE_CONNECTION_ID.
     RetireCid { path: PathId, seq: u64 },
+    /// PATH_ABANDON (resent until acknowledged).
+    PathAbandon { path: PathId, code: u64 },
+    /// PATH_STATUS_BACKUP / PATH_STATUS_AVAILABLE with this sequence number.
+    PathStatus { path: PathId, seq: u64 },
+    /// MAX_PATH_ID with this value.
+    MaxPathId(u32),
+    /// PATHS_BLOCKED / PATH_CIDS_BLOCKED (informational, resent if lost).
+    Blocked,
     /// A packet with only PING/PADDING/PATH_CHALLENGE content.
     Ping,
 }
