@@ -7,17 +7,19 @@
 //! connection send. Everything is indexed by `Vec` position (no hash-map iteration), and
 //! the only randomness is the links' seeded loss RNGs, so a seed fixes the outcome.
 //!
-//! A connection that produces a datagram with `at` in the future keeps it ("held") and
-//! is not asked for more until that time: the datagram enters the link at `at`, and
-//! the RTT error from the engine stamping it at `now` is at most one pacing gap.
+//! A datagram whose `at` is in the future is held in a per-path FIFO and enters the
+//! link at `at`. The connection keeps being asked for datagrams (other paths may be
+//! free to send) until some path holds two: then it waits for the next release. So the
+//! RTT error from the engine stamping a datagram at `now` is at most two pacing gaps.
 
+use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::{Duration, Instant};
 
 use emu::link::PathLinks;
 use emu::scenario::Scenario;
 use emu::stage::{Packet, Stage};
-use mpquic::{Config, Connection, RecvInfo};
+use mpquic::{Config, Connection, PathError, RecvInfo};
 
 use crate::report::{quantile, FlowSummary, PathSample, PathSummary, Report, Sample};
 
@@ -155,14 +157,28 @@ impl std::error::Error for SimError {}
 /// A datagram a connection produced for a later release time.
 struct Held {
     at: Duration,
-    net: usize,
-    to_server: bool,
     pkt: Packet,
 }
 
 struct Endpoint {
     conn: Connection,
-    held: Option<Held>,
+    /// Per flow path, datagrams waiting for their release time (in order).
+    held: Vec<VecDeque<Held>>,
+}
+
+impl Endpoint {
+    fn new(conn: Connection, n_paths: usize) -> Endpoint {
+        Endpoint { conn, held: (0..n_paths).map(|_| VecDeque::with_capacity(4)).collect() }
+    }
+
+    fn next_release(&self) -> Option<Duration> {
+        self.held.iter().filter_map(|q| q.front().map(|h| h.at)).min()
+    }
+
+    /// Some path already holds a datagram beyond the one in its pacing slot.
+    fn blocked(&self) -> bool {
+        self.held.iter().any(|q| q.len() >= 2)
+    }
 }
 
 #[derive(Default)]
@@ -183,6 +199,8 @@ struct FlowState {
     ooo_samples: Vec<u64>,
     ooo_max: u64,
     paths_opened: bool,
+    /// Next flow path to open (path 0 is the handshake path).
+    next_path: usize,
     error: Option<String>,
 }
 
@@ -241,6 +259,7 @@ pub struct Sim {
     max_udp_payload: usize,
     pool: Vec<Vec<u8>>,
     scratch: Vec<Packet>,
+    due: Vec<(usize, Packet)>,
     sink: Vec<u8>,
     chunk: Vec<u8>,
     samples: Vec<Sample>,
@@ -322,6 +341,7 @@ impl Sim {
                 addrs: (0..n).map(|k| (addr(i, k, 2, 50_000), addr(i, k, 1, 443))).collect(),
                 st: FlowState {
                     remaining: spec.bytes.unwrap_or(u64::MAX),
+                    next_path: 1,
                     data_bytes: vec![0; n],
                     data_bytes_last: vec![0; n],
                     srtt_sum: vec![0.0; n],
@@ -348,6 +368,7 @@ impl Sim {
             max_udp_payload: cfg.max_udp_payload,
             pool: Vec::new(),
             scratch: Vec::new(),
+            due: Vec::new(),
             sink: vec![0; 256 * 1024],
             chunk: vec![0x5a; 256 * 1024],
             samples: Vec::new(),
@@ -435,18 +456,15 @@ impl Sim {
                 t = t.min(f.spec.start);
             }
             for e in [&f.client, &f.server].into_iter().flatten() {
-                match &e.held {
-                    Some(h) => t = t.min(h.at),
-                    None => {
-                        if let Some(x) = e.conn.timeout() {
-                            t = t.min(self.offset(x));
-                        }
-                    }
+                if let Some(x) = e.next_release() {
+                    t = t.min(x);
                 }
-                // A held datagram blocks sending, not timers.
-                if e.held.is_some() {
-                    if let Some(x) = e.conn.timeout() {
-                        t = t.min(self.offset(x));
+                if let Some(x) = e.conn.timeout() {
+                    // A blocked endpoint cannot send the ACK or probe a due timer asks
+                    // for until its next release: do not spin on it.
+                    let x = self.offset(x);
+                    if !(e.blocked() && x <= self.now) {
+                        t = t.min(x);
                     }
                 }
             }
@@ -463,7 +481,7 @@ impl Sim {
             f.st.started = true;
             let (local, peer) = f.addrs[0];
             match mpquic::connect(Some("localhost"), &mpquic::random_cid(8), local, peer, &f.ccfg, now) {
-                Ok(conn) => f.client = Some(Endpoint { conn, held: None }),
+                Ok(conn) => f.client = Some(Endpoint::new(conn, f.addrs.len())),
                 Err(e) => f.st.error = Some(format!("connect: {e}")),
             }
         }
@@ -526,20 +544,11 @@ impl Sim {
                 f.st.data_bytes[k] += len;
             }
             if f.server.is_none() {
-                match mpquic::packet::parse_header(&pkt.data, 8) {
-                    Ok(h) => match mpquic::accept(
-                        &mpquic::random_cid(8),
-                        &h.dcid,
-                        None,
-                        saddr,
-                        caddr,
-                        &f.scfg,
-                        now,
-                    ) {
-                        Ok(conn) => f.server = Some(Endpoint { conn, held: None }),
+                if let Ok(h) = mpquic::packet::parse_header(&pkt.data, 8) {
+                    match mpquic::accept(&mpquic::random_cid(8), &h.dcid, None, saddr, caddr, &f.scfg, now) {
+                        Ok(conn) => f.server = Some(Endpoint::new(conn, f.addrs.len())),
                         Err(e) => f.st.error = Some(format!("accept: {e}")),
-                    },
-                    Err(_) => {}
+                    }
                 }
             }
             if let Some(s) = f.server.as_mut() {
@@ -560,6 +569,7 @@ impl Sim {
 
     fn apps(&mut self) {
         let now = self.now;
+        let base = self.base;
         let chunk = &self.chunk;
         let sink = &mut self.sink;
         for f in &mut self.flows {
@@ -576,8 +586,7 @@ impl Sim {
                     }
                 }
                 if !f.st.paths_opened {
-                    f.st.paths_opened = true;
-                    open_extra_paths(f, now);
+                    open_extra_paths(f, base + now);
                 }
             }
             if f.spec.workload == Workload::Download && !f.st.sending {
@@ -659,18 +668,29 @@ impl Sim {
 
     fn send_endpoint(&mut self, fi: usize, client: bool) {
         let now_i = self.instant(self.now);
-        loop {
+        // Release what is due, in order per path.
+        let mut due = std::mem::take(&mut self.due);
+        {
             let f = &mut self.flows[fi];
-            let ep = if client { f.client.as_mut() } else { f.server.as_mut() };
-            let Some(ep) = ep else { return };
-            if let Some(h) = &ep.held {
-                if h.at > self.now {
-                    return;
+            let Some(ep) = (if client { f.client.as_mut() } else { f.server.as_mut() }) else {
+                return;
+            };
+            for (k, q) in ep.held.iter_mut().enumerate() {
+                while q.front().is_some_and(|h| h.at <= self.now) {
+                    if let Some(h) = q.pop_front() {
+                        due.push((f.spec.paths[k], h.pkt));
+                    }
                 }
-                if let Some(h) = ep.held.take() {
-                    self.put_on_link(h.net, h.to_server, h.pkt);
-                }
-                continue;
+            }
+        }
+        for (net, pkt) in due.drain(..) {
+            self.put_on_link(net, client, pkt);
+        }
+        self.due = due;
+        loop {
+            let f = &self.flows[fi];
+            if (if client { f.client.as_ref() } else { f.server.as_ref() }).is_none_or(Endpoint::blocked) {
+                return;
             }
             let mut buf = self.take_buf();
             let f = &mut self.flows[fi];
@@ -690,8 +710,13 @@ impl Sim {
                     let pkt = Packet { size: len as u32 + HEADER_BYTES, data: buf, tag, time: self.now };
                     let at = info.at.saturating_duration_since(self.base);
                     if at > self.now {
-                        ep.held = Some(Held { at, net, to_server: client, pkt });
-                        return;
+                        if let Some(q) = ep.held.get_mut(k) {
+                            q.push_back(Held { at, pkt });
+                            if q.len() >= 2 {
+                                return;
+                            }
+                        }
+                        continue;
                     }
                     self.put_on_link(net, client, pkt);
                 }
@@ -850,6 +875,25 @@ impl Sim {
     }
 }
 
-/// Opens the flow's paths beyond the first on the client once the handshake is done.
-/// Single-path engine: nothing to do (the extra paths stay unused).
-fn open_extra_paths(_f: &mut Flow, _now: Duration) {}
+/// Opens the flow's paths beyond the first on the client once the handshake is done
+/// (retried at later steps while the peer has not yet issued connection IDs for them).
+fn open_extra_paths(f: &mut Flow, now: Instant) {
+    let Some(c) = f.client.as_mut() else { return };
+    if f.addrs.len() < 2 || !c.conn.is_multipath() {
+        f.st.paths_opened = true;
+        return;
+    }
+    while f.st.next_path < f.addrs.len() {
+        let (local, peer) = f.addrs[f.st.next_path];
+        match c.conn.probe_path(local, peer, now) {
+            Ok(_) | Err(PathError::Exists) => f.st.next_path += 1,
+            // The peer has not issued CIDs or path IDs yet: try again later.
+            Err(PathError::NoConnectionId | PathError::PathIdLimit) => return,
+            Err(e) => {
+                f.st.error.get_or_insert_with(|| format!("probe_path {}: {e}", f.st.next_path));
+                f.st.next_path += 1;
+            }
+        }
+    }
+    f.st.paths_opened = true;
+}
