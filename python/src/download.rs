@@ -288,6 +288,13 @@ fn run(
                     .map_err(|e| Failure::Transfer(format!("request {}: {e}", t.path)))?,
             );
             h3c = Some(h);
+            // One extra path per further local socket (draft-ietf-quic-multipath-21);
+            // a path the server refuses simply stays unused.
+            if conn.is_multipath() {
+                for &local in socks.local_addrs().iter().skip(1) {
+                    let _ = conn.probe_path(local, peer, now);
+                }
+            }
         }
         let Some(h) = h3c.as_mut() else { continue };
         loop {

@@ -266,11 +266,8 @@ impl Connection {
             sp.acks.on_packet_received(pn, now, facts.ack_eliciting, Ecn::NotEct);
             self.paths[0].amp_recv += plen as u64;
         }
-        if facts.ack_eliciting || self.idle_deadline.is_none() {
-            self.reset_idle(now);
-        } else {
-            self.reset_idle(now);
-        }
+        // Any authenticated packet restarts the idle timer (RFC 9000 §10.1).
+        self.reset_idle(now);
         // Server drops Initial keys on its first Handshake packet (RFC 9001 §4.9.1).
         if self.is_server && level == Level::Handshake {
             self.drop_level(Level::Initial);

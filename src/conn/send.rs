@@ -257,10 +257,10 @@ impl Connection {
             && (!is_data || self.paths[pi].validated);
         let has_data = self.level_wants_to_send(level, pi);
         let challenge = is_data && (self.paths[pi].challenge_pending || !self.paths[pi].responses.is_empty());
-        if !ack_due && !(has_data && may_send_data) && probes == 0 && !challenge {
-            if is_data && has_data && !may_send_data {
-                // cwnd-limited: nothing.
-            }
+        // Nothing due: no ACK, no probe, no path validation, and no data (or
+        // data blocked by the congestion window).
+        let data_ready = has_data && may_send_data;
+        if !(ack_due || data_ready || probes > 0 || challenge) {
             return Ok(None);
         }
 
