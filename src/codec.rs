@@ -227,10 +227,7 @@ mod tests {
     fn varint_rfc_examples() {
         // RFC 9000 Appendix A.1 examples.
         let cases: &[(&[u8], u64)] = &[
-            (
-                &[0xc2, 0x19, 0x7c, 0x5e, 0xff, 0x14, 0xe8, 0x8c],
-                151_288_809_941_952_652,
-            ),
+            (&[0xc2, 0x19, 0x7c, 0x5e, 0xff, 0x14, 0xe8, 0x8c], 151_288_809_941_952_652),
             (&[0x9d, 0x7f, 0x3e, 0x7d], 494_878_333),
             (&[0x7b, 0xbd], 15_293),
             (&[0x25], 37),
@@ -249,10 +246,7 @@ mod tests {
     fn truncated_reads_fail() {
         assert_eq!(Reader::new(&[0x9d, 0x7f]).varint(), Err(BufferTooShort));
         assert_eq!(Reader::new(&[]).u8(), Err(BufferTooShort));
-        assert_eq!(
-            Reader::new(&[0x05, 1, 2]).varint_prefixed(),
-            Err(BufferTooShort)
-        );
+        assert_eq!(Reader::new(&[0x05, 1, 2]).varint_prefixed(), Err(BufferTooShort));
         let mut buf = [0u8; 1];
         assert_eq!(Writer::new(&mut buf).varint(300), Err(BufferTooShort));
     }

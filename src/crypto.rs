@@ -19,9 +19,7 @@ mod tls;
 
 pub use aead::{nonce_for, PacketKey, TAG_LEN};
 pub use hp::{apply_header_protection, remove_header_protection, HeaderKey, SAMPLE_LEN};
-pub use retry::{
-    reset_token, retry_integrity_tag, retry_tag_for, verify_retry, TokenKey, RESET_TOKEN_LEN,
-};
+pub use retry::{reset_token, retry_integrity_tag, retry_tag_for, verify_retry, TokenKey, RESET_TOKEN_LEN};
 pub use secrets::{hkdf_expand_label, initial_keys, Keys, Secret, INITIAL_SALT_V1};
 pub use tls::{Direction, TlsConfig, TlsConfigBuilder, TlsError, TlsSession};
 
@@ -41,12 +39,7 @@ pub enum Level {
 
 impl Level {
     /// All levels, in handshake order.
-    pub const ALL: [Level; 4] = [
-        Level::Initial,
-        Level::ZeroRtt,
-        Level::Handshake,
-        Level::OneRtt,
-    ];
+    pub const ALL: [Level; 4] = [Level::Initial, Level::ZeroRtt, Level::Handshake, Level::OneRtt];
 
     /// The index of this level (0..4), for per-level arrays.
     pub const fn index(self) -> usize {
@@ -249,10 +242,7 @@ pub(crate) mod test_util {
     pub(crate) fn hex(s: &str) -> Vec<u8> {
         let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
         assert!(digits.len() % 2 == 0, "odd hex length");
-        digits
-            .chunks(2)
-            .map(|p| u8::from_str_radix(std::str::from_utf8(p).unwrap(), 16).unwrap())
-            .collect()
+        digits.chunks(2).map(|p| u8::from_str_radix(std::str::from_utf8(p).unwrap(), 16).unwrap()).collect()
     }
 }
 
@@ -272,11 +262,7 @@ mod tests {
 
     #[test]
     fn suites_round_trip() {
-        for alg in [
-            Algorithm::Aes128Gcm,
-            Algorithm::Aes256Gcm,
-            Algorithm::ChaCha20Poly1305,
-        ] {
+        for alg in [Algorithm::Aes128Gcm, Algorithm::Aes256Gcm, Algorithm::ChaCha20Poly1305] {
             assert_eq!(Algorithm::from_suite(alg.suite()), Some(alg));
         }
         assert_eq!(Algorithm::from_suite(0x1304), None);

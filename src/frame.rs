@@ -14,9 +14,7 @@ use crate::packet::{ConnectionId, PacketType, MAX_CID_LEN, RESET_TOKEN_LEN};
 
 mod ack;
 
-pub use ack::{
-    ack_encoded_len, ack_fit, encode_ack, encode_ack_max, AckRangeIter, AckRanges, EcnCounts,
-};
+pub use ack::{ack_encoded_len, ack_fit, encode_ack, encode_ack_max, AckRangeIter, AckRanges, EcnCounts};
 
 /// Frame type values (RFC 9000 Table 3, RFC 9221 §4, multipath draft-21 §4).
 pub mod ty {
@@ -251,34 +249,20 @@ fn read_path_id(r: &mut Reader<'_>) -> Result<u64, TransportError> {
     Ok(v)
 }
 
-fn read_cid_frame<'a>(
-    r: &mut Reader<'a>,
-    path_id: Option<u64>,
-) -> Result<Frame<'a>, TransportError> {
+fn read_cid_frame<'a>(r: &mut Reader<'a>, path_id: Option<u64>) -> Result<Frame<'a>, TransportError> {
     let seq = r.varint()?;
     let retire_prior_to = r.varint()?;
     let len = r.u8()? as usize;
     if len == 0 || len > MAX_CID_LEN {
-        return Err(TransportError::encoding(
-            "connection ID length not in 1..=20",
-        ));
+        return Err(TransportError::encoding("connection ID length not in 1..=20"));
     }
-    let cid = ConnectionId::from_slice(r.bytes(len)?)
-        .ok_or(TransportError::encoding("bad connection ID"))?;
+    let cid = ConnectionId::from_slice(r.bytes(len)?).ok_or(TransportError::encoding("bad connection ID"))?;
     let mut reset_token = [0u8; RESET_TOKEN_LEN];
     reset_token.copy_from_slice(r.bytes(RESET_TOKEN_LEN)?);
     if retire_prior_to > seq {
-        return Err(TransportError::encoding(
-            "retire_prior_to above sequence number",
-        ));
+        return Err(TransportError::encoding("retire_prior_to above sequence number"));
     }
-    Ok(Frame::NewConnectionId {
-        path_id,
-        seq,
-        retire_prior_to,
-        cid,
-        reset_token,
-    })
+    Ok(Frame::NewConnectionId { path_id, seq, retire_prior_to, cid, reset_token })
 }
 
 fn read_8(r: &mut Reader<'_>) -> Result<[u8; 8], BufferTooShort> {
@@ -308,19 +292,12 @@ impl<'a> Frame<'a> {
     /// frame type.
     pub fn decode(r: &mut Reader<'a>) -> Result<Frame<'a>, TransportError> {
         let start = r.pos();
-        let ty = r
-            .varint()
-            .map_err(|_| TransportError::encoding("truncated frame type"))?;
+        let ty = r.varint().map_err(|_| TransportError::encoding("truncated frame type"))?;
         if r.pos() - start != varint_len(ty) {
             // RFC 9000 §12.4 allows treating this as PROTOCOL_VIOLATION.
-            return Err(
-                TransportError::violation("frame type not minimally encoded").with_frame(ty),
-            );
+            return Err(TransportError::violation("frame type not minimally encoded").with_frame(ty));
         }
-        Self::decode_body(ty, r).map_err(|e| TransportError {
-            frame_type: Some(ty),
-            ..e
-        })
+        Self::decode_body(ty, r).map_err(|e| TransportError { frame_type: Some(ty), ..e })
     }
 
     fn decode_body(t: u64, r: &mut Reader<'a>) -> Result<Frame<'a>, TransportError> {
@@ -335,33 +312,17 @@ impl<'a> Frame<'a> {
             }
             ty::PING => Frame::Ping,
             ty::ACK | ty::ACK_ECN | ty::PATH_ACK | ty::PATH_ACK_ECN => {
-                let path_id = if t >= ty::PATH_ACK {
-                    Some(read_path_id(r)?)
-                } else {
-                    None
-                };
+                let path_id = if t >= ty::PATH_ACK { Some(read_path_id(r)?) } else { None };
                 let (ranges, ack_delay) = AckRanges::decode(r)?;
-                let ecn = if t & 1 == 1 {
-                    Some(EcnCounts::decode(r)?)
-                } else {
-                    None
-                };
-                Frame::Ack {
-                    path_id,
-                    ack_delay,
-                    ranges,
-                    ecn,
-                }
+                let ecn = if t & 1 == 1 { Some(EcnCounts::decode(r)?) } else { None };
+                Frame::Ack { path_id, ack_delay, ranges, ecn }
             }
             ty::RESET_STREAM => Frame::ResetStream {
                 stream_id: r.varint()?,
                 error_code: r.varint()?,
                 final_size: r.varint()?,
             },
-            ty::STOP_SENDING => Frame::StopSending {
-                stream_id: r.varint()?,
-                error_code: r.varint()?,
-            },
+            ty::STOP_SENDING => Frame::StopSending { stream_id: r.varint()?, error_code: r.varint()? },
             ty::CRYPTO => {
                 let offset = r.varint()?;
                 let data = r.varint_prefixed()?;
@@ -377,96 +338,55 @@ impl<'a> Frame<'a> {
             }
             0x08..=0x0f => {
                 let stream_id = r.varint()?;
-                let offset = if t & ty::STREAM_OFF != 0 {
-                    r.varint()?
-                } else {
-                    0
-                };
-                let data = if t & ty::STREAM_LEN != 0 {
-                    r.varint_prefixed()?
-                } else {
-                    r.bytes(r.remaining())?
-                };
+                let offset = if t & ty::STREAM_OFF != 0 { r.varint()? } else { 0 };
+                let data =
+                    if t & ty::STREAM_LEN != 0 { r.varint_prefixed()? } else { r.bytes(r.remaining())? };
                 check_end(offset, data.len())?;
-                Frame::Stream {
-                    stream_id,
-                    offset,
-                    data,
-                    fin: t & ty::STREAM_FIN != 0,
-                }
+                Frame::Stream { stream_id, offset, data, fin: t & ty::STREAM_FIN != 0 }
             }
             ty::MAX_DATA => Frame::MaxData(r.varint()?),
-            ty::MAX_STREAM_DATA => Frame::MaxStreamData {
-                stream_id: r.varint()?,
-                max: r.varint()?,
-            },
-            ty::MAX_STREAMS_BIDI | ty::MAX_STREAMS_UNI => Frame::MaxStreams {
-                bidi: t == ty::MAX_STREAMS_BIDI,
-                max: check_stream_count(r.varint()?)?,
-            },
+            ty::MAX_STREAM_DATA => Frame::MaxStreamData { stream_id: r.varint()?, max: r.varint()? },
+            ty::MAX_STREAMS_BIDI | ty::MAX_STREAMS_UNI => {
+                Frame::MaxStreams { bidi: t == ty::MAX_STREAMS_BIDI, max: check_stream_count(r.varint()?)? }
+            }
             ty::DATA_BLOCKED => Frame::DataBlocked(r.varint()?),
-            ty::STREAM_DATA_BLOCKED => Frame::StreamDataBlocked {
-                stream_id: r.varint()?,
-                limit: r.varint()?,
-            },
+            ty::STREAM_DATA_BLOCKED => {
+                Frame::StreamDataBlocked { stream_id: r.varint()?, limit: r.varint()? }
+            }
             ty::STREAMS_BLOCKED_BIDI | ty::STREAMS_BLOCKED_UNI => Frame::StreamsBlocked {
                 bidi: t == ty::STREAMS_BLOCKED_BIDI,
                 limit: check_stream_count(r.varint()?)?,
             },
             ty::NEW_CONNECTION_ID => read_cid_frame(r, None)?,
-            ty::RETIRE_CONNECTION_ID => Frame::RetireConnectionId {
-                path_id: None,
-                seq: r.varint()?,
-            },
+            ty::RETIRE_CONNECTION_ID => Frame::RetireConnectionId { path_id: None, seq: r.varint()? },
             ty::PATH_CHALLENGE => Frame::PathChallenge(read_8(r)?),
             ty::PATH_RESPONSE => Frame::PathResponse(read_8(r)?),
             ty::CONNECTION_CLOSE | ty::APPLICATION_CLOSE => {
                 let error_code = r.varint()?;
-                let frame_type = if t == ty::CONNECTION_CLOSE {
-                    Some(r.varint()?)
-                } else {
-                    None
-                };
+                let frame_type = if t == ty::CONNECTION_CLOSE { Some(r.varint()?) } else { None };
                 let reason = r.varint_prefixed()?;
-                Frame::ConnectionClose {
-                    error_code,
-                    frame_type,
-                    reason,
-                }
+                Frame::ConnectionClose { error_code, frame_type, reason }
             }
             ty::HANDSHAKE_DONE => Frame::HandshakeDone,
-            ty::DATAGRAM => Frame::Datagram {
-                data: r.bytes(r.remaining())?,
-            },
-            ty::DATAGRAM_LEN => Frame::Datagram {
-                data: r.varint_prefixed()?,
-            },
-            ty::PATH_ABANDON => Frame::PathAbandon {
-                path_id: read_path_id(r)?,
-                error_code: r.varint()?,
-            },
-            ty::PATH_STATUS_BACKUP => Frame::PathStatusBackup {
-                path_id: read_path_id(r)?,
-                seq: r.varint()?,
-            },
-            ty::PATH_STATUS_AVAILABLE => Frame::PathStatusAvailable {
-                path_id: read_path_id(r)?,
-                seq: r.varint()?,
-            },
+            ty::DATAGRAM => Frame::Datagram { data: r.bytes(r.remaining())? },
+            ty::DATAGRAM_LEN => Frame::Datagram { data: r.varint_prefixed()? },
+            ty::PATH_ABANDON => Frame::PathAbandon { path_id: read_path_id(r)?, error_code: r.varint()? },
+            ty::PATH_STATUS_BACKUP => Frame::PathStatusBackup { path_id: read_path_id(r)?, seq: r.varint()? },
+            ty::PATH_STATUS_AVAILABLE => {
+                Frame::PathStatusAvailable { path_id: read_path_id(r)?, seq: r.varint()? }
+            }
             ty::PATH_NEW_CONNECTION_ID => {
                 let path_id = read_path_id(r)?;
                 read_cid_frame(r, Some(path_id))?
             }
-            ty::PATH_RETIRE_CONNECTION_ID => Frame::RetireConnectionId {
-                path_id: Some(read_path_id(r)?),
-                seq: r.varint()?,
-            },
+            ty::PATH_RETIRE_CONNECTION_ID => {
+                Frame::RetireConnectionId { path_id: Some(read_path_id(r)?), seq: r.varint()? }
+            }
             ty::MAX_PATH_ID => Frame::MaxPathId(read_path_id(r)?),
             ty::PATHS_BLOCKED => Frame::PathsBlocked(read_path_id(r)?),
-            ty::PATH_CIDS_BLOCKED => Frame::PathCidsBlocked {
-                path_id: read_path_id(r)?,
-                next_seq: r.varint()?,
-            },
+            ty::PATH_CIDS_BLOCKED => {
+                Frame::PathCidsBlocked { path_id: read_path_id(r)?, next_seq: r.varint()? }
+            }
             _ => return Err(TransportError::encoding("unknown frame type")),
         })
     }
@@ -497,22 +417,13 @@ impl<'a> Frame<'a> {
             Frame::StreamsBlocked { bidi: true, .. } => ty::STREAMS_BLOCKED_BIDI,
             Frame::StreamsBlocked { bidi: false, .. } => ty::STREAMS_BLOCKED_UNI,
             Frame::NewConnectionId { path_id: None, .. } => ty::NEW_CONNECTION_ID,
-            Frame::NewConnectionId {
-                path_id: Some(_), ..
-            } => ty::PATH_NEW_CONNECTION_ID,
+            Frame::NewConnectionId { path_id: Some(_), .. } => ty::PATH_NEW_CONNECTION_ID,
             Frame::RetireConnectionId { path_id: None, .. } => ty::RETIRE_CONNECTION_ID,
-            Frame::RetireConnectionId {
-                path_id: Some(_), ..
-            } => ty::PATH_RETIRE_CONNECTION_ID,
+            Frame::RetireConnectionId { path_id: Some(_), .. } => ty::PATH_RETIRE_CONNECTION_ID,
             Frame::PathChallenge(_) => ty::PATH_CHALLENGE,
             Frame::PathResponse(_) => ty::PATH_RESPONSE,
-            Frame::ConnectionClose {
-                frame_type: Some(_),
-                ..
-            } => ty::CONNECTION_CLOSE,
-            Frame::ConnectionClose {
-                frame_type: None, ..
-            } => ty::APPLICATION_CLOSE,
+            Frame::ConnectionClose { frame_type: Some(_), .. } => ty::CONNECTION_CLOSE,
+            Frame::ConnectionClose { frame_type: None, .. } => ty::APPLICATION_CLOSE,
             Frame::HandshakeDone => ty::HANDSHAKE_DONE,
             Frame::Datagram { .. } => ty::DATAGRAM_LEN,
             Frame::PathAbandon { .. } => ty::PATH_ABANDON,
@@ -528,16 +439,10 @@ impl<'a> Frame<'a> {
     pub fn is_multipath(&self) -> bool {
         matches!(
             self,
-            Frame::Ack {
-                path_id: Some(_),
-                ..
-            } | Frame::NewConnectionId {
-                path_id: Some(_),
-                ..
-            } | Frame::RetireConnectionId {
-                path_id: Some(_),
-                ..
-            } | Frame::PathAbandon { .. }
+            Frame::Ack { path_id: Some(_), .. }
+                | Frame::NewConnectionId { path_id: Some(_), .. }
+                | Frame::RetireConnectionId { path_id: Some(_), .. }
+                | Frame::PathAbandon { .. }
                 | Frame::PathStatusBackup { .. }
                 | Frame::PathStatusAvailable { .. }
                 | Frame::MaxPathId(_)
@@ -559,10 +464,7 @@ impl<'a> Frame<'a> {
                     | Frame::Ping
                     | Frame::Ack { path_id: None, .. }
                     | Frame::Crypto { .. }
-                    | Frame::ConnectionClose {
-                        frame_type: Some(_),
-                        ..
-                    }
+                    | Frame::ConnectionClose { frame_type: Some(_), .. }
             ),
             PacketType::ZeroRtt => {
                 !self.is_multipath()
@@ -582,10 +484,7 @@ impl<'a> Frame<'a> {
     /// Whether receiving this frame requires an acknowledgement (RFC 9000
     /// §13.2.1: all but ACK, PADDING and CONNECTION_CLOSE; PATH_ACK likewise).
     pub fn is_ack_eliciting(&self) -> bool {
-        !matches!(
-            self,
-            Frame::Padding { .. } | Frame::Ack { .. } | Frame::ConnectionClose { .. }
-        )
+        !matches!(self, Frame::Padding { .. } | Frame::Ack { .. } | Frame::ConnectionClose { .. })
     }
 
     /// Whether this is a probing frame (RFC 9000 §9.1: PATH_CHALLENGE,
@@ -607,67 +506,33 @@ impl<'a> Frame<'a> {
         t + match *self {
             Frame::Padding { len } => len.max(1) - 1,
             Frame::Ping | Frame::HandshakeDone => 0,
-            Frame::Ack {
-                path_id,
-                ack_delay,
-                ref ranges,
-                ecn,
-            } => {
+            Frame::Ack { path_id, ack_delay, ref ranges, ecn } => {
                 path_id.map_or(0, varint_len)
                     + varint_len(ranges.largest())
                     + varint_len(ack_delay)
                     + ack::ranges_len(ranges)
                     + ecn.map_or(0, |e| e.encoded_len())
             }
-            Frame::ResetStream {
-                stream_id,
-                error_code,
-                final_size,
-            } => varint_len(stream_id) + varint_len(error_code) + varint_len(final_size),
-            Frame::StopSending {
-                stream_id,
-                error_code,
-            } => varint_len(stream_id) + varint_len(error_code),
+            Frame::ResetStream { stream_id, error_code, final_size } => {
+                varint_len(stream_id) + varint_len(error_code) + varint_len(final_size)
+            }
+            Frame::StopSending { stream_id, error_code } => varint_len(stream_id) + varint_len(error_code),
             Frame::Crypto { offset, data } => varint_len(offset) + prefixed_len(data),
             Frame::NewToken { token } => prefixed_len(token),
-            Frame::Stream {
-                stream_id,
-                offset,
-                data,
-                ..
-            } => stream_header_len(stream_id, offset, data.len(), true) - 1 + data.len(),
-            Frame::MaxData(v)
-            | Frame::DataBlocked(v)
-            | Frame::MaxPathId(v)
-            | Frame::PathsBlocked(v) => varint_len(v),
-            Frame::MaxStreams { max: v, .. } | Frame::StreamsBlocked { limit: v, .. } => {
+            Frame::Stream { stream_id, offset, data, .. } => {
+                stream_header_len(stream_id, offset, data.len(), true) - 1 + data.len()
+            }
+            Frame::MaxData(v) | Frame::DataBlocked(v) | Frame::MaxPathId(v) | Frame::PathsBlocked(v) => {
                 varint_len(v)
             }
-            Frame::MaxStreamData {
-                stream_id: a,
-                max: b,
-            }
-            | Frame::StreamDataBlocked {
-                stream_id: a,
-                limit: b,
-            }
-            | Frame::PathAbandon {
-                path_id: a,
-                error_code: b,
-            }
+            Frame::MaxStreams { max: v, .. } | Frame::StreamsBlocked { limit: v, .. } => varint_len(v),
+            Frame::MaxStreamData { stream_id: a, max: b }
+            | Frame::StreamDataBlocked { stream_id: a, limit: b }
+            | Frame::PathAbandon { path_id: a, error_code: b }
             | Frame::PathStatusBackup { path_id: a, seq: b }
             | Frame::PathStatusAvailable { path_id: a, seq: b }
-            | Frame::PathCidsBlocked {
-                path_id: a,
-                next_seq: b,
-            } => varint_len(a) + varint_len(b),
-            Frame::NewConnectionId {
-                path_id,
-                seq,
-                retire_prior_to,
-                cid,
-                ..
-            } => {
+            | Frame::PathCidsBlocked { path_id: a, next_seq: b } => varint_len(a) + varint_len(b),
+            Frame::NewConnectionId { path_id, seq, retire_prior_to, cid, .. } => {
                 path_id.map_or(0, varint_len)
                     + varint_len(seq)
                     + varint_len(retire_prior_to)
@@ -675,15 +540,11 @@ impl<'a> Frame<'a> {
                     + cid.len()
                     + RESET_TOKEN_LEN
             }
-            Frame::RetireConnectionId { path_id, seq } => {
-                path_id.map_or(0, varint_len) + varint_len(seq)
-            }
+            Frame::RetireConnectionId { path_id, seq } => path_id.map_or(0, varint_len) + varint_len(seq),
             Frame::PathChallenge(_) | Frame::PathResponse(_) => 8,
-            Frame::ConnectionClose {
-                error_code,
-                frame_type,
-                reason,
-            } => varint_len(error_code) + frame_type.map_or(0, varint_len) + prefixed_len(reason),
+            Frame::ConnectionClose { error_code, frame_type, reason } => {
+                varint_len(error_code) + frame_type.map_or(0, varint_len) + prefixed_len(reason)
+            }
             Frame::Datagram { data } => prefixed_len(data),
         }
     }
@@ -695,13 +556,7 @@ impl<'a> Frame<'a> {
         if self.encoded_len() > w.remaining() {
             return Err(BufferTooShort);
         }
-        if let Frame::Stream {
-            stream_id,
-            offset,
-            data,
-            fin,
-        } = *self
-        {
+        if let Frame::Stream { stream_id, offset, data, fin } = *self {
             encode_stream_header(w, stream_id, offset, data.len(), fin, true)?;
             return w.bytes(data);
         }
@@ -711,12 +566,7 @@ impl<'a> Frame<'a> {
                 w.reserve(len.max(1) - 1)?.fill(0);
             }
             Frame::Ping | Frame::HandshakeDone | Frame::Stream { .. } => {}
-            Frame::Ack {
-                path_id,
-                ack_delay,
-                ref ranges,
-                ecn,
-            } => {
+            Frame::Ack { path_id, ack_delay, ref ranges, ecn } => {
                 if let Some(p) = path_id {
                     w.varint(p)?;
                 }
@@ -727,11 +577,7 @@ impl<'a> Frame<'a> {
                     e.encode(w)?;
                 }
             }
-            Frame::ResetStream {
-                stream_id,
-                error_code,
-                final_size,
-            } => {
+            Frame::ResetStream { stream_id, error_code, final_size } => {
                 w.varint(stream_id)?;
                 w.varint(error_code)?;
                 w.varint(final_size)?;
@@ -751,38 +597,17 @@ impl<'a> Frame<'a> {
             | Frame::PathsBlocked(v)
             | Frame::MaxStreams { max: v, .. }
             | Frame::StreamsBlocked { limit: v, .. } => w.varint(v)?,
-            Frame::StopSending {
-                stream_id: a,
-                error_code: b,
-            }
-            | Frame::MaxStreamData {
-                stream_id: a,
-                max: b,
-            }
-            | Frame::StreamDataBlocked {
-                stream_id: a,
-                limit: b,
-            }
-            | Frame::PathAbandon {
-                path_id: a,
-                error_code: b,
-            }
+            Frame::StopSending { stream_id: a, error_code: b }
+            | Frame::MaxStreamData { stream_id: a, max: b }
+            | Frame::StreamDataBlocked { stream_id: a, limit: b }
+            | Frame::PathAbandon { path_id: a, error_code: b }
             | Frame::PathStatusBackup { path_id: a, seq: b }
             | Frame::PathStatusAvailable { path_id: a, seq: b }
-            | Frame::PathCidsBlocked {
-                path_id: a,
-                next_seq: b,
-            } => {
+            | Frame::PathCidsBlocked { path_id: a, next_seq: b } => {
                 w.varint(a)?;
                 w.varint(b)?;
             }
-            Frame::NewConnectionId {
-                path_id,
-                seq,
-                retire_prior_to,
-                cid,
-                reset_token,
-            } => {
+            Frame::NewConnectionId { path_id, seq, retire_prior_to, cid, reset_token } => {
                 if let Some(p) = path_id {
                     w.varint(p)?;
                 }
@@ -799,11 +624,7 @@ impl<'a> Frame<'a> {
                 w.varint(seq)?;
             }
             Frame::PathChallenge(d) | Frame::PathResponse(d) => w.bytes(&d)?,
-            Frame::ConnectionClose {
-                error_code,
-                frame_type,
-                reason,
-            } => {
+            Frame::ConnectionClose { error_code, frame_type, reason } => {
                 w.varint(error_code)?;
                 if let Some(ft) = frame_type {
                     w.varint(ft)?;
@@ -839,11 +660,7 @@ fn stream_type(offset: u64, fin: bool, with_length: bool) -> u64 {
 pub fn stream_header_len(stream_id: u64, offset: u64, data_len: usize, with_length: bool) -> usize {
     1 + varint_len(stream_id)
         + if offset != 0 { varint_len(offset) } else { 0 }
-        + if with_length {
-            varint_len(data_len as u64)
-        } else {
-            0
-        }
+        + if with_length { varint_len(data_len as u64) } else { 0 }
 }
 
 /// Write a STREAM frame header; the caller copies `data_len` bytes of
@@ -875,12 +692,7 @@ pub fn encode_stream_header(
 /// capped so that `offset + len` stays within 2^62-1.
 fn max_prefixed_data(avail: usize, offset: u64) -> usize {
     let mut best = 0u64;
-    for (lb, maxv) in [
-        (1usize, 63u64),
-        (2, 16_383),
-        (4, (1 << 30) - 1),
-        (8, VARINT_MAX),
-    ] {
+    for (lb, maxv) in [(1usize, 63u64), (2, 16_383), (4, (1 << 30) - 1), (8, VARINT_MAX)] {
         if avail > lb {
             best = best.max(((avail - lb) as u64).min(maxv));
         }
@@ -903,11 +715,7 @@ pub fn crypto_header_len(offset: u64, data_len: usize) -> usize {
 }
 
 /// Write a CRYPTO frame header; the caller copies `data_len` bytes after it.
-pub fn encode_crypto_header(
-    w: &mut Writer<'_>,
-    offset: u64,
-    data_len: usize,
-) -> Result<(), BufferTooShort> {
+pub fn encode_crypto_header(w: &mut Writer<'_>, offset: u64, data_len: usize) -> Result<(), BufferTooShort> {
     if crypto_header_len(offset, data_len) > w.remaining() {
         return Err(BufferTooShort);
     }
@@ -930,10 +738,7 @@ pub fn for_each_frame<'a>(
     mut f: impl FnMut(Frame<'a>) -> Result<(), TransportError>,
 ) -> Result<(), TransportError> {
     if payload.is_empty() {
-        return Err(TransportError::new(
-            ErrorCode::PROTOCOL_VIOLATION,
-            "packet without frames",
-        ));
+        return Err(TransportError::new(ErrorCode::PROTOCOL_VIOLATION, "packet without frames"));
     }
     let mut r = Reader::new(payload);
     while !r.is_empty() {

@@ -24,12 +24,7 @@ impl Pacer {
     /// A pacer with a full bucket of `burst` bytes and no rate yet
     /// (unpaced until [`set_rate`](Self::set_rate)).
     pub fn new(burst: usize, now: Instant) -> Self {
-        Self {
-            rate: 0,
-            burst,
-            credit: burst as u128 * NANOS,
-            last: now,
-        }
+        Self { rate: 0, burst, credit: burst as u128 * NANOS, last: now }
     }
 
     /// Current rate in bytes/s (0 = unpaced).
@@ -58,10 +53,7 @@ impl Pacer {
         let cap = self.burst as u128 * NANOS;
         if now > self.last {
             let dt = now.duration_since(self.last).as_nanos();
-            self.credit = self
-                .credit
-                .saturating_add(dt.saturating_mul(self.rate as u128))
-                .min(cap);
+            self.credit = self.credit.saturating_add(dt.saturating_mul(self.rate as u128)).min(cap);
             self.last = now;
         }
         if self.rate == 0 {
@@ -120,25 +112,16 @@ mod tests {
         assert_eq!(p.next_release(t, 1200), Some(t + Duration::from_millis(1)));
         // Half-way there, 0.5 ms remain.
         let half = t + Duration::from_micros(500);
-        assert_eq!(
-            p.next_release(half, 1200),
-            Some(t + Duration::from_millis(1))
-        );
+        assert_eq!(p.next_release(half, 1200), Some(t + Duration::from_millis(1)));
         let t1 = t + Duration::from_millis(1);
         assert_eq!(p.next_release(t1, 1200), None);
         p.on_sent(t1, 1200);
-        assert_eq!(
-            p.next_release(t1, 600),
-            Some(t1 + Duration::from_micros(500))
-        );
+        assert_eq!(p.next_release(t1, 600), Some(t1 + Duration::from_micros(500)));
         // Idle for long: credit is capped at the burst (2 packets, not more).
         let later = t1 + Duration::from_secs(1);
         p.on_sent(later, 1200);
         p.on_sent(later, 1200);
-        assert_eq!(
-            p.next_release(later, 1200),
-            Some(later + Duration::from_millis(1))
-        );
+        assert_eq!(p.next_release(later, 1200), Some(later + Duration::from_millis(1)));
     }
 
     #[test]
@@ -153,9 +136,6 @@ mod tests {
         // the remaining 600 bytes take 2.5 ms.
         let t5 = t + Duration::from_millis(5);
         p.set_rate(t5, 240_000);
-        assert_eq!(
-            p.next_release(t5, 1200),
-            Some(t5 + Duration::from_micros(2500))
-        );
+        assert_eq!(p.next_release(t5, 1200), Some(t5 + Duration::from_micros(2500)));
     }
 }

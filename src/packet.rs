@@ -43,10 +43,7 @@ pub struct ConnectionId {
 
 impl ConnectionId {
     /// The zero-length connection ID.
-    pub const EMPTY: ConnectionId = ConnectionId {
-        len: 0,
-        bytes: [0; MAX_CID_LEN],
-    };
+    pub const EMPTY: ConnectionId = ConnectionId { len: 0, bytes: [0; MAX_CID_LEN] };
 
     /// Copy `s` into a connection ID; `None` if it is longer than 20 bytes.
     pub fn from_slice(s: &[u8]) -> Option<Self> {
@@ -55,10 +52,7 @@ impl ConnectionId {
         }
         let mut bytes = [0u8; MAX_CID_LEN];
         bytes[..s.len()].copy_from_slice(s);
-        Some(Self {
-            len: s.len() as u8,
-            bytes,
-        })
+        Some(Self { len: s.len() as u8, bytes })
     }
 
     /// The ID's bytes.
@@ -204,9 +198,7 @@ impl<'a> Header<'a> {
 
     /// The versions listed in a Version Negotiation packet.
     pub fn supported_versions(&self) -> impl Iterator<Item = u32> + 'a {
-        self.versions
-            .chunks_exact(4)
-            .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+        self.versions.chunks_exact(4).map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
     }
 }
 
@@ -236,11 +228,7 @@ pub fn invariant_header(buf: &[u8]) -> Option<InvariantHeader<'_>> {
     let dcid = r.bytes(dcid_len as usize).ok()?;
     let scid_len = r.u8().ok()?;
     let scid = r.bytes(scid_len as usize).ok()?;
-    Some(InvariantHeader {
-        version,
-        dcid,
-        scid,
-    })
+    Some(InvariantHeader { version, dcid, scid })
 }
 
 fn read_cid(r: &mut Reader<'_>) -> Result<ConnectionId, HeaderError> {
@@ -276,8 +264,7 @@ pub fn parse_header(buf: &[u8], short_dcid_len: usize) -> Result<Header<'_>, Hea
         if first & 0x40 == 0 {
             return Err(HeaderError::FixedBitZero);
         }
-        let dcid =
-            ConnectionId::from_slice(r.bytes(short_dcid_len)?).ok_or(HeaderError::Malformed)?;
+        let dcid = ConnectionId::from_slice(r.bytes(short_dcid_len)?).ok_or(HeaderError::Malformed)?;
         let pn_offset = r.pos();
         check_sample(pn_offset, buf.len())?;
         return Ok(Header {
@@ -335,10 +322,7 @@ pub fn parse_header(buf: &[u8], short_dcid_len: usize) -> Result<Header<'_>, Hea
         PacketType::Retry => {
             // Retry (RFC 9000 §17.2.5): token fills the datagram up to the tag.
             let rest = r.rest();
-            let token_len = rest
-                .len()
-                .checked_sub(RETRY_TAG_LEN)
-                .ok_or(HeaderError::Truncated)?;
+            let token_len = rest.len().checked_sub(RETRY_TAG_LEN).ok_or(HeaderError::Truncated)?;
             if token_len == 0 {
                 return Err(HeaderError::Malformed);
             }
@@ -421,11 +405,7 @@ pub fn pn_len_for(pn: u64, largest_acked: Option<u64>) -> usize {
     // A.2 computes ceil((log2(num_unacked) + 1) / 8) over the reals; in
     // integers that is floor(log2) + 1 bits for a power of two, + 2 otherwise.
     let floor_log2 = 63 - num_unacked.leading_zeros() as usize;
-    let bits = if num_unacked.is_power_of_two() {
-        floor_log2 + 1
-    } else {
-        floor_log2 + 2
-    };
+    let bits = if num_unacked.is_power_of_two() { floor_log2 + 1 } else { floor_log2 + 2 };
     bits.div_ceil(8).clamp(1, 4)
 }
 
@@ -513,28 +493,18 @@ pub fn write_long_header(
     w.varint_with_len(0, 2)?;
     let pn_offset = w.pos();
     write_pn(w, pn, pn_len)?;
-    Ok(LongHeaderOffsets {
-        length_offset,
-        pn_offset,
-        pn_len,
-    })
+    Ok(LongHeaderOffsets { length_offset, pn_offset, pn_len })
 }
 
 /// Fill in the Length field written by [`write_long_header`]: `len` counts
 /// the packet number, the payload and the AEAD tag. `buf` is the buffer the
 /// header was written into. Fails if `len` exceeds [`MAX_PATCHABLE_LENGTH`]
 /// or the offsets do not fit `buf`.
-pub fn patch_length(
-    buf: &mut [u8],
-    offsets: &LongHeaderOffsets,
-    len: usize,
-) -> Result<(), BufferTooShort> {
+pub fn patch_length(buf: &mut [u8], offsets: &LongHeaderOffsets, len: usize) -> Result<(), BufferTooShort> {
     if len > MAX_PATCHABLE_LENGTH {
         return Err(BufferTooShort);
     }
-    let field = buf
-        .get_mut(offsets.length_offset..offsets.length_offset + 2)
-        .ok_or(BufferTooShort)?;
+    let field = buf.get_mut(offsets.length_offset..offsets.length_offset + 2).ok_or(BufferTooShort)?;
     encode_varint_into(len as u64, field);
     Ok(())
 }
@@ -635,10 +605,7 @@ pub fn stateless_reset_token(datagram: &[u8]) -> Option<&[u8; RESET_TOKEN_LEN]> 
     if datagram.len() < MIN_STATELESS_RESET_LEN || datagram.first()? & 0x80 != 0 {
         return None;
     }
-    datagram
-        .get(datagram.len() - RESET_TOKEN_LEN..)?
-        .try_into()
-        .ok()
+    datagram.get(datagram.len() - RESET_TOKEN_LEN..)?.try_into().ok()
 }
 
 /// Compare two reset tokens in constant time (RFC 9000 §10.3.1 requires
@@ -660,11 +627,7 @@ pub fn long_header_len(
     token_len: usize,
     pn_len: usize,
 ) -> usize {
-    let token = if ty == PacketType::Initial {
-        varint_len(token_len as u64) + token_len
-    } else {
-        0
-    };
+    let token = if ty == PacketType::Initial { varint_len(token_len as u64) + token_len } else { 0 };
     1 + 4 + 1 + dcid.len() + 1 + scid.len() + token + 2 + pn_len
 }
 

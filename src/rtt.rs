@@ -26,13 +26,7 @@ impl Default for RttEstimator {
 impl RttEstimator {
     /// Start from `initial` (RFC 9002 §6.2.2: smoothed = initial, var = initial/2).
     pub fn new(initial: Duration) -> Self {
-        Self {
-            latest: initial,
-            smoothed: initial,
-            var: initial / 2,
-            min: initial,
-            has_sample: false,
-        }
+        Self { latest: initial, smoothed: initial, var: initial / 2, min: initial, has_sample: false }
     }
 
     /// Feed one RTT sample (RFC 9002 §5.3). `ack_delay` is already decoded and
@@ -47,11 +41,7 @@ impl RttEstimator {
             return;
         }
         self.min = self.min.min(latest);
-        let adjusted = if latest >= self.min + ack_delay {
-            latest - ack_delay
-        } else {
-            latest
-        };
+        let adjusted = if latest >= self.min + ack_delay { latest - ack_delay } else { latest };
         let diff = self.smoothed.abs_diff(adjusted);
         self.var = (self.var * 3 + diff) / 4;
         self.smoothed = (self.smoothed * 7 + adjusted) / 8;

@@ -56,8 +56,8 @@ mod simple;
 mod sticky;
 
 pub use arp::{
-    ar_joins_non_redundant, ar_partition, p_scheduling_choice, predicted_arrival, ArPath,
-    ArpScheduler, PCandidate, MIN_INFLIGHT_FOR_N,
+    ar_joins_non_redundant, ar_partition, p_scheduling_choice, predicted_arrival, ArPath, ArpScheduler,
+    PCandidate, MIN_INFLIGHT_FOR_N,
 };
 pub use capacity::{CapacityEstimate, CapacityScheduler};
 pub use hetero::{blest_should_wait, ecf_decide, BlestScheduler, EcfOutcome, EcfScheduler};
@@ -208,15 +208,8 @@ pub struct SchedContext<'a> {
 impl<'a> SchedContext<'a> {
     /// Build a context.
     pub fn new(now: Instant, paths: &'a [PathSnapshot], pending: PendingInfo) -> Self {
-        let any_available = paths
-            .iter()
-            .any(|p| p.usable && p.status == PathStatus::Available);
-        Self {
-            now,
-            paths,
-            pending,
-            any_available,
-        }
+        let any_available = paths.iter().any(|p| p.usable && p.status == PathStatus::Available);
+        Self { now, paths, pending, any_available }
     }
 
     /// The path may be chosen: usable, and either available or a backup while
@@ -266,10 +259,7 @@ pub struct PathList {
 impl PathList {
     /// The empty list.
     pub const fn new() -> Self {
-        Self {
-            len: 0,
-            ids: [PathId(0); MAX_COPIES],
-        }
+        Self { len: 0, ids: [PathId(0); MAX_COPIES] }
     }
     /// Append a path; returns false (and drops it) when the list is full.
     pub fn push(&mut self, id: PathId) -> bool {
@@ -344,10 +334,7 @@ impl Decision {
     }
     /// `Send` on one path, no copies.
     pub fn send(path: PathId) -> Self {
-        Decision::Send {
-            path,
-            also: PathList::new(),
-        }
+        Decision::Send { path, also: PathList::new() }
     }
     /// `Wait` without a deadline.
     pub const WAIT: Decision = Decision::Wait { until: None };
@@ -383,14 +370,7 @@ pub struct PathSchedMetrics {
 
 impl PathSchedMetrics {
     fn new(id: PathId) -> Self {
-        Self {
-            id,
-            role: None,
-            sent_bytes: 0,
-            redundant_bytes: 0,
-            capacity_estimate: None,
-            dsr: None,
-        }
+        Self { id, role: None, sent_bytes: 0, redundant_bytes: 0, capacity_estimate: None, dsr: None }
     }
 }
 
@@ -430,10 +410,7 @@ pub trait Scheduler: Send + fmt::Debug {
     fn on_path_closed(&mut self, _path: PathId) {}
     /// Numbers for stats.
     fn metrics(&self) -> SchedMetrics {
-        SchedMetrics {
-            name: self.name(),
-            ..SchedMetrics::default()
-        }
+        SchedMetrics { name: self.name(), ..SchedMetrics::default() }
     }
 }
 
@@ -461,12 +438,7 @@ pub struct SchedParams {
 
 impl Default for SchedParams {
     fn default() -> Self {
-        Self {
-            gamma: 0.5,
-            delta: 1.0,
-            lambda: 1.2,
-            beta: 0.25,
-        }
+        Self { gamma: 0.5, delta: 1.0, lambda: 1.2, beta: 0.25 }
     }
 }
 
@@ -512,23 +484,15 @@ pub fn names() -> &'static [&'static str] {
 /// from `params`. Keys: `gamma`, `delta` (capacity), `lambda` (blest),
 /// `beta` (ecf); e.g. `"capacity:gamma=0.4,delta=1.0"`.
 pub fn build(spec: &str, params: &SchedParams) -> Result<Box<dyn Scheduler>, UnknownScheduler> {
-    let err = |reason| UnknownScheduler {
-        spec: spec.to_owned(),
-        reason,
-    };
+    let err = |reason| UnknownScheduler { spec: spec.to_owned(), reason };
     let (name, args) = match spec.split_once(':') {
         Some((n, a)) => (n.trim(), a),
         None => (spec.trim(), ""),
     };
     let mut p = *params;
     for kv in args.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (k, v) = kv
-            .split_once('=')
-            .ok_or_else(|| err("expected key=value"))?;
-        let v: f64 = v
-            .trim()
-            .parse()
-            .map_err(|_| err("parameter value is not a number"))?;
+        let (k, v) = kv.split_once('=').ok_or_else(|| err("expected key=value"))?;
+        let v: f64 = v.trim().parse().map_err(|_| err("parameter value is not a number"))?;
         if !v.is_finite() || v < 0.0 {
             return Err(err("parameter value must be finite and non-negative"));
         }
@@ -600,10 +564,7 @@ impl<T> PerPath<T> {
         self.items.iter().find(|(p, _)| *p == id).map(|(_, t)| t)
     }
     pub(crate) fn get_mut(&mut self, id: PathId) -> Option<&mut T> {
-        self.items
-            .iter_mut()
-            .find(|(p, _)| *p == id)
-            .map(|(_, t)| t)
+        self.items.iter_mut().find(|(p, _)| *p == id).map(|(_, t)| t)
     }
     pub(crate) fn remove(&mut self, id: PathId) {
         self.items.retain(|(p, _)| *p != id);
@@ -663,12 +624,7 @@ pub(crate) mod test_util {
     use super::*;
 
     /// A path with the given srtt (ms), cwnd and in-flight (packets of 1000 B).
-    pub(crate) fn path(
-        id: u32,
-        srtt_ms: u64,
-        cwnd_pkts: usize,
-        inflight_pkts: usize,
-    ) -> PathSnapshot {
+    pub(crate) fn path(id: u32, srtt_ms: u64, cwnd_pkts: usize, inflight_pkts: usize) -> PathSnapshot {
         PathSnapshot {
             srtt: Duration::from_millis(srtt_ms),
             min_rtt: Duration::from_millis(srtt_ms),
@@ -690,10 +646,7 @@ pub(crate) mod test_util {
     }
 
     pub(crate) fn pending(new_bytes: u64) -> PendingInfo {
-        PendingInfo {
-            new_bytes,
-            ..PendingInfo::default()
-        }
+        PendingInfo { new_bytes, ..PendingInfo::default() }
     }
 }
 

@@ -178,14 +178,10 @@ fn cid_value(v: &[u8]) -> Result<ConnectionId, TransportError> {
 impl PreferredAddress {
     fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(41 + self.cid.len());
-        let v4 = self
-            .ipv4
-            .unwrap_or(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0));
+        let v4 = self.ipv4.unwrap_or(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0));
         v.extend_from_slice(&v4.ip().octets());
         v.extend_from_slice(&v4.port().to_be_bytes());
-        let v6 = self
-            .ipv6
-            .unwrap_or(SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 0, 0, 0));
+        let v6 = self.ipv6.unwrap_or(SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 0, 0, 0));
         v.extend_from_slice(&v6.ip().octets());
         v.extend_from_slice(&v6.port().to_be_bytes());
         v.push(self.cid.len() as u8);
@@ -234,21 +230,9 @@ impl TransportParams {
             push_param(out, id::ORIGINAL_DESTINATION_CONNECTION_ID, c.as_slice());
         }
         let ints = [
-            (
-                id::MAX_IDLE_TIMEOUT,
-                self.max_idle_timeout,
-                d.max_idle_timeout,
-            ),
-            (
-                id::MAX_UDP_PAYLOAD_SIZE,
-                self.max_udp_payload_size,
-                d.max_udp_payload_size,
-            ),
-            (
-                id::INITIAL_MAX_DATA,
-                self.initial_max_data,
-                d.initial_max_data,
-            ),
+            (id::MAX_IDLE_TIMEOUT, self.max_idle_timeout, d.max_idle_timeout),
+            (id::MAX_UDP_PAYLOAD_SIZE, self.max_udp_payload_size, d.max_udp_payload_size),
+            (id::INITIAL_MAX_DATA, self.initial_max_data, d.initial_max_data),
             (
                 id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL,
                 self.initial_max_stream_data_bidi_local,
@@ -264,27 +248,11 @@ impl TransportParams {
                 self.initial_max_stream_data_uni,
                 d.initial_max_stream_data_uni,
             ),
-            (
-                id::INITIAL_MAX_STREAMS_BIDI,
-                self.initial_max_streams_bidi,
-                d.initial_max_streams_bidi,
-            ),
-            (
-                id::INITIAL_MAX_STREAMS_UNI,
-                self.initial_max_streams_uni,
-                d.initial_max_streams_uni,
-            ),
-            (
-                id::ACK_DELAY_EXPONENT,
-                self.ack_delay_exponent,
-                d.ack_delay_exponent,
-            ),
+            (id::INITIAL_MAX_STREAMS_BIDI, self.initial_max_streams_bidi, d.initial_max_streams_bidi),
+            (id::INITIAL_MAX_STREAMS_UNI, self.initial_max_streams_uni, d.initial_max_streams_uni),
+            (id::ACK_DELAY_EXPONENT, self.ack_delay_exponent, d.ack_delay_exponent),
             (id::MAX_ACK_DELAY, self.max_ack_delay, d.max_ack_delay),
-            (
-                id::ACTIVE_CONNECTION_ID_LIMIT,
-                self.active_connection_id_limit,
-                d.active_connection_id_limit,
-            ),
+            (id::ACTIVE_CONNECTION_ID_LIMIT, self.active_connection_id_limit, d.active_connection_id_limit),
         ];
         for (pid, v, def) in ints {
             if v != def {
@@ -328,9 +296,7 @@ impl TransportParams {
         let mut r = Reader::new(buf);
         while !r.is_empty() {
             let pid = r.varint().map_err(|_| err("truncated parameter ID"))?;
-            let v = r
-                .varint_prefixed()
-                .map_err(|_| err("parameter length past end"))?;
+            let v = r.varint_prefixed().map_err(|_| err("parameter length past end"))?;
             let known = pid < 64 && p.set_known(pid, v, from_server)?;
             if known {
                 if seen & (1 << pid) != 0 {
@@ -374,9 +340,8 @@ impl TransportParams {
             }
             id::MAX_IDLE_TIMEOUT => self.max_idle_timeout = int_value(v)?,
             id::STATELESS_RESET_TOKEN => {
-                let t: [u8; RESET_TOKEN_LEN] = v
-                    .try_into()
-                    .map_err(|_| err("stateless_reset_token length"))?;
+                let t: [u8; RESET_TOKEN_LEN] =
+                    v.try_into().map_err(|_| err("stateless_reset_token length"))?;
                 self.stateless_reset_token = Some(t);
             }
             id::MAX_UDP_PAYLOAD_SIZE => {
@@ -386,9 +351,7 @@ impl TransportParams {
                 }
             }
             id::INITIAL_MAX_DATA => self.initial_max_data = int_value(v)?,
-            id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL => {
-                self.initial_max_stream_data_bidi_local = int_value(v)?
-            }
+            id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL => self.initial_max_stream_data_bidi_local = int_value(v)?,
             id::INITIAL_MAX_STREAM_DATA_BIDI_REMOTE => {
                 self.initial_max_stream_data_bidi_remote = int_value(v)?
             }
@@ -429,9 +392,7 @@ impl TransportParams {
                     return Err(err("active_connection_id_limit below 2"));
                 }
             }
-            id::INITIAL_SOURCE_CONNECTION_ID => {
-                self.initial_source_connection_id = Some(cid_value(v)?)
-            }
+            id::INITIAL_SOURCE_CONNECTION_ID => self.initial_source_connection_id = Some(cid_value(v)?),
             id::RETRY_SOURCE_CONNECTION_ID => self.retry_source_connection_id = Some(cid_value(v)?),
             id::MAX_DATAGRAM_FRAME_SIZE => self.max_datagram_frame_size = Some(int_value(v)?),
             id::INITIAL_MAX_PATH_ID => {
@@ -448,10 +409,7 @@ impl TransportParams {
 
     /// The value of an unknown parameter kept in [`TransportParams::extra`].
     pub fn extra_param(&self, pid: u64) -> Option<&[u8]> {
-        self.extra
-            .iter()
-            .find(|(x, _)| *x == pid)
-            .map(|(_, v)| v.as_slice())
+        self.extra.iter().find(|(x, _)| *x == pid).map(|(_, v)| v.as_slice())
     }
 }
 

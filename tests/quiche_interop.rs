@@ -23,7 +23,13 @@ struct Source {
 
 impl Source {
     fn new(seed: u64, len: usize) -> Source {
-        let mut s = Source { state: seed | 1, left: len, buf: vec![0; 64 * 1024], pos: 64 * 1024, hash: Sha256::new() };
+        let mut s = Source {
+            state: seed | 1,
+            left: len,
+            buf: vec![0; 64 * 1024],
+            pos: 64 * 1024,
+            hash: Sha256::new(),
+        };
         s.refill();
         s
     }
@@ -219,7 +225,13 @@ struct UdpLink {
 impl UdpLink {
     /// Send what `from` has (up to 64 datagrams) over `fs`, then read what
     /// arrived at `ts` into `to`.
-    fn turn(&mut self, from: &mut dyn Endpoint, fs: &UdpSocket, to: &mut dyn Endpoint, ts: &UdpSocket) -> usize {
+    fn turn(
+        &mut self,
+        from: &mut dyn Endpoint,
+        fs: &UdpSocket,
+        to: &mut dyn Endpoint,
+        ts: &UdpSocket,
+    ) -> usize {
         let mut sent = 0;
         while sent < 64 {
             let Some(n) = from.send(&mut self.buf) else { break };

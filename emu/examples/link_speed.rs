@@ -11,19 +11,12 @@ use emu::queue::{QueueConfig, QueueKind};
 use emu::{Link, LinkConfig, Packet, Stage, Trace};
 
 fn main() {
-    let trace = Trace::from_times(
-        "100mbps",
-        (1..=25).map(|i| (i * 3u64).div_ceil(25)).collect(),
-    )
-    .expect("valid trace");
+    let trace = Trace::from_times("100mbps", (1..=25).map(|i| (i * 3u64).div_ceil(25)).collect())
+        .expect("valid trace");
     let mut cfg = LinkConfig::new(Arc::new(trace));
     cfg.delay = Duration::from_millis(25);
     cfg.loss = LossModel::Bernoulli { p: 0.01 };
-    cfg.queue = QueueConfig {
-        kind: QueueKind::DropTail,
-        packets: Some(1000),
-        bytes: None,
-    };
+    cfg.queue = QueueConfig { kind: QueueKind::DropTail, packets: Some(1000), bytes: None };
     let mut link = Link::new(&cfg);
     let mut out = Vec::new();
     let virtual_run = Duration::from_secs(60);

@@ -98,10 +98,7 @@ impl Link {
         for p in &cfg.delay_extra_ms {
             delay.add_extra_ms(p.clone());
         }
-        Link {
-            inner: Chain::new(Chain::new(loss, service), delay),
-            stats: LinkStats::default(),
-        }
+        Link { inner: Chain::new(Chain::new(loss, service), delay), stats: LinkStats::default() }
     }
 
     /// Counters so far.

@@ -39,12 +39,7 @@ impl LossModel {
         match *self {
             LossModel::None => 0.0,
             LossModel::Bernoulli { p } => p,
-            LossModel::GilbertElliott {
-                p_good_to_bad,
-                p_bad_to_good,
-                loss_good,
-                loss_bad,
-            } => {
+            LossModel::GilbertElliott { p_good_to_bad, p_bad_to_good, loss_good, loss_bad } => {
                 let sum = p_good_to_bad + p_bad_to_good;
                 if sum <= 0.0 {
                     loss_good
@@ -110,12 +105,8 @@ impl LossStage {
 
     /// Probability from the time-varying profiles alone at `now`.
     pub fn scheduled_loss_at(&self, now: Duration) -> f64 {
-        let keep: f64 = self
-            .extra
-            .iter()
-            .filter_map(|p| p.value_at(now))
-            .map(|v| 1.0 - v.clamp(0.0, 1.0))
-            .product();
+        let keep: f64 =
+            self.extra.iter().filter_map(|p| p.value_at(now)).map(|v| 1.0 - v.clamp(0.0, 1.0)).product();
         1.0 - keep
     }
 
@@ -123,17 +114,8 @@ impl LossStage {
         match self.model {
             LossModel::None => false,
             LossModel::Bernoulli { p } => p > 0.0 && self.rng.gen::<f64>() < p,
-            LossModel::GilbertElliott {
-                p_good_to_bad,
-                p_bad_to_good,
-                loss_good,
-                loss_bad,
-            } => {
-                let flip = if self.bad {
-                    p_bad_to_good
-                } else {
-                    p_good_to_bad
-                };
+            LossModel::GilbertElliott { p_good_to_bad, p_bad_to_good, loss_good, loss_bad } => {
+                let flip = if self.bad { p_bad_to_good } else { p_good_to_bad };
                 if self.rng.gen::<f64>() < flip {
                     self.bad = !self.bad;
                 }
@@ -229,12 +211,7 @@ mod tests {
     #[test]
     fn profile_window_drops_everything() {
         let mut s = LossStage::new(LossModel::None, 1);
-        s.add_profile(Profile::window(
-            Duration::from_secs(1),
-            Duration::from_secs(2),
-            1.0,
-            0.0,
-        ));
+        s.add_profile(Profile::window(Duration::from_secs(1), Duration::from_secs(2), 1.0, 0.0));
         for ms in 0..3000 {
             s.enqueue(Duration::from_millis(ms), Packet::sized(10, ms));
         }

@@ -120,11 +120,7 @@ impl TraceStage {
     }
 
     fn scale_at(&self, t: Duration) -> f64 {
-        self.rate_scale
-            .iter()
-            .filter_map(|p| p.value_at(t))
-            .map(|v| v.max(0.0))
-            .product()
+        self.rate_scale.iter().filter_map(|p| p.value_at(t)).map(|v| v.max(0.0)).product()
     }
 
     fn busy(&self) -> bool {
@@ -227,9 +223,7 @@ impl Stage for TraceStage {
             return Some(p.time);
         }
         if self.busy() {
-            return Some(Duration::from_millis(
-                self.trace.opportunity_ms(self.next_index),
-            ));
+            return Some(Duration::from_millis(self.trace.opportunity_ms(self.next_index)));
         }
         None
     }
@@ -273,10 +267,7 @@ mod tests {
         s.enqueue(ms(0), Packet::sized(3000, 1)); // needs 2 opportunities (1 and 2)
         s.enqueue(ms(0), Packet::sized(4, 2)); // fits in the 8 bytes left at ms 2
         s.enqueue(ms(0), Packet::sized(1504, 3)); // ms 3
-        assert_eq!(
-            drain(&mut s, ms(10)),
-            vec![(1, ms(2)), (2, ms(2)), (3, ms(3))]
-        );
+        assert_eq!(drain(&mut s, ms(10)), vec![(1, ms(2)), (2, ms(2)), (3, ms(3))]);
         // Idle from 3 to 20: nothing banked, a 3000-byte packet still needs 2 slots.
         s.enqueue(ms(20), Packet::sized(3000, 4));
         assert_eq!(drain(&mut s, ms(30)), vec![(4, ms(22))]);
@@ -287,13 +278,7 @@ mod tests {
         s.enqueue(Duration::from_micros(40_500), Packet::sized(1, 99));
         assert_eq!(
             drain(&mut s, ms(50)),
-            vec![
-                (10, ms(41)),
-                (11, ms(41)),
-                (12, ms(41)),
-                (13, ms(41)),
-                (99, ms(42))
-            ]
+            vec![(10, ms(41)), (11, ms(41)), (12, ms(41)), (13, ms(41)), (99, ms(42))]
         );
     }
 
@@ -309,11 +294,7 @@ mod tests {
 
     #[test]
     fn droptail_and_drophead_limits() {
-        let tail = QueueConfig {
-            kind: QueueKind::DropTail,
-            packets: Some(3),
-            bytes: None,
-        };
+        let tail = QueueConfig { kind: QueueKind::DropTail, packets: Some(3), bytes: None };
         let mut s = stage("1000\n", tail);
         for i in 0..10 {
             s.enqueue(ms(1), Packet::sized(100, i));
@@ -323,11 +304,7 @@ mod tests {
         let got: Vec<u64> = drain(&mut s, ms(1000)).into_iter().map(|x| x.0).collect();
         assert_eq!(got, vec![0, 1, 2]);
 
-        let head = QueueConfig {
-            kind: QueueKind::DropHead,
-            packets: None,
-            bytes: Some(250),
-        };
+        let head = QueueConfig { kind: QueueKind::DropHead, packets: None, bytes: Some(250) };
         let mut s = stage("1000\n", head);
         for i in 0..10 {
             s.enqueue(ms(1), Packet::sized(100, i));

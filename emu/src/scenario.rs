@@ -83,11 +83,9 @@ impl fmt::Display for ScenarioError {
             ScenarioError::Syntax { path, message } => {
                 write!(f, "{}: {}", path.display(), message.trim_end())
             }
-            ScenarioError::Invalid {
-                path,
-                context,
-                message,
-            } => write!(f, "{}: {}: {}", path.display(), context, message),
+            ScenarioError::Invalid { path, context, message } => {
+                write!(f, "{}: {}: {}", path.display(), context, message)
+            }
             ScenarioError::Trace(e) => write!(f, "{e}"),
         }
     }
@@ -191,9 +189,8 @@ pub struct Scenario {
 
 /// SplitMix64 step: derives independent per-link seeds from one scenario seed.
 fn mix(seed: u64, salt: u64) -> u64 {
-    let mut z = seed
-        .wrapping_add(salt.wrapping_mul(0x9e37_79b9_7f4a_7c15))
-        .wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z =
+        seed.wrapping_add(salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
@@ -212,9 +209,7 @@ impl Scenario {
             return Scenario::load(p);
         }
         let file = format!("{name_or_path}.toml");
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("..")
-            .join("traces");
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("traces");
         for dir in [PathBuf::from("traces"), repo] {
             let candidate = dir.join(&file);
             if candidate.is_file() {
@@ -233,19 +228,15 @@ impl Scenario {
     /// Loads and validates a scenario file; trace paths are relative to its directory.
     pub fn load(path: impl AsRef<Path>) -> Result<Scenario, ScenarioError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|error| ScenarioError::Io {
-            path: path.to_path_buf(),
-            error,
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| ScenarioError::Io { path: path.to_path_buf(), error })?;
         Scenario::parse(path, &text)
     }
 
     /// Parses scenario text as if read from `path`.
     pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
-        let raw: RawScenario = toml::from_str(text).map_err(|e| ScenarioError::Syntax {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+        let raw: RawScenario = toml::from_str(text)
+            .map_err(|e| ScenarioError::Syntax { path: path.to_path_buf(), message: e.to_string() })?;
         let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
         let invalid = |context: &str, message: String| ScenarioError::Invalid {
             path: path.to_path_buf(),
@@ -253,16 +244,10 @@ impl Scenario {
             message,
         };
         if !(raw.duration.is_finite() && raw.duration > 0.0) {
-            return Err(invalid(
-                "duration",
-                format!("must be > 0, got {}", raw.duration),
-            ));
+            return Err(invalid("duration", format!("must be > 0, got {}", raw.duration)));
         }
         if raw.path.is_empty() {
-            return Err(invalid(
-                "path",
-                "a scenario needs at least one [[path]]".into(),
-            ));
+            return Err(invalid("path", "a scenario needs at least one [[path]]".into()));
         }
         let mut traces: HashMap<PathBuf, Arc<Trace>> = HashMap::new();
         let mut load_trace = |rel: &str| -> Result<Arc<Trace>, ScenarioError> {
@@ -281,23 +266,16 @@ impl Scenario {
                 return Err(invalid(&ctx, "duplicate path name".into()));
             }
             if !(rp.delay_ms.is_finite() && rp.delay_ms >= 0.0) {
-                return Err(invalid(
-                    &ctx,
-                    format!("delay_ms must be >= 0, got {}", rp.delay_ms),
-                ));
+                return Err(invalid(&ctx, format!("delay_ms must be >= 0, got {}", rp.delay_ms)));
             }
             if rp.loss.is_some() && (rp.loss_up.is_some() || rp.loss_down.is_some()) {
-                return Err(invalid(
-                    &ctx,
-                    "give either loss or loss_up/loss_down, not both".into(),
-                ));
+                return Err(invalid(&ctx, "give either loss or loss_up/loss_down, not both".into()));
             }
             let loss_up = parse_loss(rp.loss_up.as_ref().or(rp.loss.as_ref()))
                 .map_err(|m| invalid(&format!("{ctx} loss"), m))?;
             let loss_down = parse_loss(rp.loss_down.as_ref().or(rp.loss.as_ref()))
                 .map_err(|m| invalid(&format!("{ctx} loss"), m))?;
-            let queue =
-                parse_queue(rp.queue.as_ref()).map_err(|m| invalid(&format!("{ctx} queue"), m))?;
+            let queue = parse_queue(rp.queue.as_ref()).map_err(|m| invalid(&format!("{ctx} queue"), m))?;
             let mut up = LinkConfig::new(load_trace(&rp.up)?);
             let mut down = LinkConfig::new(load_trace(&rp.down)?);
             for (cfg, loss, dir) in [(&mut up, loss_up, 0u64), (&mut down, loss_down, 1)] {
@@ -310,16 +288,10 @@ impl Scenario {
                 apply_schedule(s, &mut up, &mut down)
                     .map_err(|m| invalid(&format!("{ctx} schedule {}", j + 1), m))?;
             }
-            paths.push(PathSpec {
-                name: rp.name.clone(),
-                up,
-                down,
-            });
+            paths.push(PathSpec { name: rp.name.clone(), up, down });
         }
         let name = raw.name.unwrap_or_else(|| {
-            path.file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default()
+            path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
         });
         Ok(Scenario {
             name,
@@ -345,11 +317,7 @@ impl Scenario {
     pub fn build(&self) -> Vec<PathLinks> {
         self.paths
             .iter()
-            .map(|p| PathLinks {
-                name: p.name.clone(),
-                up: Link::new(&p.up),
-                down: Link::new(&p.down),
-            })
+            .map(|p| PathLinks { name: p.name.clone(), up: Link::new(&p.up), down: Link::new(&p.down) })
             .collect()
     }
 }
@@ -386,9 +354,7 @@ fn parse_loss(raw: Option<&RawLoss>) -> Result<LossModel, String> {
         }
         "bernoulli" => {
             extra(&["p"])?;
-            Ok(LossModel::Bernoulli {
-                p: prob("p", r.p, None)?,
-            })
+            Ok(LossModel::Bernoulli { p: prob("p", r.p, None)? })
         }
         "gilbert" | "gilbert-elliott" => {
             extra(&["p_good_to_bad", "p_bad_to_good", "loss_good", "loss_bad"])?;
@@ -399,9 +365,7 @@ fn parse_loss(raw: Option<&RawLoss>) -> Result<LossModel, String> {
                 loss_bad: prob("loss_bad", r.loss_bad, Some(1.0))?,
             })
         }
-        other => Err(format!(
-            "unknown loss model {other:?} (expected none, bernoulli or gilbert)"
-        )),
+        other => Err(format!("unknown loss model {other:?} (expected none, bernoulli or gilbert)")),
     }
 }
 
@@ -414,9 +378,7 @@ fn parse_queue(raw: Option<&RawQueue>) -> Result<QueueConfig, String> {
         "droptail" => QueueKind::DropTail,
         "drophead" => QueueKind::DropHead,
         other => {
-            return Err(format!(
-                "unknown queue kind {other:?} (expected infinite, droptail or drophead)"
-            ))
+            return Err(format!("unknown queue kind {other:?} (expected infinite, droptail or drophead)"))
         }
     };
     match kind {
@@ -426,19 +388,11 @@ fn parse_queue(raw: Option<&RawQueue>) -> Result<QueueConfig, String> {
         QueueKind::DropTail | QueueKind::DropHead if r.packets.is_none() && r.bytes.is_none() => {
             Err(format!("{} needs packets = N and/or bytes = N", r.kind))
         }
-        _ => Ok(QueueConfig {
-            kind,
-            packets: r.packets,
-            bytes: r.bytes,
-        }),
+        _ => Ok(QueueConfig { kind, packets: r.packets, bytes: r.bytes }),
     }
 }
 
-fn apply_schedule(
-    s: &RawSchedule,
-    up: &mut LinkConfig,
-    down: &mut LinkConfig,
-) -> Result<(), String> {
+fn apply_schedule(s: &RawSchedule, up: &mut LinkConfig, down: &mut LinkConfig) -> Result<(), String> {
     let (to_up, to_down) = match s.direction.as_deref().unwrap_or("both") {
         "up" => (true, false),
         "down" => (false, true),
@@ -478,18 +432,12 @@ fn apply_schedule(
         "loss" => (0.0, 1.0),
         "rate" => (0.0, f64::INFINITY),
         "delay_ms" => (f64::NEG_INFINITY, f64::INFINITY),
-        other => {
-            return Err(format!(
-                "unknown param {other:?} (loss, delay_ms, rate or outage)"
-            ))
-        }
+        other => return Err(format!("unknown param {other:?} (loss, delay_ms, rate or outage)")),
     };
     let mut prev = f64::NEG_INFINITY;
     for &(t, v) in points {
         if !(t.is_finite() && t >= 0.0) || t < prev {
-            return Err(format!(
-                "point times must be >= 0 and non-decreasing, got {t}"
-            ));
+            return Err(format!("point times must be >= 0 and non-decreasing, got {t}"));
         }
         prev = t;
         if !v.is_finite() || v < lo || v > hi {

@@ -34,22 +34,12 @@ impl Packet {
     /// A packet whose charged size is its length.
     pub fn new(data: Vec<u8>) -> Packet {
         let size = u32::try_from(data.len()).unwrap_or(u32::MAX);
-        Packet {
-            data,
-            size,
-            tag: 0,
-            time: Duration::ZERO,
-        }
+        Packet { data, size, tag: 0, time: Duration::ZERO }
     }
 
     /// A packet of `size` charged bytes with no contents (for load generation).
     pub fn sized(size: u32, tag: u64) -> Packet {
-        Packet {
-            data: Vec::new(),
-            size,
-            tag,
-            time: Duration::ZERO,
-        }
+        Packet { data: Vec::new(), size, tag, time: Duration::ZERO }
     }
 }
 
@@ -94,11 +84,7 @@ pub struct Chain<A, B> {
 impl<A: Stage, B: Stage> Chain<A, B> {
     /// Composes two stages.
     pub fn new(first: A, second: B) -> Chain<A, B> {
-        Chain {
-            first,
-            second,
-            scratch: Vec::new(),
-        }
+        Chain { first, second, scratch: Vec::new() }
     }
 
     fn pump(&mut self, now: Duration) {
@@ -142,11 +128,7 @@ pub struct DelayStage {
 impl DelayStage {
     /// A delay of `base` each packet.
     pub fn new(base: Duration) -> DelayStage {
-        DelayStage {
-            base,
-            extra_ms: Vec::new(),
-            queue: VecDeque::new(),
-        }
+        DelayStage { base, extra_ms: Vec::new(), queue: VecDeque::new() }
     }
 
     /// Adds a profile of extra delay in milliseconds, summed with other profiles (a
@@ -208,10 +190,7 @@ mod tests {
     #[test]
     fn delay_is_exact_and_fifo() {
         let mut d = DelayStage::new(ms(20));
-        d.add_extra_ms(Profile::new(
-            vec![(ms(0), 50.0), (ms(10), 0.0)],
-            Interp::Step,
-        ));
+        d.add_extra_ms(Profile::new(vec![(ms(0), 50.0), (ms(10), 0.0)], Interp::Step));
         d.enqueue(ms(5), Packet::sized(100, 1)); // 5 + 20 + 50 = 75
         d.enqueue(ms(12), Packet::sized(100, 2)); // 12 + 20 = 32, held behind 75
         assert_eq!(d.next_wakeup(), Some(ms(75)));

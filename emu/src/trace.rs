@@ -105,20 +105,14 @@ impl Trace {
     /// Reads and parses a trace file.
     pub fn load(path: impl AsRef<Path>) -> Result<Trace, TraceError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|error| TraceError::Io {
-            path: path.to_path_buf(),
-            error,
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| TraceError::Io { path: path.to_path_buf(), error })?;
         Trace::parse(&path.display().to_string(), &text)
     }
 
     /// Parses trace text; `name` is used in error messages.
     pub fn parse(name: &str, text: &str) -> Result<Trace, TraceError> {
-        let err = |line: usize, kind| TraceError::Parse {
-            file: name.to_string(),
-            line,
-            kind,
-        };
+        let err = |line: usize, kind| TraceError::Parse { file: name.to_string(), line, kind };
         let body = text.strip_suffix('\n').unwrap_or(text);
         if body.is_empty() {
             return Err(err(1, TraceErrorKind::Empty));
@@ -137,9 +131,8 @@ impl Trace {
             if !line.bytes().all(|b| b.is_ascii_digit()) {
                 return Err(err(lineno, TraceErrorKind::NotAnInteger(line.to_string())));
             }
-            let value: u64 = line
-                .parse()
-                .map_err(|_| err(lineno, TraceErrorKind::NotAnInteger(line.to_string())))?;
+            let value: u64 =
+                line.parse().map_err(|_| err(lineno, TraceErrorKind::NotAnInteger(line.to_string())))?;
             if value < previous {
                 return Err(err(lineno, TraceErrorKind::Decreasing { previous, value }));
             }
@@ -149,10 +142,7 @@ impl Trace {
         if previous == 0 {
             return Err(err(times_ms.len(), TraceErrorKind::LastIsZero));
         }
-        Ok(Trace {
-            name: name.to_string(),
-            times_ms,
-        })
+        Ok(Trace { name: name.to_string(), times_ms })
     }
 
     /// Builds a trace from opportunity times (validated like a file).
@@ -167,10 +157,7 @@ impl Trace {
 
     /// A constant-rate trace: `per_ms` opportunities every millisecond (12 Mbit/s each).
     pub fn constant(per_ms: usize) -> Trace {
-        Trace {
-            name: format!("constant-{per_ms}"),
-            times_ms: vec![1; per_ms.max(1)],
-        }
+        Trace { name: format!("constant-{per_ms}"), times_ms: vec![1; per_ms.max(1)] }
     }
 
     /// Name given at parse time (file path for loaded traces).
@@ -202,11 +189,7 @@ impl Trace {
     pub fn opportunity_ms(&self, index: u64) -> u64 {
         let len = self.times_ms.len().max(1) as u64;
         let cycle = index / len;
-        let within = self
-            .times_ms
-            .get((index % len) as usize)
-            .copied()
-            .unwrap_or(0);
+        let within = self.times_ms.get((index % len) as usize).copied().unwrap_or(0);
         cycle * self.period_ms() + within
     }
 
@@ -238,10 +221,7 @@ impl Trace {
                 *c += 1;
             }
         }
-        counts
-            .into_iter()
-            .map(|c| c as f64 * 1500.0 * 8.0 * 1000.0 / bin_ms as f64)
-            .collect()
+        counts.into_iter().map(|c| c as f64 * 1500.0 * 8.0 * 1000.0 / bin_ms as f64).collect()
     }
 
     /// Serialises to Mahimahi text (one value per line, trailing newline).
@@ -294,33 +274,12 @@ mod tests {
         assert_eq!(kind(""), (1, TraceErrorKind::Empty));
         assert_eq!(kind("1\n\n2\n"), (2, TraceErrorKind::BlankLine));
         assert_eq!(kind("1\r\n2\n"), (1, TraceErrorKind::CarriageReturn));
-        assert_eq!(
-            kind("1\n2\nx3\n"),
-            (3, TraceErrorKind::NotAnInteger("x3".into()))
-        );
-        assert_eq!(
-            kind("1\n-2\n"),
-            (2, TraceErrorKind::NotAnInteger("-2".into()))
-        );
-        assert_eq!(
-            kind("1\n+2\n"),
-            (2, TraceErrorKind::NotAnInteger("+2".into()))
-        );
-        assert_eq!(
-            kind("5\n4\n"),
-            (
-                2,
-                TraceErrorKind::Decreasing {
-                    previous: 5,
-                    value: 4
-                }
-            )
-        );
+        assert_eq!(kind("1\n2\nx3\n"), (3, TraceErrorKind::NotAnInteger("x3".into())));
+        assert_eq!(kind("1\n-2\n"), (2, TraceErrorKind::NotAnInteger("-2".into())));
+        assert_eq!(kind("1\n+2\n"), (2, TraceErrorKind::NotAnInteger("+2".into())));
+        assert_eq!(kind("5\n4\n"), (2, TraceErrorKind::Decreasing { previous: 5, value: 4 }));
         assert_eq!(kind("0\n0\n"), (2, TraceErrorKind::LastIsZero));
-        assert_eq!(
-            kind("# c\n1\n"),
-            (1, TraceErrorKind::NotAnInteger("# c".into()))
-        );
+        assert_eq!(kind("# c\n1\n"), (1, TraceErrorKind::NotAnInteger("# c".into())));
         let e = Trace::parse("foo.down", "1\n2\n1\n").unwrap_err();
         assert!(e.to_string().starts_with("foo.down:3: "), "{e}");
         let e = Trace::load("/nonexistent/x.up").unwrap_err();

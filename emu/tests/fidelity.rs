@@ -10,9 +10,7 @@ use emu::trace::OPPORTUNITY_BYTES;
 use emu::{Link, LinkConfig, Packet, Stage, Trace};
 
 fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
 }
 
 fn ms(v: u64) -> Duration {
@@ -133,33 +131,9 @@ fn bernoulli_loss_within_binomial_bound() {
 fn queue_limits_drop_what_they_should() {
     // 1000 packets at once onto a 12 Mbit/s link: nothing is served at time 0.
     for (q, expect_drop, first_tag) in [
-        (
-            QueueConfig {
-                kind: QueueKind::DropTail,
-                packets: Some(100),
-                bytes: None,
-            },
-            900,
-            0,
-        ),
-        (
-            QueueConfig {
-                kind: QueueKind::DropTail,
-                packets: None,
-                bytes: Some(15_000),
-            },
-            990,
-            0,
-        ),
-        (
-            QueueConfig {
-                kind: QueueKind::DropHead,
-                packets: Some(100),
-                bytes: Some(1_000_000),
-            },
-            900,
-            900,
-        ),
+        (QueueConfig { kind: QueueKind::DropTail, packets: Some(100), bytes: None }, 900, 0),
+        (QueueConfig { kind: QueueKind::DropTail, packets: None, bytes: Some(15_000) }, 990, 0),
+        (QueueConfig { kind: QueueKind::DropHead, packets: Some(100), bytes: Some(1_000_000) }, 900, 900),
     ] {
         let mut cfg = LinkConfig::new(Arc::new(Trace::constant(1)));
         cfg.queue = q;
@@ -177,11 +151,7 @@ fn queue_limits_drop_what_they_should() {
     // Under a steady overload of 2x, a droptail queue keeps the bottleneck busy and
     // drops about half.
     let mut cfg = LinkConfig::new(Arc::new(Trace::constant(1)));
-    cfg.queue = QueueConfig {
-        kind: QueueKind::DropTail,
-        packets: Some(50),
-        bytes: None,
-    };
+    cfg.queue = QueueConfig { kind: QueueKind::DropTail, packets: Some(50), bytes: None };
     let mut link = Link::new(&cfg);
     let mut out = Vec::new();
     for i in 0..20_000u64 {

@@ -57,11 +57,7 @@ fn dual_lte_effective_capacity_matches_target() {
         let mut paths = s.build();
         for p in &mut paths {
             let got = saturated_mbps(&mut p.down, 300);
-            assert!(
-                (got / target - 1.0).abs() < 0.03,
-                "{name} {}: {got} vs {target}",
-                p.name
-            );
+            assert!((got / target - 1.0).abs() < 0.03, "{name} {}: {got} vs {target}", p.name);
         }
     }
 }

@@ -43,15 +43,10 @@ pub struct DelayArgs {
 /// Parses `mm-delay` arguments (without the program name).
 pub fn parse_delay(args: &[String]) -> Result<DelayArgs, UsageError> {
     let (first, rest) = args.split_first().ok_or_else(|| usage("missing delay"))?;
-    let ms: u64 = first.parse().map_err(|_| {
-        usage(format!(
-            "delay must be a whole number of milliseconds: {first:?}"
-        ))
-    })?;
-    Ok(DelayArgs {
-        delay: Duration::from_millis(ms),
-        command: command_tail(rest),
-    })
+    let ms: u64 = first
+        .parse()
+        .map_err(|_| usage(format!("delay must be a whole number of milliseconds: {first:?}")))?;
+    Ok(DelayArgs { delay: Duration::from_millis(ms), command: command_tail(rest) })
 }
 
 /// Which direction `mm-loss` drops packets in.
@@ -77,9 +72,7 @@ pub struct LossArgs {
 fn parse_probability(s: &str) -> Result<f64, UsageError> {
     match s.parse::<f64>() {
         Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
-        _ => Err(usage(format!(
-            "loss rate must be a number in [0, 1]: {s:?}"
-        ))),
+        _ => Err(usage(format!("loss rate must be a number in [0, 1]: {s:?}"))),
     }
 }
 
@@ -91,17 +84,9 @@ pub fn parse_loss(args: &[String]) -> Result<LossArgs, UsageError> {
     let direction = match dir.as_str() {
         "uplink" => Direction::Uplink,
         "downlink" => Direction::Downlink,
-        other => {
-            return Err(usage(format!(
-                "direction must be \"uplink\" or \"downlink\": {other:?}"
-            )))
-        }
+        other => return Err(usage(format!("direction must be \"uplink\" or \"downlink\": {other:?}"))),
     };
-    Ok(LossArgs {
-        direction,
-        rate: parse_probability(rate)?,
-        command: command_tail(rest),
-    })
+    Ok(LossArgs { direction, rate: parse_probability(rate)?, command: command_tail(rest) })
 }
 
 /// `mm-link UPLINK_TRACE DOWNLINK_TRACE [OPTION]... [command...]`.
@@ -147,20 +132,14 @@ pub fn parse_queue_args(s: &str, cfg: &mut QueueConfig) -> Result<(), UsageError
             "packets" => cfg.packets = Some(n),
             "bytes" => cfg.bytes = Some(n),
             other => {
-                return Err(usage(format!(
-                    "queue argument {other:?} is not supported (packets, bytes)"
-                )))
+                return Err(usage(format!("queue argument {other:?} is not supported (packets, bytes)")))
             }
         }
     }
     Ok(())
 }
 
-fn finish_queue(
-    kind: QueueKind,
-    mut cfg: QueueConfig,
-    dir: &str,
-) -> Result<QueueConfig, UsageError> {
+fn finish_queue(kind: QueueKind, mut cfg: QueueConfig, dir: &str) -> Result<QueueConfig, UsageError> {
     cfg.kind = kind;
     match kind {
         QueueKind::Infinite => {
@@ -220,8 +199,8 @@ pub fn parse_link(args: &[String]) -> Result<LinkArgs, UsageError> {
             break;
         }
     }
-    let [up, down] = <[PathBuf; 2]>::try_from(traces)
-        .map_err(|_| usage("need an uplink and a downlink trace"))?;
+    let [up, down] =
+        <[PathBuf; 2]>::try_from(traces).map_err(|_| usage("need an uplink and a downlink trace"))?;
     Ok(LinkArgs {
         uplink_trace: up,
         downlink_trace: down,
@@ -273,11 +252,7 @@ pub fn parse_path_spec(s: &str) -> Result<PathArg, UsageError> {
     let (name, up, down, delay, loss) = match fields.as_slice() {
         [n, u, d, ms] => (*n, *u, *d, *ms, None),
         [n, u, d, ms, l] => (*n, *u, *d, *ms, Some(*l)),
-        _ => {
-            return Err(usage(format!(
-                "--path wants name,up.trace,down.trace,delay_ms[,loss]: {s:?}"
-            )))
-        }
+        _ => return Err(usage(format!("--path wants name,up.trace,down.trace,delay_ms[,loss]: {s:?}"))),
     };
     if name.is_empty() {
         return Err(usage("--path: empty name"));
@@ -316,10 +291,7 @@ pub fn parse_mpshell(args: &[String]) -> Result<MpShellArgs, UsageError> {
             if let Some(v) = inline.clone() {
                 return Ok(v);
             }
-            let v = args
-                .get(i)
-                .cloned()
-                .ok_or_else(|| usage(format!("{name} needs a value")))?;
+            let v = args.get(i).cloned().ok_or_else(|| usage(format!("{name} needs a value")))?;
             i += 1;
             Ok(v)
         };
@@ -343,11 +315,7 @@ pub fn parse_mpshell(args: &[String]) -> Result<MpShellArgs, UsageError> {
         (Some(_), false) => return Err(usage("give either --path or --scenario, not both")),
         (None, true) => return Err(usage("need at least one --path or a --scenario")),
     };
-    Ok(MpShellArgs {
-        source,
-        seed,
-        command,
-    })
+    Ok(MpShellArgs { source, seed, command })
 }
 
 #[cfg(test)]
@@ -375,10 +343,7 @@ mod tests {
         assert_eq!(a.direction, Direction::Downlink);
         assert_eq!(a.rate, 0.1);
         assert_eq!(a.command, v("sh"));
-        assert_eq!(
-            parse_loss(&v("uplink 1")).unwrap().direction,
-            Direction::Uplink
-        );
+        assert_eq!(parse_loss(&v("uplink 1")).unwrap().direction, Direction::Uplink);
         assert!(parse_loss(&v("sideways 0.1")).is_err());
         assert!(parse_loss(&v("uplink 1.5")).is_err());
         assert!(parse_loss(&v("uplink NaN")).is_err());
@@ -400,10 +365,8 @@ mod tests {
         assert!(a.once);
         assert_eq!(a.command, v("sh -c x"));
         // Options before the traces, command without `--` keeps its own options.
-        let b = parse_link(&v(
-            "--downlink-queue=drophead --downlink-queue-args=bytes=9000 u d ls --once",
-        ))
-        .unwrap();
+        let b = parse_link(&v("--downlink-queue=drophead --downlink-queue-args=bytes=9000 u d ls --once"))
+            .unwrap();
         assert_eq!(b.downlink_queue.kind, QueueKind::DropHead);
         assert_eq!(b.downlink_queue.bytes, Some(9000));
         assert!(!b.once);
@@ -426,9 +389,7 @@ mod tests {
             "--path lte,a.up,a.down,20 --path=wifi,b.up,b.down,5.5,0.01 --seed 7 -- client x",
         ))
         .unwrap();
-        let PathSource::Paths(p) = &a.source else {
-            panic!("expected paths")
-        };
+        let PathSource::Paths(p) = &a.source else { panic!("expected paths") };
         assert_eq!(p.len(), 2);
         assert_eq!(p[0].name, "lte");
         assert_eq!(p[0].delay, Duration::from_millis(20));

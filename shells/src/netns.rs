@@ -23,16 +23,12 @@ pub struct NetNs {
 impl NetNs {
     /// The calling thread's current network namespace.
     pub fn current() -> io::Result<NetNs> {
-        Ok(NetNs {
-            file: File::open("/proc/thread-self/ns/net")?,
-        })
+        Ok(NetNs { file: File::open("/proc/thread-self/ns/net")? })
     }
 
     /// The network namespace of process `pid`.
     pub fn of_pid(pid: u32) -> io::Result<NetNs> {
-        Ok(NetNs {
-            file: File::open(format!("/proc/{pid}/ns/net"))?,
-        })
+        Ok(NetNs { file: File::open(format!("/proc/{pid}/ns/net"))? })
     }
 
     /// Moves the calling thread into this namespace.
@@ -88,11 +84,7 @@ pub fn check_privileges() -> Result<(), String> {
     if !nix::unistd::geteuid().is_root() {
         return Err("must run as root (network namespaces and TUN devices need it)".into());
     }
-    if let Err(e) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/net/tun")
-    {
+    if let Err(e) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/net/tun") {
         return Err(format!("cannot open /dev/net/tun: {e}"));
     }
     match Command::new("ip").arg("-V").output() {
@@ -122,9 +114,7 @@ const POOL_SLOTS: u32 = 1 << 20;
 impl Subnet {
     /// The `index`-th /30 of 100.64.0.0/10 (wrapping).
     pub fn nth(index: u32) -> Subnet {
-        Subnet {
-            base: POOL_BASE + (index % POOL_SLOTS) * 4,
-        }
+        Subnet { base: POOL_BASE + (index % POOL_SLOTS) * 4 }
     }
 
     /// Outside (egress, `MAHIMAHI_BASE`) address.
@@ -190,10 +180,7 @@ pub fn parse_chain(s: &str) -> Vec<Ancestor> {
     s.split(',')
         .filter_map(|item| {
             let (pid, dev) = item.split_once(':')?;
-            Some(Ancestor {
-                pid: pid.trim().parse().ok()?,
-                dev: dev.trim().to_string(),
-            })
+            Some(Ancestor { pid: pid.trim().parse().ok()?, dev: dev.trim().to_string() })
         })
         .filter(|a| !a.dev.is_empty())
         .collect()
@@ -201,11 +188,7 @@ pub fn parse_chain(s: &str) -> Vec<Ancestor> {
 
 /// Formats a chain for [`CHAIN_ENV`].
 pub fn format_chain(chain: &[Ancestor]) -> String {
-    chain
-        .iter()
-        .map(|a| format!("{}:{}", a.pid, a.dev))
-        .collect::<Vec<_>>()
-        .join(",")
+    chain.iter().map(|a| format!("{}:{}", a.pid, a.dev)).collect::<Vec<_>>().join(",")
 }
 
 #[cfg(test)]
@@ -222,10 +205,7 @@ mod tests {
         assert!(!s.contains(Ipv4Addr::new(100, 64, 0, 8)));
         // The pool wraps inside 100.64.0.0/10.
         assert_eq!(Subnet::nth(POOL_SLOTS), Subnet::nth(0));
-        assert_eq!(
-            Subnet::nth(POOL_SLOTS - 1).inner(),
-            Ipv4Addr::new(100, 127, 255, 254)
-        );
+        assert_eq!(Subnet::nth(POOL_SLOTS - 1).inner(), Ipv4Addr::new(100, 127, 255, 254));
     }
 
     #[test]
@@ -241,16 +221,7 @@ mod tests {
         let c = parse_chain("12:delay-12,7:link-7, bad ,:x,9:");
         assert_eq!(
             c,
-            vec![
-                Ancestor {
-                    pid: 12,
-                    dev: "delay-12".into()
-                },
-                Ancestor {
-                    pid: 7,
-                    dev: "link-7".into()
-                }
-            ]
+            vec![Ancestor { pid: 12, dev: "delay-12".into() }, Ancestor { pid: 7, dev: "link-7".into() }]
         );
         assert_eq!(format_chain(&c), "12:delay-12,7:link-7");
         assert!(parse_chain("").is_empty());

@@ -33,8 +33,7 @@ pub const EPOCH_ENV: &str = "MPQUIC_SHELL_EPOCH_NS";
 
 /// `CLOCK_MONOTONIC` now, in nanoseconds (the clock of [`EPOCH_ENV`]).
 pub fn monotonic_ns() -> io::Result<u64> {
-    let t =
-        nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).map_err(io::Error::from)?;
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).map_err(io::Error::from)?;
     let secs = u64::try_from(t.tv_sec()).unwrap_or(0);
     let nanos = u64::try_from(t.tv_nsec()).unwrap_or(0);
     Ok(secs.saturating_mul(1_000_000_000).saturating_add(nanos))
@@ -138,15 +137,10 @@ impl Drop for AncestorRoutes {
 /// enclosing shell already set it: as in Mahimahi it names the outermost host side),
 /// `MPSHELL_ADDR_i` / `MPSHELL_PEER_i` (inside / outside address of path i),
 /// `MPSHELL_PATHS` (count) and the chain of enclosing shells.
-pub fn command_env(
-    subnets: &[Subnet],
-    chain: &str,
-    outer_base: Option<String>,
-) -> Vec<(String, String)> {
+pub fn command_env(subnets: &[Subnet], chain: &str, outer_base: Option<String>) -> Vec<(String, String)> {
     let mut env = Vec::new();
-    let base = outer_base
-        .filter(|b| !b.is_empty())
-        .or_else(|| subnets.first().map(|s| s.outer().to_string()));
+    let base =
+        outer_base.filter(|b| !b.is_empty()).or_else(|| subnets.first().map(|s| s.outer().to_string()));
     if let Some(b) = base {
         env.push(("MAHIMAHI_BASE".to_string(), b));
     }
@@ -185,14 +179,7 @@ fn setup_err(e: io::Error) -> ShellError {
 #[allow(clippy::disallowed_methods)]
 pub fn run(cfg: ShellConfig) -> Result<i32, ShellError> {
     netns::check_privileges().map_err(ShellError::Unsupported)?;
-    let ShellConfig {
-        kind,
-        paths,
-        stop_after,
-        command,
-        announce,
-        names,
-    } = cfg;
+    let ShellConfig { kind, paths, stop_after, command, announce, names } = cfg;
     let n = paths.len();
     let pid = std::process::id();
     let home = NetNs::current().map_err(setup_err)?;
@@ -216,15 +203,11 @@ pub fn run(cfg: ShellConfig) -> Result<i32, ShellError> {
         let name = egress_name(kind, pid, i, n);
         let tun = Tun::create(&name).map_err(setup_err)?;
         let _ = netns::sysctl(&format!("net/ipv6/conf/{name}/disable_ipv6"), "1");
-        netns::ip(&["addr", "add", &format!("{}/30", s.outer()), "dev", &name])
-            .map_err(setup_err)?;
+        netns::ip(&["addr", "add", &format!("{}/30", s.outer()), "dev", &name]).map_err(setup_err)?;
         netns::ip(&["link", "set", "dev", &name, "up"]).map_err(setup_err)?;
         outers.push(tun);
     }
-    let mut routes = AncestorRoutes {
-        home: NetNs::current().map_err(setup_err)?,
-        added: Vec::new(),
-    };
+    let mut routes = AncestorRoutes { home: NetNs::current().map_err(setup_err)?, added: Vec::new() };
     for a in &ancestors {
         for s in &subnets {
             routes.add(a, &s.cidr()).map_err(setup_err)?;
@@ -257,9 +240,7 @@ pub fn run(cfg: ShellConfig) -> Result<i32, ShellError> {
                 let table = (100 + i).to_string();
                 let prio = (1000 + i).to_string();
                 let from = s.inner().to_string();
-                netns::ip(&[
-                    "rule", "add", "from", &from, "table", &table, "priority", &prio,
-                ])?;
+                netns::ip(&["rule", "add", "from", &from, "table", &table, "priority", &prio])?;
                 netns::ip(&["route", "add", "default", "dev", &name, "table", &table])?;
             }
             inners.push(tun);
@@ -274,24 +255,13 @@ pub fn run(cfg: ShellConfig) -> Result<i32, ShellError> {
         }
     };
 
-    let mut chain = vec![Ancestor {
-        pid,
-        dev: egress_name(kind, pid, 0, n),
-    }];
+    let mut chain = vec![Ancestor { pid, dev: egress_name(kind, pid, 0, n) }];
     chain.extend(ancestors);
-    let env = command_env(
-        &subnets,
-        &netns::format_chain(&chain),
-        std::env::var("MAHIMAHI_BASE").ok(),
-    );
+    let env = command_env(&subnets, &netns::format_chain(&chain), std::env::var("MAHIMAHI_BASE").ok());
     if announce {
         for (i, s) in subnets.iter().enumerate() {
             let name = names.get(i).map(String::as_str).unwrap_or("");
-            eprintln!(
-                "mpshell: path {i} {name}: {} (MPSHELL_ADDR_{i}), outside {}",
-                s.inner(),
-                s.outer()
-            );
+            eprintln!("mpshell: path {i} {name}: {} (MPSHELL_ADDR_{i}), outside {}", s.inner(), s.outer());
         }
     }
 
@@ -308,11 +278,7 @@ pub fn run(cfg: ShellConfig) -> Result<i32, ShellError> {
     // through MPQUIC_SHELL_EPOCH_NS (CLOCK_MONOTONIC, the clock `Instant` uses).
     let start = Instant::now();
     let epoch_ns = monotonic_ns().map_err(setup_err)?;
-    let spawned = Command::new(prog)
-        .args(args)
-        .envs(env)
-        .env(EPOCH_ENV, epoch_ns.to_string())
-        .spawn();
+    let spawned = Command::new(prog).args(args).envs(env).env(EPOCH_ENV, epoch_ns.to_string()).spawn();
     home.enter().map_err(setup_err)?;
     let mut child = spawned.map_err(|e| ShellError::Spawn(prog.clone(), e))?;
 
@@ -326,11 +292,7 @@ pub fn run(cfg: ShellConfig) -> Result<i32, ShellError> {
         .into_iter()
         .zip(inners)
         .zip(outers)
-        .map(|((stages, inner), outer)| LivePath {
-            stages,
-            inner,
-            outer,
-        })
+        .map(|((stages, inner), outer)| LivePath { stages, inner, outer })
         .collect();
     let result = packet_loop(&mut live, &mut child, start, stop_after);
     drop(routes);
@@ -338,10 +300,7 @@ pub fn run(cfg: ShellConfig) -> Result<i32, ShellError> {
 }
 
 fn exit_code(status: std::process::ExitStatus) -> i32 {
-    status
-        .code()
-        .or_else(|| status.signal().map(|s| 128 + s))
-        .unwrap_or(1)
+    status.code().or_else(|| status.signal().map(|s| 128 + s)).unwrap_or(1)
 }
 
 /// Moves packets until the child exits (or `stop_after` passes).
@@ -385,10 +344,7 @@ fn packet_loop(
         let now = start.elapsed();
         let mut timeout = CHILD_CHECK;
         for p in paths.iter() {
-            for w in [p.stages.up.next_wakeup(), p.stages.down.next_wakeup()]
-                .into_iter()
-                .flatten()
-            {
+            for w in [p.stages.up.next_wakeup(), p.stages.down.next_wakeup()].into_iter().flatten() {
                 timeout = timeout.min(w.saturating_sub(now));
             }
         }
@@ -429,10 +385,7 @@ pub fn passthrough() -> Box<dyn Stage> {
 /// A seed for loss RNGs: `MPQUIC_SHELL_SEED` if set, otherwise from the clock and pid.
 #[allow(clippy::disallowed_methods)] // wall clock as entropy, not as time
 pub fn loss_seed() -> u64 {
-    if let Some(s) = std::env::var("MPQUIC_SHELL_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
+    if let Some(s) = std::env::var("MPQUIC_SHELL_SEED").ok().and_then(|v| v.parse().ok()) {
         return s;
     }
     let nanos = std::time::SystemTime::now()
@@ -456,10 +409,7 @@ pub fn main_with(program: &str, cfg: ShellConfig) -> i32 {
 
 /// The inside address of path `i` as the command sees it (`MPSHELL_ADDR_i`).
 pub fn env_addr(i: usize) -> Option<Ipv4Addr> {
-    std::env::var(format!("MPSHELL_ADDR_{i}"))
-        .ok()?
-        .parse()
-        .ok()
+    std::env::var(format!("MPSHELL_ADDR_{i}")).ok()?.parse().ok()
 }
 
 #[cfg(test)]
@@ -470,12 +420,7 @@ mod tests {
     fn env_lists_every_path() {
         let subs = [Subnet::nth(0), Subnet::nth(5)];
         let env = command_env(&subs, "1:x", None);
-        let get = |k: &str| {
-            env.iter()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| v.clone())
-                .unwrap_or_default()
-        };
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_default();
         assert_eq!(get("MAHIMAHI_BASE"), "100.64.0.1");
         assert_eq!(get("MPSHELL_PATHS"), "2");
         assert_eq!(get("MPSHELL_ADDR_1"), "100.64.0.22");

@@ -32,10 +32,7 @@ impl Tun {
     /// Creates TUN device `name` in the calling thread's network namespace.
     pub fn create(name: &str) -> io::Result<Tun> {
         if name.is_empty() || name.len() > MAX_IFNAME || name.contains(['/', ' ', '\0']) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("bad interface name {name:?}"),
-            ));
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("bad interface name {name:?}")));
         }
         let file = OpenOptions::new()
             .read(true)
@@ -57,10 +54,7 @@ impl Tun {
         if rc < 0 {
             return Err(io::Error::last_os_error());
         }
-        Ok(Tun {
-            file,
-            name: name.to_string(),
-        })
+        Ok(Tun { file, name: name.to_string() })
     }
 
     /// Interface name.
@@ -84,10 +78,8 @@ impl Tun {
         match self.file.write(pkt) {
             Ok(_) => Ok(true),
             Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::InvalidInput
-                ) || e.raw_os_error() == Some(libc::ENOBUFS)
+                if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::InvalidInput)
+                    || e.raw_os_error() == Some(libc::ENOBUFS)
                     || e.raw_os_error() == Some(libc::EIO) =>
             {
                 Ok(false)

@@ -27,9 +27,7 @@ const PROBE_ENV: &str = "MPQUIC_SHELLS_PROBE";
 const FULL_PAYLOAD: usize = 1472;
 
 fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
 }
 
 fn can_run(test: &str) -> bool {
@@ -43,10 +41,7 @@ fn can_run(test: &str) -> bool {
 }
 
 fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 fn env_str(name: &str) -> String {
@@ -104,9 +99,7 @@ fn probe() {
                     };
                     let pps: u64 = pps.parse().ok()?;
                     let stop = stop.clone();
-                    Some(thread::spawn(move || {
-                        paced_send(bind, server, pps, run_for, &stop)
-                    }))
+                    Some(thread::spawn(move || paced_send(bind, server, pps, run_for, &stop)))
                 })
                 .collect();
             for f in flows {
@@ -198,10 +191,7 @@ fn probe() {
             v.sort_unstable();
             let median = v.get(v.len() / 2).copied().unwrap_or(0);
             let min = v.first().copied().unwrap_or(0);
-            println!(
-                "RESULT sent={count} received={} median_us={median} min_us={min}",
-                v.len()
-            );
+            println!("RESULT sent={count} received={} median_us={median} min_us={min}", v.len());
         }
         other => panic!("unknown probe mode {other}"),
     }
@@ -259,10 +249,7 @@ fn argv(words: &[&str]) -> Vec<String> {
 }
 
 /// Collects (monotonic ns, source address) of full-size datagrams until `stop`.
-fn spawn_receiver(
-    sock: UdpSocket,
-    stop: Arc<AtomicBool>,
-) -> thread::JoinHandle<Vec<(u64, IpAddr)>> {
+fn spawn_receiver(sock: UdpSocket, stop: Arc<AtomicBool>) -> thread::JoinHandle<Vec<(u64, IpAddr)>> {
     sock.set_read_timeout(Some(Duration::from_millis(50))).ok();
     thread::spawn(move || {
         let mut seen = Vec::new();
@@ -295,16 +282,12 @@ fn spawn_echo(sock: UdpSocket, stop: Arc<AtomicBool>) -> thread::JoinHandle<()> 
 /// deliver there.
 fn capacity(trace: &Trace, from_ms: u64, to_ms: u64) -> u64 {
     // first_index_after(t) counts opportunities at times <= t.
-    trace.first_index_after(to_ms.saturating_sub(1))
-        - trace.first_index_after(from_ms.saturating_sub(1))
+    trace.first_index_after(to_ms.saturating_sub(1)) - trace.first_index_after(from_ms.saturating_sub(1))
 }
 
 fn assert_within(what: &str, got: u64, want: u64, tolerance: f64) {
     let err = (got as f64 - want as f64) / want as f64;
-    println!(
-        "{what}: delivered {got}, capacity {want}, error {:+.2}%",
-        err * 100.0
-    );
+    println!("{what}: delivered {got}, capacity {want}, error {:+.2}%", err * 100.0);
     assert!(
         err.abs() <= tolerance,
         "{what}: delivered {got} packets, trace capacity {want} ({:+.2}% > ±{:.0}%)",
@@ -325,14 +308,8 @@ fn link_constant_trace_uplink_rate() {
     let stop = Arc::new(AtomicBool::new(false));
     let rx = spawn_receiver(sock, stop.clone());
     let t = trace.to_str().expect("utf8 path");
-    let shell = argv(&[
-        &bin("mm-link"),
-        t,
-        t,
-        "--uplink-queue=droptail",
-        "--uplink-queue-args=packets=300",
-        "--",
-    ]);
+    let shell =
+        argv(&[&bin("mm-link"), t, t, "--uplink-queue=droptail", "--uplink-queue-args=packets=300", "--"]);
     let out = run_shells(
         &shell,
         &[
@@ -379,13 +356,7 @@ fn link_lte_trace_downlink_rate() {
         let Ok((_, peer)) = server.recv_from(&mut buf) else {
             return;
         };
-        paced_send(
-            IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-            peer,
-            2400,
-            Duration::from_secs(22),
-            &stop2,
-        );
+        paced_send(IpAddr::V4(Ipv4Addr::UNSPECIFIED), peer, 2400, Duration::from_secs(22), &stop2);
     });
     let shell = argv(&[
         &bin("mm-link"),
@@ -452,10 +423,7 @@ fn delay_adds_fixed_latency() {
     assert_eq!(r["received"], r["sent"], "mm-delay must not lose packets");
     let (median, min) = (r["median_us"], r["min_us"]);
     assert!(min >= 40_000, "RTT {min} us is below 2 x 20 ms");
-    assert!(
-        (40_000..=42_000).contains(&median),
-        "median RTT {median} us not within 40..42 ms"
-    );
+    assert!((40_000..=42_000).contains(&median), "median RTT {median} us not within 40..42 ms");
 }
 
 /// `mm-loss downlink 0.1` drops replies independently with p = 0.1: the loss count is
@@ -470,11 +438,7 @@ fn loss_downlink_rate_is_binomial() {
     let lost = r["sent"] - r["received"];
     let (mean, sd) = (n as f64 * 0.1, (n as f64 * 0.1 * 0.9).sqrt());
     println!("mm-loss downlink 0.1: lost {lost} of {n} (mean {mean}, sd {sd:.1})");
-    assert!(
-        (lost as f64 - mean).abs() <= 4.5 * sd,
-        "lost {lost} of {n}, expected {mean} ± {:.0}",
-        4.5 * sd
-    );
+    assert!((lost as f64 - mean).abs() <= 4.5 * sd, "lost {lost} of {n}, expected {mean} ± {:.0}", 4.5 * sd);
 }
 
 /// Nesting: `mm-delay 5 mm-loss uplink 0 mm-delay 5` reaches the outermost host side
@@ -484,23 +448,11 @@ fn nested_shells_compose() {
     if !can_run("nested_shells_compose") {
         return;
     }
-    let shell = argv(&[
-        &bin("mm-delay"),
-        "5",
-        &bin("mm-loss"),
-        "uplink",
-        "0",
-        &bin("mm-delay"),
-        "5",
-    ]);
+    let shell = argv(&[&bin("mm-delay"), "5", &bin("mm-loss"), "uplink", "0", &bin("mm-delay"), "5"]);
     let r = echo_through(&shell, 60, 10_000);
     println!("nested: {r:?}");
     assert_eq!(r["received"], r["sent"]);
-    assert!(
-        (20_000..=23_000).contains(&r["median_us"]),
-        "nested RTT {} us, expected ~20 ms",
-        r["median_us"]
-    );
+    assert!((20_000..=23_000).contains(&r["median_us"]), "nested RTT {} us, expected ~20 ms", r["median_us"]);
 }
 
 /// Two paths with 12 and 6 Mbit/s traces: a process sending from each interface's
@@ -569,20 +521,11 @@ fn mpshell_scenario_path_delay() {
         return;
     }
     let scenario = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/testbed-2x100.toml");
-    let shell = argv(&[
-        &bin("mpquic-mpshell"),
-        "--scenario",
-        scenario.to_str().expect("utf8"),
-        "--",
-    ]);
+    let shell = argv(&[&bin("mpquic-mpshell"), "--scenario", scenario.to_str().expect("utf8"), "--"]);
     let r = echo_through_env(&shell, 40, 10_000, &[("PROBE_BIND_INDEX", "1".into())]);
     println!("scenario path 1: {r:?}");
     assert_eq!(r["received"], r["sent"]);
-    assert!(
-        (50_000..=55_000).contains(&r["median_us"]),
-        "RTT {} us, expected ~50 ms",
-        r["median_us"]
-    );
+    assert!((50_000..=55_000).contains(&r["median_us"]), "RTT {} us, expected ~50 ms", r["median_us"]);
 }
 
 /// `--once`: the shell ends when the traces have played once (here 500 ms), even if
@@ -598,10 +541,7 @@ fn link_once_ends_with_the_trace() {
     std::fs::write(&trace, "1\n500\n").expect("write");
     let t = trace.to_str().expect("utf8");
     let start = Instant::now();
-    let out = Command::new(bin("mm-link"))
-        .args([t, t, "--once", "sleep", "10"])
-        .output()
-        .expect("run");
+    let out = Command::new(bin("mm-link")).args([t, t, "--once", "sleep", "10"]).output().expect("run");
     let took = start.elapsed();
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(out.status.code(), Some(0), "{out:?}");

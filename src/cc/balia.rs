@@ -8,11 +8,7 @@
 use super::coupled::{Coupled, CoupledRule, PathSet};
 
 fn rates(cwnds: &[f64], rtts: &[f64]) -> Vec<f64> {
-    cwnds
-        .iter()
-        .zip(rtts)
-        .map(|(w, r)| if *r > 0.0 { w / r } else { 0.0 })
-        .collect()
+    cwnds.iter().zip(rtts).map(|(w, r)| if *r > 0.0 { w / r } else { 0.0 }).collect()
 }
 
 /// BALIA's α_i = max_k x_k / x_i (1 for degenerate input). Any consistent
@@ -72,10 +68,10 @@ pub type Balia = Coupled<BaliaRule>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::coupled::tests::{ack, base, loss, view};
     use crate::cc::{CcParams, CongestionController};
     use crate::rtt::RttEstimator;
     use crate::PathId;
-    use crate::cc::coupled::tests::{ack, base, loss, view};
     use std::time::Duration;
 
     const MSS: f64 = 1000.0;
@@ -116,12 +112,7 @@ mod tests {
     #[test]
     fn controller_loss_uses_alpha() {
         let t0 = base();
-        let mut c = Balia::new(CcParams {
-            path_id: PathId(0),
-            mss: 1000,
-            initial_window: 10_000,
-            now: t0,
-        });
+        let mut c = Balia::new(CcParams { path_id: PathId(0), mss: 1000, initial_window: 10_000, now: t0 });
         let mut rtt = RttEstimator::default();
         rtt.update(Duration::from_millis(100), Duration::ZERO);
         let paths = [view(0, 10_000, 100), view(1, 20_000, 100)];

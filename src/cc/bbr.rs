@@ -95,10 +95,7 @@ pub struct MaxFilter {
 impl MaxFilter {
     /// A filter keeping samples for `window` rounds.
     pub fn new(window: u64) -> Self {
-        Self {
-            window,
-            samples: VecDeque::new(),
-        }
+        Self { window, samples: VecDeque::new() }
     }
 
     /// Drop samples taken `window` or more rounds before `round`.
@@ -255,9 +252,7 @@ impl Bbr {
 
     /// Whether the four-packets-per-RTT pacing of Coupled BBR is in force.
     fn four_per_rtt(&self) -> bool {
-        self.state == BbrState::ProbeBw
-            && self.cycle_index >= 2
-            && self.cruise == Cruise::FourPerRtt
+        self.state == BbrState::ProbeBw && self.cycle_index >= 2 && self.cruise == Cruise::FourPerRtt
     }
 
     /// splitmix64: a tiny deterministic generator seeded from the path id.
@@ -339,9 +334,7 @@ impl Bbr {
             // Probing: keep going until the pipe actually held gain·BDP
             // (or loss says it cannot).
             0 => {
-                full_length
-                    && (self.lost_in_phase
-                        || ev.prior_in_flight >= self.inflight(PROBE_BW_GAINS[0]))
+                full_length && (self.lost_in_phase || ev.prior_in_flight >= self.inflight(PROBE_BW_GAINS[0]))
             }
             // Draining: stop as soon as the queue is gone.
             1 => full_length || ev.prior_in_flight <= self.inflight(1.0),
@@ -457,10 +450,7 @@ impl Bbr {
             self.seen_rtt = true;
             self.pacing_rate = 0;
         }
-        let srtt = self
-            .srtt
-            .unwrap_or(NOMINAL_RTT)
-            .max(Duration::from_micros(1));
+        let srtt = self.srtt.unwrap_or(NOMINAL_RTT).max(Duration::from_micros(1));
         if self.four_per_rtt() {
             let rate = (MIN_PIPE_PACKETS * self.mss) as f64 / srtt.as_secs_f64();
             self.pacing_rate = rate as u64;
@@ -525,11 +515,7 @@ impl CongestionController for Bbr {
         if rtt.has_sample() {
             self.srtt = Some(rtt.smoothed());
         }
-        if self.in_recovery
-            && self
-                .recovery_start
-                .is_some_and(|s| ev.largest_acked_sent > s)
-        {
+        if self.in_recovery && self.recovery_start.is_some_and(|s| ev.largest_acked_sent > s) {
             // Recovery is over: restore the window saved when it began.
             self.in_recovery = false;
             self.packet_conservation = false;

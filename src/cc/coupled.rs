@@ -160,10 +160,7 @@ impl Window {
         if ev.acked_bytes == 0 {
             return AckAction::None;
         }
-        if self
-            .recovery_start
-            .is_some_and(|s| ev.largest_acked_sent <= s)
-        {
+        if self.recovery_start.is_some_and(|s| ev.largest_acked_sent <= s) {
             return AckAction::None;
         }
         if self.in_slow_start() {
@@ -196,11 +193,7 @@ impl Window {
         if new_period {
             self.recovery_start = Some(ev.now);
             let w = reduced(self.cwnd);
-            let w = if w.is_finite() {
-                w.max(0.0) as usize
-            } else {
-                self.cwnd / 2
-            };
+            let w = if w.is_finite() { w.max(0.0) as usize } else { self.cwnd / 2 };
             self.cwnd = w.max(self.min_window());
             self.ssthresh = self.cwnd;
             self.carry = 0.0;
@@ -285,12 +278,7 @@ pub(crate) mod tests {
     #[test]
     fn fractional_growth_accumulates() {
         let t0 = base();
-        let p = CcParams {
-            path_id: PathId(0),
-            mss: 1000,
-            initial_window: 10_000,
-            now: t0,
-        };
+        let p = CcParams { path_id: PathId(0), mss: 1000, initial_window: 10_000, now: t0 };
         let mut w = Window::new(p);
         w.ssthresh = 5_000;
         w.cwnd = 10_000;

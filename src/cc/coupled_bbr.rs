@@ -52,11 +52,7 @@ pub struct CoupledBbr {
 impl CoupledBbr {
     /// A controller in Startup.
     pub fn new(params: CcParams) -> Self {
-        Self {
-            id: params.path_id,
-            bbr: Bbr::new(params),
-            alpha: 1.0,
-        }
+        Self { id: params.path_id, bbr: Bbr::new(params), alpha: 1.0 }
     }
 
     /// The underlying BBR state machine.
@@ -72,11 +68,8 @@ impl CoupledBbr {
     /// Recompute α from the active paths' BtlBw, this path's own value taken
     /// from its controller (its view may lag by one event).
     fn recouple(&mut self, paths: &[PathView]) {
-        let mut bws: Vec<f64> = paths
-            .iter()
-            .filter(|p| p.active && p.id != self.id)
-            .map(|p| p.bandwidth as f64)
-            .collect();
+        let mut bws: Vec<f64> =
+            paths.iter().filter(|p| p.active && p.id != self.id).map(|p| p.bandwidth as f64).collect();
         let me = bws.len();
         bws.push(self.bbr.btl_bw() as f64);
         self.alpha = coupled_alpha(&bws, me);
@@ -132,11 +125,7 @@ mod tests {
 
     /// Mean pacing gain over one ProbeBW cycle with α in the cruising phases.
     fn cycle_mean(alpha: f64) -> f64 {
-        let g: f64 = PROBE_BW_GAINS
-            .iter()
-            .enumerate()
-            .map(|(k, g)| if k < 2 { *g } else { alpha })
-            .sum();
+        let g: f64 = PROBE_BW_GAINS.iter().enumerate().map(|(k, g)| if k < 2 { *g } else { alpha }).sum();
         g / 8.0
     }
 
@@ -156,10 +145,7 @@ mod tests {
         // Cycle average: (1.25 + 0.75 + 6α)/8 = β.
         // (2 + 6·0.7333)/8 = 6.4/8 = 0.8; (2 + 6·0.2)/8 = 3.2/8 = 0.4.
         for i in 0..2 {
-            assert!(close(
-                cycle_mean(coupled_alpha(&bw, i)),
-                coupled_beta(&bw, i)
-            ));
+            assert!(close(cycle_mean(coupled_alpha(&bw, i)), coupled_beta(&bw, i)));
         }
         // Total average rate Σ β_i·BW_i = 80 + 20 = 100 = max BW.
         let total: f64 = (0..2).map(|i| coupled_beta(&bw, i) * bw[i]).sum();
@@ -177,14 +163,8 @@ mod tests {
         assert_eq!(cruise_for(a2), Cruise::FourPerRtt);
         // β_1 = 10 000/10 400 = 0.96154, α_1 = 0.94872 > 0.
         assert!((coupled_alpha(&bw, 0) - 0.948_718).abs() < 1e-6);
-        assert_eq!(
-            cruise_for(coupled_alpha(&bw, 0)),
-            Cruise::Gain(coupled_alpha(&bw, 0))
-        );
-        assert!(close(
-            cycle_mean(coupled_alpha(&bw, 1)),
-            coupled_beta(&bw, 1)
-        ));
+        assert_eq!(cruise_for(coupled_alpha(&bw, 0)), Cruise::Gain(coupled_alpha(&bw, 0)));
+        assert!(close(cycle_mean(coupled_alpha(&bw, 1)), coupled_beta(&bw, 1)));
     }
 
     #[test]
@@ -222,12 +202,7 @@ mod tests {
     fn drive(id: u32, bw: u64, other: u64, acks: usize) -> CoupledBbr {
         let t0 = base();
         let mss = 1200;
-        let mut c = CoupledBbr::new(CcParams {
-            path_id: PathId(id),
-            mss,
-            initial_window: 10 * mss,
-            now: t0,
-        });
+        let mut c = CoupledBbr::new(CcParams { path_id: PathId(id), mss, initial_window: 10 * mss, now: t0 });
         let mut rtt = RttEstimator::default();
         let r = Duration::from_millis(100);
         let paths = [view(id, 0), view(id + 1, other)];
@@ -296,11 +271,7 @@ mod tests {
             let c = drive(0, 200_000, 1_000_000, extra);
             assert!(c.alpha() < 0.0);
             let k = c.bbr().cycle_index();
-            let expected = if k < 2 {
-                (PROBE_BW_GAINS[k] * 200_000.0) as u64
-            } else {
-                48_000
-            };
+            let expected = if k < 2 { (PROBE_BW_GAINS[k] * 200_000.0) as u64 } else { 48_000 };
             assert_eq!(c.pacing_rate(), Some(expected), "phase {k}");
         }
     }

@@ -165,11 +165,7 @@ impl CongestionController for Cubic {
             self.recovering = true;
             // Fast convergence (RFC 9438 §4.7): release bandwidth when the
             // window peaked below the previous W_max.
-            self.w_max = if self.cwnd < self.w_max {
-                self.cwnd * (1.0 + BETA) / 2.0
-            } else {
-                self.cwnd
-            };
+            self.w_max = if self.cwnd < self.w_max { self.cwnd * (1.0 + BETA) / 2.0 } else { self.cwnd };
             self.ssthresh = (self.cwnd * BETA).max(self.min_window());
             self.cwnd = self.ssthresh;
             self.k = Self::compute_k(self.w_max, self.cwnd);
@@ -185,10 +181,7 @@ impl CongestionController for Cubic {
 
     fn metrics(&self) -> CcMetrics {
         CcMetrics {
-            ssthresh: self
-                .ssthresh
-                .is_finite()
-                .then_some((self.ssthresh * self.mss) as usize),
+            ssthresh: self.ssthresh.is_finite().then_some((self.ssthresh * self.mss) as usize),
             state: if self.recovering {
                 "recovery"
             } else if self.cwnd < self.ssthresh {
@@ -237,12 +230,7 @@ mod tests {
     /// A CUBIC controller at 100 packets of 1200 bytes (grown in slow start),
     /// with an RTT of 100 ms.
     fn at_100(t: Instant) -> (Cubic, RttEstimator) {
-        let mut c = Cubic::new(CcParams {
-            path_id: PathId(0),
-            mss: 1200,
-            initial_window: 12000,
-            now: t,
-        });
+        let mut c = Cubic::new(CcParams { path_id: PathId(0), mss: 1200, initial_window: 12000, now: t });
         let mut rtt = RttEstimator::default();
         rtt.update(Duration::from_millis(100), Duration::ZERO);
         c.on_ack(&ack_ev(t, t, 108_000), &rtt, &[]);

@@ -35,20 +35,12 @@ mod tests {
     fn builds_each_name() {
         #[allow(clippy::disallowed_methods)]
         let now = std::time::Instant::now();
-        let p = CcParams {
-            path_id: PathId(3),
-            mss: 1200,
-            initial_window: 12_000,
-            now,
-        };
+        let p = CcParams { path_id: PathId(3), mss: 1200, initial_window: 12_000, now };
         for n in EXTRA_NAMES {
             let cc = build_extra(n, p).map(|c| c.name());
             assert_eq!(cc, Some(n));
         }
-        assert_eq!(
-            build_extra("COUPLED_BBR", p).map(|c| c.name()),
-            Some("coupled-bbr")
-        );
+        assert_eq!(build_extra("COUPLED_BBR", p).map(|c| c.name()), Some("coupled-bbr"));
         assert!(build_extra("reno", p).is_none());
         let lia = build_extra("lia", p).map(|c| (c.window(), c.in_slow_start()));
         assert_eq!(lia, Some((12_000, true)));

@@ -64,10 +64,10 @@ pub type Lia = Coupled<LiaRule>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::coupled::tests::{ack, base, loss, view};
     use crate::cc::{CcParams, CongestionController};
     use crate::rtt::RttEstimator;
     use crate::PathId;
-    use crate::cc::coupled::tests::{ack, base, loss, view};
     use std::time::Duration;
 
     const MSS: f64 = 1000.0;
@@ -108,12 +108,7 @@ mod tests {
     #[test]
     fn controller_slow_start_then_coupled() {
         let t0 = base();
-        let mut c = Lia::new(CcParams {
-            path_id: PathId(0),
-            mss: 1000,
-            initial_window: 10_000,
-            now: t0,
-        });
+        let mut c = Lia::new(CcParams { path_id: PathId(0), mss: 1000, initial_window: 10_000, now: t0 });
         let mut rtt = RttEstimator::default();
         rtt.update(Duration::from_millis(100), Duration::ZERO);
         let paths = [view(1, 20_000, 200)];

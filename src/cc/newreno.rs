@@ -106,8 +106,7 @@ impl CongestionController for NewReno {
     fn on_loss(&mut self, ev: &LossEvent, _rtt: &RttEstimator, _paths: &[PathView]) {
         if !self.in_recovery(ev.largest_lost_sent) {
             self.recovery_start = Some(ev.now);
-            self.ssthresh =
-                (self.cwnd * LOSS_REDUCTION_NUM / LOSS_REDUCTION_DEN).max(self.minimum_window());
+            self.ssthresh = (self.cwnd * LOSS_REDUCTION_NUM / LOSS_REDUCTION_DEN).max(self.minimum_window());
             self.cwnd = self.ssthresh;
             self.ca_acked = 0;
             self.recovering = true;
@@ -170,12 +169,7 @@ mod tests {
         let t = Instant::now();
         let ms = Duration::from_millis;
         let rtt = RttEstimator::default();
-        let mut c = NewReno::new(CcParams {
-            path_id: PathId(0),
-            mss: 1200,
-            initial_window: 12000,
-            now: t,
-        });
+        let mut c = NewReno::new(CcParams { path_id: PathId(0), mss: 1200, initial_window: 12000, now: t });
         assert!(c.in_slow_start());
         // Slow start: the window grows by the bytes acked.
         c.on_ack(&ack_ev(t + ms(100), t, 12000), &rtt, &[]);

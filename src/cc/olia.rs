@@ -70,12 +70,7 @@ pub fn olia_increase(cwnds: &[f64], rtts: &[f64], i: usize, acked: f64, mss: f64
     if wi <= 0.0 || ri <= 0.0 {
         return 0.0;
     }
-    let sum: f64 = cwnds
-        .iter()
-        .zip(rtts)
-        .filter(|(_, r)| **r > 0.0)
-        .map(|(w, r)| w / r)
-        .sum();
+    let sum: f64 = cwnds.iter().zip(rtts).filter(|(_, r)| **r > 0.0).map(|(w, r)| w / r).sum();
     if sum <= 0.0 {
         return 0.0;
     }
@@ -109,10 +104,10 @@ pub type Olia = Coupled<OliaRule>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::coupled::tests::{ack, base, loss, view};
     use crate::cc::{CcParams, CongestionController};
     use crate::rtt::RttEstimator;
     use crate::PathId;
-    use crate::cc::coupled::tests::{ack, base, loss, view};
     use std::time::Duration;
 
     const MSS: f64 = 1000.0;
@@ -170,12 +165,7 @@ mod tests {
     #[test]
     fn controller_can_shrink_in_avoidance() {
         let t0 = base();
-        let mut c = Olia::new(CcParams {
-            path_id: PathId(1),
-            mss: 1000,
-            initial_window: 40_000,
-            now: t0,
-        });
+        let mut c = Olia::new(CcParams { path_id: PathId(1), mss: 1000, initial_window: 40_000, now: t0 });
         let mut rtt = RttEstimator::default();
         rtt.update(Duration::from_millis(200), Duration::ZERO);
         // Loss: 40 000 → 20 000 = ssthresh, congestion avoidance.

@@ -27,10 +27,7 @@ pub fn canonical(name: &str) -> Option<&'static str> {
 }
 
 /// Build the controller called `name` (ASCII case-insensitive).
-pub fn build(
-    name: &str,
-    params: CcParams,
-) -> Result<Box<dyn CongestionController>, UnknownAlgorithm> {
+pub fn build(name: &str, params: CcParams) -> Result<Box<dyn CongestionController>, UnknownAlgorithm> {
     let n = name.to_ascii_lowercase();
     match n.as_str() {
         "newreno" | "reno" => Ok(Box::new(NewReno::new(params))),
@@ -46,12 +43,7 @@ mod tests {
 
     #[allow(clippy::disallowed_methods)]
     fn params() -> CcParams {
-        CcParams {
-            path_id: PathId(1),
-            mss: 1200,
-            initial_window: 12000,
-            now: std::time::Instant::now(),
-        }
+        CcParams { path_id: PathId(1), mss: 1200, initial_window: 12000, now: std::time::Instant::now() }
     }
 
     #[test]
@@ -62,9 +54,6 @@ mod tests {
         for n in NAMES {
             assert!(build(n, params()).is_ok(), "{n}");
         }
-        assert_eq!(
-            build("vegas", params()).map(|c| c.name()),
-            Err(UnknownAlgorithm("vegas".into()))
-        );
+        assert_eq!(build("vegas", params()).map(|c| c.name()), Err(UnknownAlgorithm("vegas".into())));
     }
 }

@@ -58,9 +58,7 @@ pub struct PacketKey {
 impl std::fmt::Debug for PacketKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print key material.
-        f.debug_struct("PacketKey")
-            .field("alg", &self.alg)
-            .finish_non_exhaustive()
+        f.debug_struct("PacketKey").field("alg", &self.alg).finish_non_exhaustive()
     }
 }
 
@@ -73,14 +71,9 @@ impl PacketKey {
         }
         let iv: [u8; 12] = iv.try_into().map_err(|_| CryptoError::BadKey)?;
         // SAFETY: key is valid for key.len() bytes; the AEAD table is static.
-        let raw =
-            unsafe { boring_sys::EVP_AEAD_CTX_new(alg.evp(), key.as_ptr(), key.len(), TAG_LEN) };
+        let raw = unsafe { boring_sys::EVP_AEAD_CTX_new(alg.evp(), key.as_ptr(), key.len(), TAG_LEN) };
         let ctx = NonNull::new(raw).ok_or(CryptoError::BadKey)?;
-        Ok(PacketKey {
-            ctx: AeadCtx(ctx),
-            iv,
-            alg,
-        })
+        Ok(PacketKey { ctx: AeadCtx(ctx), iv, alg })
     }
 
     /// The AEAD this key uses.
@@ -226,15 +219,9 @@ mod tests {
     fn multipath_nonce_example() {
         // draft-ietf-quic-multipath-21 §2.4 example.
         let iv: [u8; 12] = hex("6b26114b9cba2b63a9e8dd4f").try_into().unwrap();
-        assert_eq!(
-            nonce_for(&iv, 54321, 3).to_vec(),
-            hex("6b2611489cba2b63a9e8097e")
-        );
+        assert_eq!(nonce_for(&iv, 54321, 3).to_vec(), hex("6b2611489cba2b63a9e8097e"));
         // Path 0 is the RFC 9001 nonce: IV XOR left-padded packet number.
-        assert_eq!(
-            nonce_for(&iv, 0xd431, 0).to_vec(),
-            hex("6b26114b9cba2b63a9e8097e")
-        );
+        assert_eq!(nonce_for(&iv, 0xd431, 0).to_vec(), hex("6b26114b9cba2b63a9e8097e"));
     }
 
     #[test]
@@ -243,10 +230,7 @@ mod tests {
         let key = hex("c6d98ff3441c3fe1b2182094f69caa2ed4b716b65488960a7a984979fb23e1c8");
         let iv = hex("e0459b3474bdd0e44a41c144");
         let k = PacketKey::new(Algorithm::ChaCha20Poly1305, &key, &iv).unwrap();
-        assert_eq!(
-            nonce_for(k.iv(), 654360564, 0).to_vec(),
-            hex("e0459b3474bdd0e46d417eb0")
-        );
+        assert_eq!(nonce_for(k.iv(), 654360564, 0).to_vec(), hex("e0459b3474bdd0e46d417eb0"));
         let mut pkt = hex("4200bff4 01 00000000000000000000000000000000");
         k.seal_packet(654360564, 0, &mut pkt, 4).unwrap();
         assert_eq!(pkt[4..].to_vec(), hex("655e5cd55c41f69080575d7999c25a5bfb"));
@@ -269,21 +253,14 @@ mod tests {
         // Opening with the wrong path ID fails, the right one succeeds.
         let mut buf = [a.as_slice(), ta.as_slice()].concat();
         let mut copy = buf.clone();
-        assert_eq!(
-            k.open_in_place(5, 1, &header, &mut copy),
-            Err(CryptoError::DecryptFailed)
-        );
+        assert_eq!(k.open_in_place(5, 1, &header, &mut copy), Err(CryptoError::DecryptFailed));
         let n = k.open_in_place(5, 0, &header, &mut buf).unwrap();
         assert_eq!(&buf[..n], b"hello multipath world");
     }
 
     #[test]
     fn tampering_fails() {
-        for alg in [
-            Algorithm::Aes128Gcm,
-            Algorithm::Aes256Gcm,
-            Algorithm::ChaCha20Poly1305,
-        ] {
+        for alg in [Algorithm::Aes128Gcm, Algorithm::Aes256Gcm, Algorithm::ChaCha20Poly1305] {
             let k = PacketKey::new(alg, &vec![3u8; alg.key_len()], &[1u8; 12]).unwrap();
             let mut pkt = vec![0u8; 3 + 10 + TAG_LEN];
             pkt[..3].copy_from_slice(&[0x41, 0, 1]);
@@ -292,38 +269,20 @@ mod tests {
             for i in 0..pkt.len() {
                 let mut bad = pkt.clone();
                 bad[i] ^= 0x20;
-                assert_eq!(
-                    k.open_packet(1, 0, &mut bad, 3),
-                    Err(CryptoError::DecryptFailed)
-                );
+                assert_eq!(k.open_packet(1, 0, &mut bad, 3), Err(CryptoError::DecryptFailed));
             }
-            assert_eq!(
-                k.open_packet(2, 0, &mut pkt.clone(), 3),
-                Err(CryptoError::DecryptFailed)
-            );
+            assert_eq!(k.open_packet(2, 0, &mut pkt.clone(), 3), Err(CryptoError::DecryptFailed));
             assert_eq!(k.open_packet(1, 0, &mut pkt, 3), Ok(10));
         }
     }
 
     #[test]
     fn bad_lengths() {
-        assert_eq!(
-            PacketKey::new(Algorithm::Aes128Gcm, &[0; 15], &[0; 12]).err(),
-            Some(CryptoError::BadKey)
-        );
-        assert_eq!(
-            PacketKey::new(Algorithm::Aes128Gcm, &[0; 16], &[0; 11]).err(),
-            Some(CryptoError::BadKey)
-        );
+        assert_eq!(PacketKey::new(Algorithm::Aes128Gcm, &[0; 15], &[0; 12]).err(), Some(CryptoError::BadKey));
+        assert_eq!(PacketKey::new(Algorithm::Aes128Gcm, &[0; 16], &[0; 11]).err(), Some(CryptoError::BadKey));
         let k = PacketKey::new(Algorithm::Aes128Gcm, &[0; 16], &[0; 12]).unwrap();
-        assert_eq!(
-            k.open_in_place(0, 0, &[], &mut [0u8; 15]),
-            Err(CryptoError::BufferTooShort)
-        );
-        assert_eq!(
-            k.seal_packet(0, 0, &mut [0u8; 18], 3),
-            Err(CryptoError::BufferTooShort)
-        );
+        assert_eq!(k.open_in_place(0, 0, &[], &mut [0u8; 15]), Err(CryptoError::BufferTooShort));
+        assert_eq!(k.seal_packet(0, 0, &mut [0u8; 18], 3), Err(CryptoError::BufferTooShort));
         // Empty payload is fine.
         let mut pkt = [0u8; 3 + TAG_LEN];
         k.seal_packet(0, 0, &mut pkt, 3).unwrap();

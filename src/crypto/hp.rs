@@ -35,10 +35,7 @@ impl HeaderKey {
         }
         match alg {
             Algorithm::Aes128Gcm | Algorithm::Aes256Gcm => {
-                let mut ks = Box::new(boring_sys::AES_KEY {
-                    rd_key: [0; 60],
-                    rounds: 0,
-                });
+                let mut ks = Box::new(boring_sys::AES_KEY { rd_key: [0; 60], rounds: 0 });
                 // SAFETY: key is valid for key.len() bytes and ks is writable.
                 let rc = unsafe {
                     boring_sys::AES_set_encrypt_key(key.as_ptr(), (key.len() * 8) as u32, &mut *ks)
@@ -59,10 +56,8 @@ impl HeaderKey {
     /// first 16 are used).
     #[inline]
     pub fn mask(&self, sample: &[u8]) -> Result<[u8; 5], CryptoError> {
-        let sample: &[u8; SAMPLE_LEN] = sample
-            .get(..SAMPLE_LEN)
-            .and_then(|s| s.try_into().ok())
-            .ok_or(CryptoError::BufferTooShort)?;
+        let sample: &[u8; SAMPLE_LEN] =
+            sample.get(..SAMPLE_LEN).and_then(|s| s.try_into().ok()).ok_or(CryptoError::BufferTooShort)?;
         let mut out = [0u8; 5];
         match self {
             HeaderKey::Aes(ks) => {
@@ -114,23 +109,15 @@ pub fn remove_header_protection(
     pn_offset: usize,
     key: &HeaderKey,
 ) -> Result<(usize, u64), CryptoError> {
-    let sample_at = pn_offset
-        .checked_add(4)
-        .ok_or(CryptoError::BufferTooShort)?;
-    let sample_end = sample_at
-        .checked_add(SAMPLE_LEN)
-        .ok_or(CryptoError::BufferTooShort)?;
-    let sample = buf
-        .get(sample_at..sample_end)
-        .ok_or(CryptoError::BufferTooShort)?;
+    let sample_at = pn_offset.checked_add(4).ok_or(CryptoError::BufferTooShort)?;
+    let sample_end = sample_at.checked_add(SAMPLE_LEN).ok_or(CryptoError::BufferTooShort)?;
+    let sample = buf.get(sample_at..sample_end).ok_or(CryptoError::BufferTooShort)?;
     let mask = key.mask(sample)?;
     let first = buf.first_mut().ok_or(CryptoError::BufferTooShort)?;
     *first ^= mask[0] & first_byte_mask(*first);
     let pn_len = usize::from(*first & 0x03) + 1;
     // The sample lies after pn_offset + 4, so these bytes exist.
-    let pn_bytes = buf
-        .get_mut(pn_offset..pn_offset + pn_len)
-        .ok_or(CryptoError::BufferTooShort)?;
+    let pn_bytes = buf.get_mut(pn_offset..pn_offset + pn_len).ok_or(CryptoError::BufferTooShort)?;
     let mut pn = 0u64;
     for (b, m) in pn_bytes.iter_mut().zip(&mask[1..]) {
         *b ^= m;
@@ -151,21 +138,13 @@ pub fn apply_header_protection(
     if !(1..=4).contains(&pn_len) {
         return Err(CryptoError::BufferTooShort);
     }
-    let sample_at = pn_offset
-        .checked_add(4)
-        .ok_or(CryptoError::BufferTooShort)?;
-    let sample_end = sample_at
-        .checked_add(SAMPLE_LEN)
-        .ok_or(CryptoError::BufferTooShort)?;
-    let sample = buf
-        .get(sample_at..sample_end)
-        .ok_or(CryptoError::BufferTooShort)?;
+    let sample_at = pn_offset.checked_add(4).ok_or(CryptoError::BufferTooShort)?;
+    let sample_end = sample_at.checked_add(SAMPLE_LEN).ok_or(CryptoError::BufferTooShort)?;
+    let sample = buf.get(sample_at..sample_end).ok_or(CryptoError::BufferTooShort)?;
     let mask = key.mask(sample)?;
     let first = buf.first_mut().ok_or(CryptoError::BufferTooShort)?;
     *first ^= mask[0] & first_byte_mask(*first);
-    let pn_bytes = buf
-        .get_mut(pn_offset..pn_offset + pn_len)
-        .ok_or(CryptoError::BufferTooShort)?;
+    let pn_bytes = buf.get_mut(pn_offset..pn_offset + pn_len).ok_or(CryptoError::BufferTooShort)?;
     for (b, m) in pn_bytes.iter_mut().zip(&mask[1..]) {
         *b ^= m;
     }
@@ -180,11 +159,7 @@ mod tests {
     #[test]
     fn aes_mask_client_initial() {
         // RFC 9001 A.2.
-        let hp = HeaderKey::new(
-            Algorithm::Aes128Gcm,
-            &hex("9f50449e04a0e810283a1e9933adedd2"),
-        )
-        .unwrap();
+        let hp = HeaderKey::new(Algorithm::Aes128Gcm, &hex("9f50449e04a0e810283a1e9933adedd2")).unwrap();
         let mask = hp.mask(&hex("d1b1c98dd7689fb8ec11d242b123dc9b")).unwrap();
         assert_eq!(mask.to_vec(), hex("437b9aec36"));
     }
@@ -192,11 +167,7 @@ mod tests {
     #[test]
     fn aes_mask_server_initial() {
         // RFC 9001 A.3.
-        let hp = HeaderKey::new(
-            Algorithm::Aes128Gcm,
-            &hex("c206b8d9b9f0f37644430b490eeaa314"),
-        )
-        .unwrap();
+        let hp = HeaderKey::new(Algorithm::Aes128Gcm, &hex("c206b8d9b9f0f37644430b490eeaa314")).unwrap();
         let mask = hp.mask(&hex("2cd0991cd25b0aac406a5816b6394100")).unwrap();
         assert_eq!(mask.to_vec(), hex("2ec0d8356a"));
     }
@@ -209,12 +180,7 @@ mod tests {
             &hex("25a282b9e82f06f21f488917a4fc8f1b73573685608597d0efcb076b0ab7a7a4"),
         )
         .unwrap();
-        assert_eq!(
-            hp.mask(&hex("5e5cd55c41f69080575d7999c25a5bfb"))
-                .unwrap()
-                .to_vec(),
-            hex("aefefe7d03")
-        );
+        assert_eq!(hp.mask(&hex("5e5cd55c41f69080575d7999c25a5bfb")).unwrap().to_vec(), hex("aefefe7d03"));
         let mut pkt = hex("4200bff4655e5cd55c41f69080575d7999c25a5bfb");
         apply_header_protection(&mut pkt, 1, 3, &hp).unwrap();
         assert_eq!(pkt, hex("4cfe4189655e5cd55c41f69080575d7999c25a5bfb"));
@@ -227,18 +193,9 @@ mod tests {
         let hp = HeaderKey::new(Algorithm::Aes128Gcm, &[1; 16]).unwrap();
         let mut pkt = vec![0x40u8; 20];
         let orig = pkt.clone();
-        assert_eq!(
-            remove_header_protection(&mut pkt, 1, &hp),
-            Err(CryptoError::BufferTooShort)
-        );
-        assert_eq!(
-            remove_header_protection(&mut pkt, usize::MAX, &hp),
-            Err(CryptoError::BufferTooShort)
-        );
-        assert_eq!(
-            apply_header_protection(&mut pkt, 1, 5, &hp),
-            Err(CryptoError::BufferTooShort)
-        );
+        assert_eq!(remove_header_protection(&mut pkt, 1, &hp), Err(CryptoError::BufferTooShort));
+        assert_eq!(remove_header_protection(&mut pkt, usize::MAX, &hp), Err(CryptoError::BufferTooShort));
+        assert_eq!(apply_header_protection(&mut pkt, 1, 5, &hp), Err(CryptoError::BufferTooShort));
         assert_eq!(pkt, orig);
         assert_eq!(hp.mask(&[0; 15]), Err(CryptoError::BufferTooShort));
         assert!(HeaderKey::new(Algorithm::Aes256Gcm, &[1; 16]).is_err());

@@ -5,12 +5,9 @@ use std::sync::OnceLock;
 
 use super::{constant_time_eq, fill_random, Algorithm, CryptoError, PacketKey, TAG_LEN};
 
-const RETRY_KEY_V1: [u8; 16] = [
-    0xbe, 0x0c, 0x69, 0x0b, 0x9f, 0x66, 0x57, 0x5a, 0x1d, 0x76, 0x6b, 0x54, 0xe3, 0x68, 0xc8, 0x4e,
-];
-const RETRY_NONCE_V1: [u8; 12] = [
-    0x46, 0x15, 0x99, 0xd3, 0x5d, 0x63, 0x2b, 0xf2, 0x23, 0x98, 0x25, 0xbb,
-];
+const RETRY_KEY_V1: [u8; 16] =
+    [0xbe, 0x0c, 0x69, 0x0b, 0x9f, 0x66, 0x57, 0x5a, 0x1d, 0x76, 0x6b, 0x54, 0xe3, 0x68, 0xc8, 0x4e];
+const RETRY_NONCE_V1: [u8; 12] = [0x46, 0x15, 0x99, 0xd3, 0x5d, 0x63, 0x2b, 0xf2, 0x23, 0x98, 0x25, 0xbb];
 
 /// Length of a stateless reset token.
 pub const RESET_TOKEN_LEN: usize = 16;
@@ -113,9 +110,7 @@ impl TokenKey {
     /// restarts or instances.
     pub fn from_bytes(raw: &[u8; 32]) -> Result<TokenKey, CryptoError> {
         // The IV is unused: each token carries its own random nonce.
-        Ok(TokenKey {
-            key: PacketKey::new(Algorithm::Aes256Gcm, raw, &[0; 12])?,
-        })
+        Ok(TokenKey { key: PacketKey::new(Algorithm::Aes256Gcm, raw, &[0; 12])? })
     }
 
     /// A token for the client at `addr` (any stable byte encoding of its IP
@@ -233,10 +228,8 @@ mod tests {
 
     #[test]
     fn retry_rfc9001_a4() {
-        let packet = hex(
-            "ff000000010008f067a5502a4262b574 6f6b656e04a265ba2eff4d829058fb3f
-             0f2496ba",
-        );
+        let packet = hex("ff000000010008f067a5502a4262b574 6f6b656e04a265ba2eff4d829058fb3f
+             0f2496ba");
         let odcid = hex("8394c8f03e515708");
         let (body, tag) = packet.split_at(packet.len() - 16);
         assert_eq!(retry_tag_for(&odcid, body).unwrap().to_vec(), tag.to_vec());
@@ -264,19 +257,10 @@ mod tests {
             ipad[i] ^= key[i];
             opad[i] ^= key[i];
         }
-        let inner = sha2::Sha256::new()
-            .chain_update(ipad)
-            .chain_update(&cid)
-            .finalize();
-        let outer = sha2::Sha256::new()
-            .chain_update(opad)
-            .chain_update(inner)
-            .finalize();
+        let inner = sha2::Sha256::new().chain_update(ipad).chain_update(&cid).finalize();
+        let outer = sha2::Sha256::new().chain_update(opad).chain_update(inner).finalize();
         assert_eq!(reset_token(&key, &cid).to_vec(), outer[..16].to_vec());
-        assert_ne!(
-            reset_token(&key, &cid),
-            reset_token(&key, &hex("0102030405060709"))
-        );
+        assert_ne!(reset_token(&key, &cid), reset_token(&key, &hex("0102030405060709")));
         assert_ne!(reset_token(&key, &cid), reset_token(&[0x43; 32], &cid));
     }
 

@@ -5,20 +5,15 @@ use super::{Algorithm, CryptoError, Hash, HeaderKey, PacketKey};
 
 /// The QUIC v1 Initial salt (RFC 9001 §5.2).
 pub const INITIAL_SALT_V1: [u8; 20] = [
-    0x38, 0x76, 0x2c, 0xf7, 0xf5, 0x59, 0x34, 0xb3, 0x4d, 0x17, 0x9a, 0xe6, 0xa4, 0xc8, 0x0c, 0xad,
-    0xcc, 0xbb, 0x7f, 0x0a,
+    0x38, 0x76, 0x2c, 0xf7, 0xf5, 0x59, 0x34, 0xb3, 0x4d, 0x17, 0x9a, 0xe6, 0xa4, 0xc8, 0x0c, 0xad, 0xcc,
+    0xbb, 0x7f, 0x0a,
 ];
 
 const MAX_SECRET: usize = 48;
 
 /// HKDF-Expand-Label (RFC 8446 §7.1) with an empty context: fills `out`
 /// from `secret` (a PRK) and `label` (without the "tls13 " prefix).
-pub fn hkdf_expand_label(
-    hash: Hash,
-    secret: &[u8],
-    label: &[u8],
-    out: &mut [u8],
-) -> Result<(), CryptoError> {
+pub fn hkdf_expand_label(hash: Hash, secret: &[u8], label: &[u8], out: &mut [u8]) -> Result<(), CryptoError> {
     // HkdfLabel { uint16 length; opaque label<7..255>; opaque context<0..255> }.
     const PREFIX: &[u8] = b"tls13 ";
     let mut info = [0u8; 2 + 1 + 255 + 1];
@@ -80,9 +75,7 @@ pub struct Secret {
 
 impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Secret")
-            .field("alg", &self.alg)
-            .finish_non_exhaustive()
+        f.debug_struct("Secret").field("alg", &self.alg).finish_non_exhaustive()
     }
 }
 
@@ -119,16 +112,8 @@ impl Secret {
     pub fn next(&self) -> Result<Secret, CryptoError> {
         let mut bytes = [0u8; MAX_SECRET];
         let len = self.alg.hash().output_len();
-        hkdf_expand_label(
-            self.alg.hash(),
-            self.as_bytes(),
-            b"quic ku",
-            &mut bytes[..len],
-        )?;
-        Ok(Secret {
-            alg: self.alg,
-            bytes,
-        })
+        hkdf_expand_label(self.alg.hash(), self.as_bytes(), b"quic ku", &mut bytes[..len])?;
+        Ok(Secret { alg: self.alg, bytes })
     }
 
     /// The packet-protection key ("quic key" and "quic iv").
@@ -157,11 +142,7 @@ impl Secret {
 
     /// All keys for this secret.
     pub fn keys(&self) -> Result<Keys, CryptoError> {
-        Ok(Keys {
-            packet: self.packet_key()?,
-            header: self.header_key()?,
-            secret: self.clone(),
-        })
+        Ok(Keys { packet: self.packet_key()?, header: self.header_key()?, secret: self.clone() })
     }
 }
 
@@ -183,11 +164,7 @@ impl Keys {
     /// the "quic ku" secret; the header key is unchanged.
     pub fn next(&self) -> Result<Keys, CryptoError> {
         let secret = self.secret.next()?;
-        Ok(Keys {
-            packet: secret.packet_key()?,
-            header: self.header.clone(),
-            secret,
-        })
+        Ok(Keys { packet: secret.packet_key()?, header: self.header.clone(), secret })
     }
 }
 
@@ -206,11 +183,7 @@ pub fn initial_keys(dcid: &[u8], is_server: bool) -> Result<(Keys, Keys), Crypto
     hkdf_expand_label(hash, initial, b"server in", &mut server)?;
     let client = Secret::new(alg, &client)?.keys()?;
     let server = Secret::new(alg, &server)?.keys()?;
-    Ok(if is_server {
-        (server, client)
-    } else {
-        (client, server)
-    })
+    Ok(if is_server { (server, client) } else { (client, server) })
 }
 
 #[cfg(test)]
@@ -240,21 +213,9 @@ mod tests {
         assert_eq!(client.packet.iv().to_vec(), hex("fa044b2f42a3fd3b46fb255c"));
         assert_eq!(server.packet.iv().to_vec(), hex("0ac1493ca1905853b0bba03e"));
         let mut key = [0u8; 16];
-        hkdf_expand_label(
-            Hash::Sha256,
-            client.secret.as_bytes(),
-            b"quic key",
-            &mut key,
-        )
-        .unwrap();
+        hkdf_expand_label(Hash::Sha256, client.secret.as_bytes(), b"quic key", &mut key).unwrap();
         assert_eq!(key.to_vec(), hex("1f369613dd76d5467730efcbe3b1a22d"));
-        hkdf_expand_label(
-            Hash::Sha256,
-            server.secret.as_bytes(),
-            b"quic key",
-            &mut key,
-        )
-        .unwrap();
+        hkdf_expand_label(Hash::Sha256, server.secret.as_bytes(), b"quic key", &mut key).unwrap();
         assert_eq!(key.to_vec(), hex("cf3a5331653c364c88f0f379b6067e37"));
         hkdf_expand_label(Hash::Sha256, client.secret.as_bytes(), b"quic hp", &mut key).unwrap();
         assert_eq!(key.to_vec(), hex("9f50449e04a0e810283a1e9933adedd2"));
@@ -318,9 +279,7 @@ mod tests {
     /// protection.
     fn protect(keys: &Keys, header: &[u8], payload: &[u8], pn: u64, pn_len: usize) -> Vec<u8> {
         let mut pkt = [header, payload, &[0u8; TAG_LEN]].concat();
-        keys.packet
-            .seal_packet(pn, 0, &mut pkt, header.len())
-            .unwrap();
+        keys.packet.seal_packet(pn, 0, &mut pkt, header.len()).unwrap();
         apply_header_protection(&mut pkt, header.len() - pn_len, pn_len, &keys.header).unwrap();
         pkt
     }
@@ -338,15 +297,9 @@ mod tests {
         let (_, from_client) = initial_keys(&hex(DCID), true).unwrap();
         let mut rx = hex(CLIENT_PACKET);
         let pn_offset = header.len() - 4;
-        assert_eq!(
-            remove_header_protection(&mut rx, pn_offset, &from_client.header),
-            Ok((4, 2))
-        );
+        assert_eq!(remove_header_protection(&mut rx, pn_offset, &from_client.header), Ok((4, 2)));
         assert_eq!(rx[..header.len()], header[..]);
-        let n = from_client
-            .packet
-            .open_packet(2, 0, &mut rx, header.len())
-            .unwrap();
+        let n = from_client.packet.open_packet(2, 0, &mut rx, header.len()).unwrap();
         assert_eq!(rx[header.len()..header.len() + n], payload[..]);
     }
 
@@ -354,30 +307,20 @@ mod tests {
     fn server_initial_rfc9001_a3() {
         let (server, _) = initial_keys(&hex(DCID), true).unwrap();
         let header = hex("c1000000010008f067a5502a4262b50040750001");
-        let payload = hex(
-            "02000000000600405a020000560303ee fce7f7b37ba1d1632e96677825ddf739
+        let payload = hex("02000000000600405a020000560303ee fce7f7b37ba1d1632e96677825ddf739
              88cfc79825df566dc5430b9a045a1200 130100002e00330024001d00209d3c94
              0d89690b84d08a60993c144eca684d10 81287c834d5311bcf32bb9da1a002b00
-             020304",
-        );
-        let expected = hex(
-            "cf000000010008f067a5502a4262b500 4075c0d95a482cd0991cd25b0aac406a
+             020304");
+        let expected = hex("cf000000010008f067a5502a4262b500 4075c0d95a482cd0991cd25b0aac406a
              5816b6394100f37a1c69797554780bb3 8cc5a99f5ede4cf73c3ec2493a1839b3
              dbcba3f6ea46c5b7684df3548e7ddeb9 c3bf9c73cc3f3bded74b562bfb19fb84
              022f8ef4cdd93795d77d06edbb7aaf2f 58891850abbdca3d20398c276456cbc4
-             2158407dd074ee",
-        );
+             2158407dd074ee");
         assert_eq!(protect(&server, &header, &payload, 1, 2), expected);
         let (_, from_server) = initial_keys(&hex(DCID), false).unwrap();
         let mut rx = expected.clone();
-        assert_eq!(
-            remove_header_protection(&mut rx, 18, &from_server.header),
-            Ok((2, 1))
-        );
-        let n = from_server
-            .packet
-            .open_packet(1, 0, &mut rx, header.len())
-            .unwrap();
+        assert_eq!(remove_header_protection(&mut rx, 18, &from_server.header), Ok((2, 1)));
+        let n = from_server.packet.open_packet(1, 0, &mut rx, header.len()).unwrap();
         assert_eq!(rx[header.len()..header.len() + n], payload[..]);
     }
 
@@ -401,11 +344,7 @@ mod tests {
 
     #[test]
     fn key_update_generation_one() {
-        for alg in [
-            Algorithm::Aes128Gcm,
-            Algorithm::Aes256Gcm,
-            Algorithm::ChaCha20Poly1305,
-        ] {
+        for alg in [Algorithm::Aes128Gcm, Algorithm::Aes256Gcm, Algorithm::ChaCha20Poly1305] {
             let raw: Vec<u8> = (0..alg.hash().output_len() as u8).collect();
             let gen0 = Secret::new(alg, &raw).unwrap().keys().unwrap();
             let gen0_peer = Secret::new(alg, &raw).unwrap().keys().unwrap();

@@ -40,11 +40,7 @@ impl TlsError {
         let ssl_error = unsafe { ffi::ERR_get_error() };
         // SAFETY: plain call; the rest of the queue is stale now.
         unsafe { ffi::ERR_clear_error() };
-        TlsError {
-            code,
-            reason,
-            ssl_error,
-        }
+        TlsError { code, reason, ssl_error }
     }
 
     /// The TLS alert, if this is a crypto error.
@@ -269,8 +265,7 @@ impl TlsConfigBuilder {
         // passed is valid for the call.
         unsafe {
             let v = ffi::TLS1_3_VERSION as u16;
-            if ffi::SSL_CTX_set_min_proto_version(c, v) != 1
-                || ffi::SSL_CTX_set_max_proto_version(c, v) != 1
+            if ffi::SSL_CTX_set_min_proto_version(c, v) != 1 || ffi::SSL_CTX_set_max_proto_version(c, v) != 1
             {
                 return Err(config_err("cannot restrict to TLS 1.3"));
             }
@@ -281,9 +276,7 @@ impl TlsConfigBuilder {
             ffi::SSL_CTX_set_options(c, ffi::SSL_OP_NO_TICKET as u32);
             if !self.ciphers.is_empty() {
                 let ids: Vec<u16> = self.ciphers.iter().map(|a| a.suite()).collect();
-                if ffi::SSL_CTX_set1_tls13_ciphers(c, ids.as_ptr(), std::ptr::null(), ids.len())
-                    != 1
-                {
+                if ffi::SSL_CTX_set1_tls13_ciphers(c, ids.as_ptr(), std::ptr::null(), ids.len()) != 1 {
                     return Err(config_err("cannot set TLS 1.3 ciphers"));
                 }
             }
@@ -303,9 +296,7 @@ impl TlsConfigBuilder {
                 }
             }
             if self.is_server && (self.cert_chain.is_none() || self.private_key.is_none()) {
-                return Err(config_err(
-                    "a server needs a certificate chain and a private key",
-                ));
+                return Err(config_err("a server needs a certificate chain and a private key"));
             }
             let mode = match (self.verify_peer, self.is_server) {
                 (false, _) => ffi::SSL_VERIFY_NONE,
@@ -319,8 +310,8 @@ impl TlsConfigBuilder {
                     return Err(config_err("cannot load CA file"));
                 }
             }
-            let want_defaults = self.default_verify_paths
-                || (self.verify_peer && !self.is_server && self.ca_file.is_none());
+            let want_defaults =
+                self.default_verify_paths || (self.verify_peer && !self.is_server && self.ca_file.is_none());
             if want_defaults && ffi::SSL_CTX_set_default_verify_paths(c) != 1 {
                 return Err(config_err("cannot load default CA paths"));
             }
@@ -329,8 +320,7 @@ impl TlsConfigBuilder {
             } else if !self.alpn.is_empty() {
                 let mut wire = Vec::new();
                 for p in &self.alpn {
-                    let len =
-                        u8::try_from(p.len()).map_err(|_| config_err("ALPN protocol too long"))?;
+                    let len = u8::try_from(p.len()).map_err(|_| config_err("ALPN protocol too long"))?;
                     if len == 0 {
                         return Err(config_err("empty ALPN protocol"));
                     }
@@ -467,11 +457,7 @@ impl TlsSession {
             alert: None,
         });
         let state = StatePtr(NonNull::from(Box::leak(state)));
-        let session = TlsSession {
-            ssl,
-            state,
-            complete: false,
-        };
+        let session = TlsSession { ssl, state, complete: false };
         let s = session.ssl.0.as_ptr();
         // SAFETY (whole block): `s` is our live SSL; pointers are valid for
         // each call; the state pointer outlives the SSL (field order).
@@ -480,12 +466,7 @@ impl TlsSession {
                 return Err(config_err("SSL_set_ex_data failed"));
             }
             ffi::SSL_set_quic_use_legacy_codepoint(s, 0);
-            if ffi::SSL_set_quic_transport_params(
-                s,
-                transport_params.as_ptr(),
-                transport_params.len(),
-            ) != 1
-            {
+            if ffi::SSL_set_quic_transport_params(s, transport_params.as_ptr(), transport_params.len()) != 1 {
                 return Err(config_err("cannot set transport parameters"));
             }
             if config.inner.is_server {
@@ -493,8 +474,7 @@ impl TlsSession {
             } else {
                 ffi::SSL_set_connect_state(s);
                 if let Some(name) = server_name {
-                    let cname =
-                        CString::new(name).map_err(|_| config_err("server name contains NUL"))?;
+                    let cname = CString::new(name).map_err(|_| config_err("server name contains NUL"))?;
                     let is_ip = name.parse::<std::net::IpAddr>().is_ok();
                     if !is_ip && ffi::SSL_set_tlsext_host_name(s, cname.as_ptr()) != 1 {
                         return Err(config_err("cannot set SNI"));
@@ -558,15 +538,9 @@ impl TlsSession {
         // SAFETY: plain call.
         let reason = unsafe { ffi::ERR_peek_error() } & 0xfff;
         Err(if reason == ffi::SSL_R_EXCESSIVE_MESSAGE_SIZE as u32 {
-            TlsError::new(
-                ErrorCode::CRYPTO_BUFFER_EXCEEDED,
-                "too much buffered CRYPTO data",
-            )
+            TlsError::new(ErrorCode::CRYPTO_BUFFER_EXCEEDED, "too much buffered CRYPTO data")
         } else if reason == ffi::SSL_R_WRONG_ENCRYPTION_LEVEL_RECEIVED as u32 {
-            TlsError::new(
-                ErrorCode::PROTOCOL_VIOLATION,
-                "CRYPTO data at wrong encryption level",
-            )
+            TlsError::new(ErrorCode::PROTOCOL_VIOLATION, "CRYPTO data at wrong encryption level")
         } else {
             self.failure("cannot accept CRYPTO data")
         })
@@ -738,8 +712,7 @@ unsafe fn on_secret(
         return 0;
     }
     // SAFETY: cipher is a static table entry.
-    let Some(alg) = Algorithm::from_suite(unsafe { ffi::SSL_CIPHER_get_protocol_id(cipher) })
-    else {
+    let Some(alg) = Algorithm::from_suite(unsafe { ffi::SSL_CIPHER_get_protocol_id(cipher) }) else {
         return 0;
     };
     // SAFETY: BoringSSL passes `len` valid bytes.
@@ -803,11 +776,7 @@ unsafe extern "C" fn flush_flight(_ssl: *mut ffi::SSL) -> c_int {
     1
 }
 
-unsafe extern "C" fn send_alert(
-    ssl: *mut ffi::SSL,
-    _level: ffi::ssl_encryption_level_t,
-    alert: u8,
-) -> c_int {
+unsafe extern "C" fn send_alert(ssl: *mut ffi::SSL, _level: ffi::ssl_encryption_level_t, alert: u8) -> c_int {
     // SAFETY: live SSL per the callback contract.
     if let Some(st) = unsafe { state_of(ssl) } {
         // Keep the first alert: it names the original failure.

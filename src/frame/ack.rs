@@ -23,11 +23,7 @@ pub struct EcnCounts {
 
 impl EcnCounts {
     pub(crate) fn decode(r: &mut Reader<'_>) -> Result<Self, BufferTooShort> {
-        Ok(Self {
-            ect0: r.varint()?,
-            ect1: r.varint()?,
-            ce: r.varint()?,
-        })
+        Ok(Self { ect0: r.varint()?, ect1: r.varint()?, ce: r.varint()? })
     }
 
     pub(crate) fn encode(&self, w: &mut Writer<'_>) -> Result<(), BufferTooShort> {
@@ -61,9 +57,8 @@ impl<'a> AckRanges<'a> {
         let ack_delay = r.varint()?;
         let count = r.varint()?;
         let first_range = r.varint()?;
-        let mut smallest = largest
-            .checked_sub(first_range)
-            .ok_or(TransportError::encoding("ACK range below zero"))?;
+        let mut smallest =
+            largest.checked_sub(first_range).ok_or(TransportError::encoding("ACK range below zero"))?;
         let start = r.pos();
         let all = r.rest();
         // Each pair takes at least two bytes, so `count` cannot make this
@@ -75,20 +70,11 @@ impl<'a> AckRanges<'a> {
                 .checked_sub(gap)
                 .and_then(|v| v.checked_sub(2))
                 .ok_or(TransportError::encoding("ACK gap below zero"))?;
-            smallest = next_largest
-                .checked_sub(len)
-                .ok_or(TransportError::encoding("ACK range below zero"))?;
+            smallest =
+                next_largest.checked_sub(len).ok_or(TransportError::encoding("ACK range below zero"))?;
         }
         let pairs = all.get(..r.pos() - start).unwrap_or(&[]);
-        Ok((
-            Self {
-                largest,
-                first_range,
-                count,
-                pairs,
-            },
-            ack_delay,
-        ))
+        Ok((Self { largest, first_range, count, pairs }, ack_delay))
     }
 
     /// Largest acknowledged packet number.
@@ -194,12 +180,7 @@ fn pair(prev_start: u64, cur: &Range<u64>) -> (u64, u64) {
 }
 
 /// Bytes of every field except ACK Range Count and the (Gap, Length) pairs.
-fn ack_fixed_len(
-    path_id: Option<u64>,
-    top: &Range<u64>,
-    ack_delay: u64,
-    ecn: Option<&EcnCounts>,
-) -> usize {
+fn ack_fixed_len(path_id: Option<u64>, top: &Range<u64>, ack_delay: u64, ecn: Option<&EcnCounts>) -> usize {
     let largest = top.end - 1;
     varint_len(ack_type(path_id, ecn.is_some()))
         + path_id.map_or(0, varint_len)
@@ -320,10 +301,7 @@ pub fn encode_ack_max(
 }
 
 /// Re-encode decoded ranges (used by `Frame::encode`).
-pub(crate) fn encode_ranges(
-    w: &mut Writer<'_>,
-    ranges: &AckRanges<'_>,
-) -> Result<(), BufferTooShort> {
+pub(crate) fn encode_ranges(w: &mut Writer<'_>, ranges: &AckRanges<'_>) -> Result<(), BufferTooShort> {
     let mut it = ranges.iter();
     let Some(top) = it.next() else { return Ok(()) };
     w.varint(ranges.count)?;

@@ -3,10 +3,7 @@ use crate::ranges::RangeSet;
 
 fn hex(s: &str) -> Vec<u8> {
     let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }
 
 fn decode_one(b: &[u8]) -> Result<Frame<'_>, TransportError> {
@@ -61,108 +58,32 @@ fn round_trip_every_frame_type() {
     // largest 100, delay 7, 2 more ranges: 90..=100, gap 3 -> 80..=85, gap 0 -> 70..=78
     let ack_bytes = hex("4064 07 02 0a 03 05 00 08");
     let ranges = ack_ranges(&ack_bytes);
-    let ecn = EcnCounts {
-        ect0: 5,
-        ect1: 1,
-        ce: 300,
-    };
+    let ecn = EcnCounts { ect0: 5, ect1: 1, ce: 300 };
     let frames = [
         Frame::Padding { len: 1 },
         Frame::Padding { len: 37 },
         Frame::Ping,
-        Frame::Ack {
-            path_id: None,
-            ack_delay: 7,
-            ranges,
-            ecn: None,
-        },
-        Frame::Ack {
-            path_id: None,
-            ack_delay: 7,
-            ranges,
-            ecn: Some(ecn),
-        },
-        Frame::Ack {
-            path_id: Some(3),
-            ack_delay: 7,
-            ranges,
-            ecn: None,
-        },
-        Frame::Ack {
-            path_id: Some(70000),
-            ack_delay: 7,
-            ranges,
-            ecn: Some(ecn),
-        },
-        Frame::ResetStream {
-            stream_id: 4,
-            error_code: 0x1234,
-            final_size: 1 << 40,
-        },
-        Frame::StopSending {
-            stream_id: 8,
-            error_code: 77,
-        },
-        Frame::Crypto {
-            offset: 0,
-            data: b"hello",
-        },
-        Frame::Crypto {
-            offset: 1 << 20,
-            data: &[],
-        },
+        Frame::Ack { path_id: None, ack_delay: 7, ranges, ecn: None },
+        Frame::Ack { path_id: None, ack_delay: 7, ranges, ecn: Some(ecn) },
+        Frame::Ack { path_id: Some(3), ack_delay: 7, ranges, ecn: None },
+        Frame::Ack { path_id: Some(70000), ack_delay: 7, ranges, ecn: Some(ecn) },
+        Frame::ResetStream { stream_id: 4, error_code: 0x1234, final_size: 1 << 40 },
+        Frame::StopSending { stream_id: 8, error_code: 77 },
+        Frame::Crypto { offset: 0, data: b"hello" },
+        Frame::Crypto { offset: 1 << 20, data: &[] },
         Frame::NewToken { token: b"tok" },
-        Frame::Stream {
-            stream_id: 0,
-            offset: 0,
-            data: b"abc",
-            fin: false,
-        },
-        Frame::Stream {
-            stream_id: 1 << 30,
-            offset: 99,
-            data: &[],
-            fin: true,
-        },
-        Frame::Stream {
-            stream_id: 5,
-            offset: VARINT_MAX - 3,
-            data: b"xyz",
-            fin: true,
-        },
+        Frame::Stream { stream_id: 0, offset: 0, data: b"abc", fin: false },
+        Frame::Stream { stream_id: 1 << 30, offset: 99, data: &[], fin: true },
+        Frame::Stream { stream_id: 5, offset: VARINT_MAX - 3, data: b"xyz", fin: true },
         Frame::MaxData(1 << 50),
-        Frame::MaxStreamData {
-            stream_id: 2,
-            max: 1000,
-        },
-        Frame::MaxStreams {
-            bidi: true,
-            max: 1 << 60,
-        },
-        Frame::MaxStreams {
-            bidi: false,
-            max: 0,
-        },
+        Frame::MaxStreamData { stream_id: 2, max: 1000 },
+        Frame::MaxStreams { bidi: true, max: 1 << 60 },
+        Frame::MaxStreams { bidi: false, max: 0 },
         Frame::DataBlocked(65),
-        Frame::StreamDataBlocked {
-            stream_id: 3,
-            limit: 16384,
-        },
-        Frame::StreamsBlocked {
-            bidi: true,
-            limit: 10,
-        },
-        Frame::StreamsBlocked {
-            bidi: false,
-            limit: 1 << 60,
-        },
-        Frame::NewConnectionId {
-            path_id: None,
-            seq: 5,
-            retire_prior_to: 5,
-            cid,
-            reset_token: [9; 16],
-        },
+        Frame::StreamDataBlocked { stream_id: 3, limit: 16384 },
+        Frame::StreamsBlocked { bidi: true, limit: 10 },
+        Frame::StreamsBlocked { bidi: false, limit: 1 << 60 },
+        Frame::NewConnectionId { path_id: None, seq: 5, retire_prior_to: 5, cid, reset_token: [9; 16] },
         Frame::NewConnectionId {
             path_id: Some(2),
             seq: 1,
@@ -170,46 +91,22 @@ fn round_trip_every_frame_type() {
             cid: ConnectionId::from_slice(&[0xab; 20]).unwrap(),
             reset_token: [1; 16],
         },
-        Frame::RetireConnectionId {
-            path_id: None,
-            seq: 3,
-        },
-        Frame::RetireConnectionId {
-            path_id: Some(u32::MAX as u64),
-            seq: 3,
-        },
+        Frame::RetireConnectionId { path_id: None, seq: 3 },
+        Frame::RetireConnectionId { path_id: Some(u32::MAX as u64), seq: 3 },
         Frame::PathChallenge(*b"12345678"),
         Frame::PathResponse(*b"abcdefgh"),
-        Frame::ConnectionClose {
-            error_code: 0x0a,
-            frame_type: Some(0x08),
-            reason: b"bad",
-        },
-        Frame::ConnectionClose {
-            error_code: 0x0a,
-            frame_type: Some(0),
-            reason: b"",
-        },
-        Frame::ConnectionClose {
-            error_code: 42,
-            frame_type: None,
-            reason: b"app",
-        },
+        Frame::ConnectionClose { error_code: 0x0a, frame_type: Some(0x08), reason: b"bad" },
+        Frame::ConnectionClose { error_code: 0x0a, frame_type: Some(0), reason: b"" },
+        Frame::ConnectionClose { error_code: 42, frame_type: None, reason: b"app" },
         Frame::HandshakeDone,
         Frame::Datagram { data: b"dgram" },
         Frame::Datagram { data: &[] },
-        Frame::PathAbandon {
-            path_id: 1,
-            error_code: 0x3e,
-        },
+        Frame::PathAbandon { path_id: 1, error_code: 0x3e },
         Frame::PathStatusBackup { path_id: 1, seq: 7 },
         Frame::PathStatusAvailable { path_id: 0, seq: 8 },
         Frame::MaxPathId(u32::MAX as u64),
         Frame::PathsBlocked(4),
-        Frame::PathCidsBlocked {
-            path_id: 2,
-            next_seq: 9,
-        },
+        Frame::PathCidsBlocked { path_id: 2, next_seq: 9 },
     ];
     for f in &frames {
         round_trip(f);
@@ -224,10 +121,7 @@ fn ack_ranges_iterate_highest_first() {
     assert_eq!(ranges.largest(), 100);
     assert_eq!(ranges.smallest(), 70);
     assert_eq!(ranges.len(), 3);
-    assert_eq!(
-        ranges.iter().collect::<Vec<_>>(),
-        vec![90..101, 80..86, 70..79]
-    );
+    assert_eq!(ranges.iter().collect::<Vec<_>>(), vec![90..101, 80..86, 70..79]);
     // Ranges reaching exactly zero are fine.
     let z = hex("05 00 01 01 00 02");
     let r = ack_ranges(&z);
@@ -246,20 +140,11 @@ fn encode_ack_from_range_set() {
     assert_eq!(w.written(), hex("02 4064 07 02 0a 03 05 00 08"));
     assert_eq!(ack_encoded_len(None, &set, 7, None), w.pos());
     let n = w.pos();
-    let Frame::Ack { ranges, .. } = decode_one(&buf[..n]).unwrap() else {
-        panic!()
-    };
-    assert_eq!(
-        ranges.iter().collect::<Vec<_>>(),
-        set.iter().rev().cloned().collect::<Vec<_>>()
-    );
+    let Frame::Ack { ranges, .. } = decode_one(&buf[..n]).unwrap() else { panic!() };
+    assert_eq!(ranges.iter().collect::<Vec<_>>(), set.iter().rev().cloned().collect::<Vec<_>>());
 
     // PATH_ACK with ECN.
-    let ecn = EcnCounts {
-        ect0: 1,
-        ect1: 2,
-        ce: 3,
-    };
+    let ecn = EcnCounts { ect0: 1, ect1: 2, ce: 3 };
     let mut w = Writer::new(&mut buf);
     encode_ack(&mut w, Some(5), &set, 7, Some(&ecn)).unwrap();
     assert_eq!(w.written(), hex("3f 05 4064 07 02 0a 03 05 00 08 01 02 03"));
@@ -273,10 +158,7 @@ fn encode_ack_from_range_set() {
     assert_eq!(encode_ack_max(&mut w, None, &set, 7, None, 9), Ok(2));
     assert_eq!(w.written(), hex("02 4064 07 01 0a 03 05"));
     let mut w = Writer::new(&mut buf);
-    assert_eq!(
-        encode_ack_max(&mut w, None, &set, 7, None, 5),
-        Err(BufferTooShort)
-    );
+    assert_eq!(encode_ack_max(&mut w, None, &set, 7, None, 5), Err(BufferTooShort));
     assert_eq!(w.pos(), 0);
     // The writer's own room is also respected.
     let mut tiny = [0u8; 7];
@@ -300,9 +182,7 @@ fn encode_ack_many_ranges_count_varint_grows() {
     let mut w = Writer::new(&mut buf);
     encode_ack(&mut w, None, &set, 0, None).unwrap();
     assert_eq!(w.pos(), full);
-    let Frame::Ack { ranges, .. } = decode_one(&buf).unwrap() else {
-        panic!()
-    };
+    let Frame::Ack { ranges, .. } = decode_one(&buf).unwrap() else { panic!() };
     assert_eq!(ranges.len(), 100);
     assert!(ranges.iter().eq(set.iter().rev().cloned()));
     // Every budget yields a frame that fits and decodes.
@@ -313,9 +193,7 @@ fn encode_ack_many_ranges_count_varint_grows() {
             Ok(n) => {
                 let len = w.pos();
                 assert!(len <= max);
-                let Frame::Ack { ranges, .. } = decode_one(&b[..len]).unwrap() else {
-                    panic!()
-                };
+                let Frame::Ack { ranges, .. } = decode_one(&b[..len]).unwrap() else { panic!() };
                 assert_eq!(ranges.len(), n as u64);
                 assert_eq!(ranges.largest(), 297);
             }
@@ -338,12 +216,7 @@ fn stream_and_crypto_headers() {
     let n = w.pos();
     assert_eq!(
         decode_one(&buf[..n]).unwrap(),
-        Frame::Stream {
-            stream_id: 4,
-            offset: 0,
-            data: b"abc",
-            fin: false
-        }
+        Frame::Stream { stream_id: 4, offset: 0, data: b"abc", fin: false }
     );
 
     // stream_max_data_len is exact: the result fits and one more does not.
@@ -352,10 +225,7 @@ fn stream_and_crypto_headers() {
         let hdr = stream_header_len(4, 1000, d, true);
         if d > 0 {
             assert!(hdr + d <= room, "room {room} d {d}");
-            assert!(
-                stream_header_len(4, 1000, d + 1, true) + d + 1 > room,
-                "room {room} d {d}"
-            );
+            assert!(stream_header_len(4, 1000, d + 1, true) + d + 1 > room, "room {room} d {d}");
         } else {
             assert!(stream_header_len(4, 1000, 1, true) + 1 > room);
         }
@@ -375,14 +245,8 @@ fn stream_and_crypto_headers() {
         }
     }
     let mut tiny = [0u8; 2];
-    assert_eq!(
-        encode_crypto_header(&mut Writer::new(&mut tiny), 0, 5),
-        Err(BufferTooShort)
-    );
-    assert_eq!(
-        encode_stream_header(&mut Writer::new(&mut tiny), 0, 1, 5, false, true),
-        Err(BufferTooShort)
-    );
+    assert_eq!(encode_crypto_header(&mut Writer::new(&mut tiny), 0, 5), Err(BufferTooShort));
+    assert_eq!(encode_stream_header(&mut Writer::new(&mut tiny), 0, 1, 5, false, true), Err(BufferTooShort));
 }
 
 #[test]
@@ -398,15 +262,7 @@ fn padding_run_is_one_frame() {
 #[test]
 fn stream_without_length_takes_the_rest() {
     let b = hex("0d 01 05 616263");
-    assert_eq!(
-        decode_one(&b).unwrap(),
-        Frame::Stream {
-            stream_id: 1,
-            offset: 5,
-            data: b"abc",
-            fin: true
-        }
-    );
+    assert_eq!(decode_one(&b).unwrap(), Frame::Stream { stream_id: 1, offset: 5, data: b"abc", fin: true });
     let b = hex("30 616263");
     assert_eq!(decode_one(&b).unwrap(), Frame::Datagram { data: b"abc" });
 }
@@ -448,7 +304,12 @@ fn malformed_frames_table() {
         ("14", FEE, 0x14, "truncated DATA_BLOCKED"),
         ("15 00", FEE, 0x15, "truncated STREAM_DATA_BLOCKED"),
         ("18 01 00 00 00000000000000000000000000000000", FEE, 0x18, "zero-length CID"),
-        ("18 01 00 15 000000000000000000000000000000000000000000 00000000000000000000000000000000", FEE, 0x18, "21-byte CID"),
+        (
+            "18 01 00 15 000000000000000000000000000000000000000000 00000000000000000000000000000000",
+            FEE,
+            0x18,
+            "21-byte CID",
+        ),
         ("18 01 02 01 aa 00000000000000000000000000000000", FEE, 0x18, "retire_prior_to > seq"),
         ("18 01 00 01 aa 000000000000000000000000000000", FEE, 0x18, "short reset token"),
         ("19", FEE, 0x19, "truncated RETIRE_CONNECTION_ID"),
@@ -462,9 +323,24 @@ fn malformed_frames_table() {
         ("7e75 c000000100000000 00", PV, 0x3e75, "PATH_ABANDON path id above 2^32-1"),
         ("7e76 01", FEE, 0x3e76, "truncated PATH_STATUS_BACKUP"),
         ("7e77", FEE, 0x3e77, "truncated PATH_STATUS_AVAILABLE"),
-        ("7e78 01 01 00 00 00000000000000000000000000000000", FEE, 0x3e78, "PATH_NEW_CONNECTION_ID zero-length CID"),
-        ("7e78 01 01 02 01 aa 00000000000000000000000000000000", FEE, 0x3e78, "PATH_NEW_CONNECTION_ID rpt > seq"),
-        ("7e78 c000000100000000 01 00 01 aa 00000000000000000000000000000000", PV, 0x3e78, "PATH_NEW_CONNECTION_ID path id"),
+        (
+            "7e78 01 01 00 00 00000000000000000000000000000000",
+            FEE,
+            0x3e78,
+            "PATH_NEW_CONNECTION_ID zero-length CID",
+        ),
+        (
+            "7e78 01 01 02 01 aa 00000000000000000000000000000000",
+            FEE,
+            0x3e78,
+            "PATH_NEW_CONNECTION_ID rpt > seq",
+        ),
+        (
+            "7e78 c000000100000000 01 00 01 aa 00000000000000000000000000000000",
+            PV,
+            0x3e78,
+            "PATH_NEW_CONNECTION_ID path id",
+        ),
         ("7e79 01", FEE, 0x3e79, "truncated PATH_RETIRE_CONNECTION_ID"),
         ("7e7a c000000100000000", PV, 0x3e7a, "MAX_PATH_ID above 2^32-1"),
         ("7e7a", FEE, 0x3e7a, "truncated MAX_PATH_ID"),
@@ -489,52 +365,20 @@ fn frame_type_codes_match_draft_21() {
     let b = hex("7e7a 05");
     assert_eq!(decode_one(&b).unwrap(), Frame::MaxPathId(5));
     let b = hex("7e75 02 3e");
-    assert_eq!(
-        decode_one(&b).unwrap(),
-        Frame::PathAbandon {
-            path_id: 2,
-            error_code: 0x3e
-        }
-    );
+    assert_eq!(decode_one(&b).unwrap(), Frame::PathAbandon { path_id: 2, error_code: 0x3e });
     let b = hex("7e76 01 02");
-    assert_eq!(
-        decode_one(&b).unwrap(),
-        Frame::PathStatusBackup { path_id: 1, seq: 2 }
-    );
+    assert_eq!(decode_one(&b).unwrap(), Frame::PathStatusBackup { path_id: 1, seq: 2 });
     let b = hex("7e77 01 02");
-    assert_eq!(
-        decode_one(&b).unwrap(),
-        Frame::PathStatusAvailable { path_id: 1, seq: 2 }
-    );
+    assert_eq!(decode_one(&b).unwrap(), Frame::PathStatusAvailable { path_id: 1, seq: 2 });
     let b = hex("7e7b 03");
     assert_eq!(decode_one(&b).unwrap(), Frame::PathsBlocked(3));
     let b = hex("7e7c 01 04");
-    assert_eq!(
-        decode_one(&b).unwrap(),
-        Frame::PathCidsBlocked {
-            path_id: 1,
-            next_seq: 4
-        }
-    );
+    assert_eq!(decode_one(&b).unwrap(), Frame::PathCidsBlocked { path_id: 1, next_seq: 4 });
     let b = hex("7e79 01 04");
-    assert_eq!(
-        decode_one(&b).unwrap(),
-        Frame::RetireConnectionId {
-            path_id: Some(1),
-            seq: 4
-        }
-    );
+    assert_eq!(decode_one(&b).unwrap(), Frame::RetireConnectionId { path_id: Some(1), seq: 4 });
     let b = hex("3e 02 05 00 00 01");
     let f = decode_one(&b).unwrap();
-    let Frame::Ack {
-        path_id: Some(2),
-        ranges,
-        ecn: None,
-        ..
-    } = f
-    else {
-        panic!("{f:?}")
-    };
+    let Frame::Ack { path_id: Some(2), ranges, ecn: None, .. } = f else { panic!("{f:?}") };
     assert_eq!(ranges.iter().collect::<Vec<_>>(), vec![4..6]);
 }
 
@@ -543,38 +387,12 @@ fn packet_type_permissions() {
     use PacketType::*;
     let ranges_b = hex("05 00 00 00");
     let ranges = ack_ranges(&ranges_b);
-    let ack = Frame::Ack {
-        path_id: None,
-        ack_delay: 0,
-        ranges,
-        ecn: None,
-    };
-    let path_ack = Frame::Ack {
-        path_id: Some(0),
-        ack_delay: 0,
-        ranges,
-        ecn: None,
-    };
-    let crypto = Frame::Crypto {
-        offset: 0,
-        data: b"x",
-    };
-    let stream = Frame::Stream {
-        stream_id: 0,
-        offset: 0,
-        data: b"x",
-        fin: false,
-    };
-    let cc = Frame::ConnectionClose {
-        error_code: 1,
-        frame_type: Some(0),
-        reason: b"",
-    };
-    let app_close = Frame::ConnectionClose {
-        error_code: 1,
-        frame_type: None,
-        reason: b"",
-    };
+    let ack = Frame::Ack { path_id: None, ack_delay: 0, ranges, ecn: None };
+    let path_ack = Frame::Ack { path_id: Some(0), ack_delay: 0, ranges, ecn: None };
+    let crypto = Frame::Crypto { offset: 0, data: b"x" };
+    let stream = Frame::Stream { stream_id: 0, offset: 0, data: b"x", fin: false };
+    let cc = Frame::ConnectionClose { error_code: 1, frame_type: Some(0), reason: b"" };
+    let app_close = Frame::ConnectionClose { error_code: 1, frame_type: None, reason: b"" };
     let table: &[(&Frame<'_>, [bool; 4])] = &[
         // Initial, Handshake, 0-RTT, 1-RTT
         (&Frame::Padding { len: 1 }, [true, true, true, true]),
@@ -583,10 +401,7 @@ fn packet_type_permissions() {
         (&path_ack, [false, false, false, true]),
         (&crypto, [true, true, false, true]),
         (&stream, [false, false, true, true]),
-        (
-            &Frame::NewToken { token: b"t" },
-            [false, false, false, true],
-        ),
+        (&Frame::NewToken { token: b"t" }, [false, false, false, true]),
         (&Frame::PathChallenge([0; 8]), [false, false, true, true]),
         (&Frame::PathResponse([0; 8]), [false, false, false, true]),
         (&cc, [true, true, true, true]),
@@ -595,27 +410,9 @@ fn packet_type_permissions() {
         (&Frame::Datagram { data: b"" }, [false, false, true, true]),
         (&Frame::MaxData(1), [false, false, true, true]),
         (&Frame::MaxPathId(1), [false, false, false, true]),
-        (
-            &Frame::PathAbandon {
-                path_id: 1,
-                error_code: 0,
-            },
-            [false, false, false, true],
-        ),
-        (
-            &Frame::RetireConnectionId {
-                path_id: None,
-                seq: 0,
-            },
-            [false, false, true, true],
-        ),
-        (
-            &Frame::RetireConnectionId {
-                path_id: Some(1),
-                seq: 0,
-            },
-            [false, false, false, true],
-        ),
+        (&Frame::PathAbandon { path_id: 1, error_code: 0 }, [false, false, false, true]),
+        (&Frame::RetireConnectionId { path_id: None, seq: 0 }, [false, false, true, true]),
+        (&Frame::RetireConnectionId { path_id: Some(1), seq: 0 }, [false, false, false, true]),
     ];
     for (f, allowed) in table {
         for (pt, a) in [Initial, Handshake, ZeroRtt, Short].iter().zip(allowed) {
@@ -629,11 +426,7 @@ fn packet_type_permissions() {
     assert!(!cc.is_ack_eliciting());
     assert!(!Frame::Padding { len: 3 }.is_ack_eliciting());
     assert!(Frame::Ping.is_ack_eliciting());
-    assert!(Frame::PathAbandon {
-        path_id: 1,
-        error_code: 0
-    }
-    .is_ack_eliciting());
+    assert!(Frame::PathAbandon { path_id: 1, error_code: 0 }.is_ack_eliciting());
     assert!(Frame::PathChallenge([0; 8]).is_probing());
     assert!(Frame::Padding { len: 1 }.is_probing());
     assert!(!stream.is_probing());
@@ -684,13 +477,7 @@ fn random_payloads_round_trip() {
     for _ in 0..20_000 {
         let mut buf: Vec<u8> = types[rng.gen_range(0..types.len())].to_vec();
         let n = rng.gen_range(0..48);
-        buf.extend((0..n).map(|_| {
-            if rng.gen_bool(0.5) {
-                rng.gen_range(0..8)
-            } else {
-                rng.gen()
-            }
-        }));
+        buf.extend((0..n).map(|_| if rng.gen_bool(0.5) { rng.gen_range(0..8) } else { rng.gen() }));
         let mut r = Reader::new(&buf);
         while !r.is_empty() {
             let Ok(f) = Frame::decode(&mut r) else { break };

@@ -8,8 +8,7 @@ use super::frame::{self, Frame, Item, Settings};
 use super::message::{self, Header, MessageKind};
 use super::qpack;
 use super::stream::{
-    Phase, RequestRecv, SendPhase, UniKind, UNI_CONTROL, UNI_PUSH, UNI_QPACK_DECODER,
-    UNI_QPACK_ENCODER,
+    Phase, RequestRecv, SendPhase, UniKind, UNI_CONTROL, UNI_PUSH, UNI_QPACK_DECODER, UNI_QPACK_ENCODER,
 };
 use super::{StreamError, Transport};
 use crate::codec::varint_len;
@@ -31,11 +30,7 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Self {
-            max_field_section_size: 64 * 1024,
-            max_frame_payload: 64 * 1024,
-            grease: true,
-        }
+        Self { max_field_section_size: 64 * 1024, max_frame_payload: 64 * 1024, grease: true }
     }
 }
 
@@ -196,10 +191,7 @@ impl Connection {
         }
         Frame::Settings(settings).encode(&mut buf);
         if config.grease {
-            Frame::Unknown {
-                frame_type: 0x1f * 3 + 0x21,
-            }
-            .encode(&mut buf);
+            Frame::Unknown { frame_type: 0x1f * 3 + 0x21 }.encode(&mut buf);
         }
         c.send_all(t, control, &buf, false)?;
         buf.clear();
@@ -247,13 +239,7 @@ impl Connection {
     }
 
     /// Write everything, queueing what the transport does not take now.
-    fn send_all<T: Transport>(
-        &mut self,
-        t: &mut T,
-        id: u64,
-        data: &[u8],
-        fin: bool,
-    ) -> Result<(), Error> {
+    fn send_all<T: Transport>(&mut self, t: &mut T, id: u64, data: &[u8], fin: bool) -> Result<(), Error> {
         if let Some(p) = self.out.get_mut(&id) {
             p.data.extend_from_slice(data);
             p.fin |= fin;
@@ -275,10 +261,7 @@ impl Connection {
     fn send_failed<T: Transport>(&mut self, t: &mut T, id: u64, e: StreamError) -> Error {
         self.out.remove(&id);
         if id == self.control {
-            return self.fail(
-                t,
-                H3Error::new(H3Code::CLOSED_CRITICAL_STREAM, "control stream stopped"),
-            );
+            return self.fail(t, H3Error::new(H3Code::CLOSED_CRITICAL_STREAM, "control stream stopped"));
         }
         Error::Transport(e)
     }
@@ -316,15 +299,8 @@ impl Connection {
         message::validate(headers, kind).map_err(Error::InvalidHeaders)?;
         let mut section = Vec::new();
         qpack::encode_field_section(headers, &mut section);
-        if let Some(limit) = self
-            .peer_settings
-            .as_ref()
-            .and_then(|s| s.max_field_section_size)
-        {
-            let size: u64 = headers
-                .iter()
-                .map(|h| (h.name.len() + h.value.len() + 32) as u64)
-                .sum();
+        if let Some(limit) = self.peer_settings.as_ref().and_then(|s| s.max_field_section_size) {
+            let size: u64 = headers.iter().map(|h| (h.name.len() + h.value.len() + 32) as u64).sum();
             if size > limit {
                 return Err(Error::InvalidHeaders(H3Error::new(
                     H3Code::EXCESSIVE_LOAD,
@@ -333,10 +309,7 @@ impl Connection {
             }
         }
         let mut out = Vec::new();
-        Frame::Headers {
-            field_section: section,
-        }
-        .encode(&mut out);
+        Frame::Headers { field_section: section }.encode(&mut out);
         Ok(out)
     }
 
@@ -359,16 +332,8 @@ impl Connection {
         let bytes = self.encode_headers(headers, MessageKind::Request)?;
         let id = t.open_bidi_stream().map_err(Error::Transport)?;
         self.send_all(t, id, &bytes, fin)?;
-        self.send.insert(
-            id,
-            if fin {
-                SendPhase::Done
-            } else {
-                SendPhase::Body
-            },
-        );
-        self.recv
-            .insert(id, RequestRecv::new(self.config.max_frame_payload));
+        self.send.insert(id, if fin { SendPhase::Done } else { SendPhase::Body });
+        self.recv.insert(id, RequestRecv::new(self.config.max_frame_payload));
         Ok(id)
     }
 
@@ -385,10 +350,7 @@ impl Connection {
         if !self.is_server {
             return Err(Error::InvalidState("only servers send responses"));
         }
-        let phase = *self
-            .send
-            .get(&stream)
-            .ok_or(Error::InvalidState("unknown stream"))?;
+        let phase = *self.send.get(&stream).ok_or(Error::InvalidState("unknown stream"))?;
         if !matches!(phase, SendPhase::Idle | SendPhase::Interim) {
             return Err(Error::InvalidState("response already sent"));
         }
@@ -398,9 +360,7 @@ impl Connection {
             .and_then(|p| p.status)
             .is_some_and(|s| s < 200);
         if interim && fin {
-            return Err(Error::InvalidState(
-                "an interim response cannot end the stream",
-            ));
+            return Err(Error::InvalidState("an interim response cannot end the stream"));
         }
         self.send_all(t, stream, &bytes, fin)?;
         let next = match (interim, fin) {
@@ -478,11 +438,7 @@ impl Connection {
     /// the ID never grows.
     pub fn send_goaway<T: Transport>(&mut self, t: &mut T) -> Result<(), Error> {
         self.check_open()?;
-        let id = if self.is_server {
-            self.next_request_id
-        } else {
-            0
-        };
+        let id = if self.is_server { self.next_request_id } else { 0 };
         let id = self.goaway_sent.map_or(id, |old| old.min(id));
         self.goaway_sent = Some(id);
         let mut buf = Vec::new();
@@ -607,22 +563,14 @@ impl Connection {
         self.send.remove(&id);
         self.out.remove(&id);
         self.done.insert(id);
-        self.events.push_back(Event::StreamError {
-            stream: id,
-            error: e,
-        });
+        self.events.push_back(Event::StreamError { stream: id, error: e });
     }
 
     fn is_local(&self, id: u64) -> bool {
         (id & 1 == 1) == self.is_server
     }
 
-    fn process_bidi<T: Transport>(
-        &mut self,
-        t: &mut T,
-        id: u64,
-        readable: bool,
-    ) -> Result<(), Fail> {
+    fn process_bidi<T: Transport>(&mut self, t: &mut T, id: u64, readable: bool) -> Result<(), Fail> {
         if !self.recv.contains_key(&id) {
             if self.is_local(id) || self.done.contains(&id) {
                 // Finished with it (or a stray report): nothing to do.
@@ -642,8 +590,7 @@ impl Connection {
                 return Ok(());
             }
             self.next_request_id = self.next_request_id.max(id + 4);
-            self.recv
-                .insert(id, RequestRecv::new(self.config.max_frame_payload));
+            self.recv.insert(id, RequestRecv::new(self.config.max_frame_payload));
             self.send.insert(id, SendPhase::Idle);
         }
         self.process_request(t, id, readable)
@@ -652,12 +599,7 @@ impl Connection {
     /// Decode frames on a request stream until it needs the application
     /// (DATA to read) or runs out of bytes. `readable`: the transport said
     /// it holds bytes for this stream.
-    fn process_request<T: Transport>(
-        &mut self,
-        t: &mut T,
-        id: u64,
-        mut readable: bool,
-    ) -> Result<(), Fail> {
+    fn process_request<T: Transport>(&mut self, t: &mut T, id: u64, mut readable: bool) -> Result<(), Fail> {
         loop {
             let Some(st) = self.recv.get_mut(&id) else {
                 return Ok(());
@@ -709,9 +651,7 @@ impl Connection {
                     }
                     st.data_len = st.data_len.saturating_add(len);
                     if st.content_length.is_some_and(|cl| st.data_len > cl) {
-                        return Err(Fail::Stream(H3Error::message(
-                            "body exceeds content-length",
-                        )));
+                        return Err(Fail::Stream(H3Error::message("body exceeds content-length")));
                     }
                 }
                 Item::DataPayload(_) => {
@@ -758,11 +698,7 @@ impl Connection {
         if kind != MessageKind::Trailers {
             st.content_length = pseudo.content_length;
         }
-        self.events.push_back(Event::Headers {
-            stream: id,
-            headers,
-            has_body: more,
-        });
+        self.events.push_back(Event::Headers { stream: id, headers, has_body: more });
         Ok(())
     }
 
@@ -778,20 +714,11 @@ impl Connection {
             return Err(H3Error::frame("stream ended inside a frame").into());
         }
         if st.phase == Phase::Headers {
-            let code = if self.is_server {
-                H3Code::REQUEST_INCOMPLETE
-            } else {
-                H3Code::MESSAGE_ERROR
-            };
-            return Err(Fail::Stream(H3Error::new(
-                code,
-                "stream ended before its header section",
-            )));
+            let code = if self.is_server { H3Code::REQUEST_INCOMPLETE } else { H3Code::MESSAGE_ERROR };
+            return Err(Fail::Stream(H3Error::new(code, "stream ended before its header section")));
         }
         if st.content_length.is_some_and(|cl| cl != st.data_len) {
-            return Err(Fail::Stream(H3Error::message(
-                "body shorter than content-length",
-            )));
+            return Err(Fail::Stream(H3Error::message("body shorter than content-length")));
         }
         self.events.push_back(Event::Finished { stream: id });
         Ok(())
@@ -803,10 +730,7 @@ impl Connection {
         }
         let mut buf = [0u8; READ_CHUNK];
         loop {
-            let kind = self
-                .uni
-                .entry(id)
-                .or_insert_with(|| UniKind::Pending(Default::default()));
+            let kind = self.uni.entry(id).or_insert_with(|| UniKind::Pending(Default::default()));
             if matches!(kind, UniKind::Ignored) {
                 // Drain and drop; we asked the peer to stop.
                 while let Ok((n, fin)) = t.stream_recv(id, &mut buf) {
@@ -830,11 +754,7 @@ impl Connection {
             if fin {
                 let critical = self.uni.get(&id).is_some_and(UniKind::is_critical);
                 if critical {
-                    return Err(H3Error::new(
-                        H3Code::CLOSED_CRITICAL_STREAM,
-                        "critical stream closed",
-                    )
-                    .into());
+                    return Err(H3Error::new(H3Code::CLOSED_CRITICAL_STREAM, "critical stream closed").into());
                 }
                 self.uni.remove(&id);
                 return Ok(());
@@ -845,12 +765,7 @@ impl Connection {
         }
     }
 
-    fn on_uni_bytes<T: Transport>(
-        &mut self,
-        t: &mut T,
-        id: u64,
-        mut data: &[u8],
-    ) -> Result<(), Fail> {
+    fn on_uni_bytes<T: Transport>(&mut self, t: &mut T, id: u64, mut data: &[u8]) -> Result<(), Fail> {
         while !data.is_empty() {
             let Some(kind) = self.uni.get_mut(&id) else {
                 return Ok(());
@@ -891,12 +806,7 @@ impl Connection {
         Ok(())
     }
 
-    fn classify_uni<T: Transport>(
-        &mut self,
-        t: &mut T,
-        id: u64,
-        ty: u64,
-    ) -> Result<UniKind, H3Error> {
+    fn classify_uni<T: Transport>(&mut self, t: &mut T, id: u64, ty: u64) -> Result<UniKind, H3Error> {
         let dup = |slot: &mut Option<u64>| {
             if slot.is_some() {
                 return Err(H3Error::new(
@@ -924,17 +834,9 @@ impl Connection {
                 UniKind::Decoder(Default::default())
             }
             UNI_PUSH if self.is_server => {
-                return Err(H3Error::new(
-                    H3Code::STREAM_CREATION_ERROR,
-                    "push stream from a client",
-                ))
+                return Err(H3Error::new(H3Code::STREAM_CREATION_ERROR, "push stream from a client"))
             }
-            UNI_PUSH => {
-                return Err(H3Error::new(
-                    H3Code::ID_ERROR,
-                    "push stream without MAX_PUSH_ID",
-                ))
-            }
+            UNI_PUSH => return Err(H3Error::new(H3Code::ID_ERROR, "push stream without MAX_PUSH_ID")),
             _ => {
                 // Unknown and grease types are ignored (RFC 9114 §6.2).
                 t.stop_sending(id, H3Code::STREAM_CREATION_ERROR.0);
@@ -952,10 +854,7 @@ impl Connection {
         let frame = match item {
             Item::Frame(f) => f,
             Item::DataHeader { .. } | Item::DataPayload(_) if first => {
-                return Err(H3Error::new(
-                    H3Code::MISSING_SETTINGS,
-                    "control stream must start with SETTINGS",
-                ))
+                return Err(H3Error::new(H3Code::MISSING_SETTINGS, "control stream must start with SETTINGS"))
             }
             Item::DataHeader { .. } | Item::DataPayload(_) => {
                 return Err(H3Error::unexpected("DATA on the control stream"))
@@ -967,20 +866,14 @@ impl Connection {
                     self.peer_settings = Some(s);
                     Ok(())
                 }
-                _ => Err(H3Error::new(
-                    H3Code::MISSING_SETTINGS,
-                    "control stream must start with SETTINGS",
-                )),
+                _ => Err(H3Error::new(H3Code::MISSING_SETTINGS, "control stream must start with SETTINGS")),
             };
         }
         match frame {
             Frame::Settings(_) => Err(H3Error::unexpected("second SETTINGS")),
             Frame::GoAway { id: gid } => {
                 if !self.is_server && gid % 4 != 0 {
-                    return Err(H3Error::new(
-                        H3Code::ID_ERROR,
-                        "GOAWAY names a non-request stream",
-                    ));
+                    return Err(H3Error::new(H3Code::ID_ERROR, "GOAWAY names a non-request stream"));
                 }
                 if self.goaway_recv.is_some_and(|old| gid > old) {
                     return Err(H3Error::new(H3Code::ID_ERROR, "GOAWAY ID increased"));
@@ -1002,10 +895,7 @@ impl Connection {
             Frame::CancelPush { push_id } => {
                 // A client never allowed pushes; a server only up to its limit.
                 if !self.is_server || self.max_push_id_recv.is_none_or(|m| push_id > m) {
-                    return Err(H3Error::new(
-                        H3Code::ID_ERROR,
-                        "CANCEL_PUSH for an impossible push",
-                    ));
+                    return Err(H3Error::new(H3Code::ID_ERROR, "CANCEL_PUSH for an impossible push"));
                 }
                 Ok(())
             }

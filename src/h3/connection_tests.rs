@@ -80,8 +80,7 @@ impl Transport for End {
             return Err(StreamError::Blocked);
         }
         self.credit -= n;
-        self.outbox
-            .push((id, data[..n].to_vec(), fin && n == data.len()));
+        self.outbox.push((id, data[..n].to_vec(), fin && n == data.len()));
         Ok(n)
     }
     fn stream_capacity(&self, _id: u64) -> Result<usize, StreamError> {
@@ -136,12 +135,7 @@ impl Pair {
         let mut server = End::new(true);
         let c = Connection::with_transport(&mut client, &Config::default()).unwrap();
         let s = Connection::with_transport(&mut server, &Config::default()).unwrap();
-        let mut p = Pair {
-            client,
-            server,
-            c,
-            s,
-        };
+        let mut p = Pair { client, server, c, s };
         p.deliver();
         p
     }
@@ -210,11 +204,7 @@ fn request_response_exchange() {
     assert_eq!(
         ev,
         vec![
-            Event::Headers {
-                stream: 0,
-                headers: req.clone(),
-                has_body: false
-            },
+            Event::Headers { stream: 0, headers: req.clone(), has_body: false },
             Event::Finished { stream: 0 }
         ]
     );
@@ -222,33 +212,14 @@ fn request_response_exchange() {
     assert_eq!(settings.qpack_max_table_capacity, Some(0));
 
     let body: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
-    let resp = hs(&[
-        (":status", "200"),
-        ("content-length", "10000"),
-        ("content-type", "text/plain"),
-    ]);
+    let resp = hs(&[(":status", "200"), ("content-length", "10000"), ("content-type", "text/plain")]);
     p.s.send_response(&mut p.server, 0, &resp, false).unwrap();
-    assert_eq!(
-        p.s.send_body(&mut p.server, 0, &body[..4000], false)
-            .unwrap(),
-        4000
-    );
-    assert_eq!(
-        p.s.send_body(&mut p.server, 0, &body[4000..], true)
-            .unwrap(),
-        6000
-    );
+    assert_eq!(p.s.send_body(&mut p.server, 0, &body[..4000], false).unwrap(), 4000);
+    assert_eq!(p.s.send_body(&mut p.server, 0, &body[4000..], true).unwrap(), 6000);
     p.deliver();
 
     let ev = p.client_events();
-    assert_eq!(
-        ev[0],
-        Event::Headers {
-            stream: 0,
-            headers: resp,
-            has_body: true
-        }
-    );
+    assert_eq!(ev[0], Event::Headers { stream: 0, headers: resp, has_body: true });
     assert_eq!(ev[1], Event::Data { stream: 0 });
     assert_eq!(ev.len(), 2);
     assert!(p.c.peer_settings().is_some());
@@ -258,22 +229,15 @@ fn request_response_exchange() {
     assert!(p.client.closed.is_none() && p.server.closed.is_none());
     // Grease from each side was tolerated: the unknown stream type got
     // STOP_SENDING with H3_STREAM_CREATION_ERROR, nothing else.
-    assert_eq!(
-        p.server.stopped,
-        vec![(14, H3Code::STREAM_CREATION_ERROR.0)]
-    );
+    assert_eq!(p.server.stopped, vec![(14, H3Code::STREAM_CREATION_ERROR.0)]);
 }
 
 #[test]
 fn post_with_body_under_flow_control_and_split_reads() {
     let mut p = Pair::new();
     p.server.recv_limit = 1; // the server reads one byte at a time
-    let req = hs(&[
-        (":method", "POST"),
-        (":scheme", "https"),
-        (":authority", "example.com"),
-        (":path", "/up"),
-    ]);
+    let req =
+        hs(&[(":method", "POST"), (":scheme", "https"), (":authority", "example.com"), (":path", "/up")]);
     let body: Vec<u8> = (0..3000u32).map(|i| (i * 7) as u8).collect();
     let id = p.c.send_request(&mut p.client, &req, false).unwrap();
     let mut sent = 0;
@@ -283,24 +247,18 @@ fn post_with_body_under_flow_control_and_split_reads() {
     for _ in 0..10_000 {
         p.client.credit = 100;
         if sent < body.len() {
-            sent +=
-                p.c.send_body(&mut p.client, id, &body[sent..], true)
-                    .unwrap();
+            sent += p.c.send_body(&mut p.client, id, &body[sent..], true).unwrap();
         }
         p.c.poll(&mut p.client).unwrap();
         p.deliver();
         while let Some(ev) = p.s.poll(&mut p.server).unwrap() {
             match ev {
-                Event::Headers {
-                    headers, has_body, ..
-                } => {
+                Event::Headers { headers, has_body, .. } => {
                     assert_eq!(headers, req);
                     assert!(has_body);
                     headers_seen = true;
                 }
-                Event::Data { stream } => {
-                    received.extend(read_body(&mut p.s, &mut p.server, stream))
-                }
+                Event::Data { stream } => received.extend(read_body(&mut p.s, &mut p.server, stream)),
                 Event::Finished { .. } => finished = true,
                 e => panic!("unexpected {e:?}"),
             }
@@ -316,23 +274,13 @@ fn post_with_body_under_flow_control_and_split_reads() {
 #[test]
 fn trailers_and_interim_response() {
     let mut p = Pair::new();
-    let id =
-        p.c.send_request(&mut p.client, &get_request(), true)
-            .unwrap();
+    let id = p.c.send_request(&mut p.client, &get_request(), true).unwrap();
     p.deliver();
     p.server_events();
-    p.s.send_response(
-        &mut p.server,
-        id,
-        &hs(&[(":status", "103"), ("link", "</a.css>")]),
-        false,
-    )
-    .unwrap();
-    p.s.send_response(&mut p.server, id, &hs(&[(":status", "200")]), false)
-        .unwrap();
+    p.s.send_response(&mut p.server, id, &hs(&[(":status", "103"), ("link", "</a.css>")]), false).unwrap();
+    p.s.send_response(&mut p.server, id, &hs(&[(":status", "200")]), false).unwrap();
     p.s.send_body(&mut p.server, id, b"hello", false).unwrap();
-    p.s.send_trailers(&mut p.server, id, &hs(&[("x-checksum", "1234")]))
-        .unwrap();
+    p.s.send_trailers(&mut p.server, id, &hs(&[("x-checksum", "1234")])).unwrap();
     p.deliver();
     let ev = p.client_events();
     assert!(matches!(&ev[0], Event::Headers { headers, .. } if headers[0].value == b"103"));
@@ -343,11 +291,7 @@ fn trailers_and_interim_response() {
     assert_eq!(
         ev,
         vec![
-            Event::Headers {
-                stream: id,
-                headers: hs(&[("x-checksum", "1234")]),
-                has_body: false
-            },
+            Event::Headers { stream: id, headers: hs(&[("x-checksum", "1234")]), has_body: false },
             Event::Finished { stream: id }
         ]
     );
@@ -356,26 +300,18 @@ fn trailers_and_interim_response() {
 #[test]
 fn goaway_exchange() {
     let mut p = Pair::new();
-    p.c.send_request(&mut p.client, &get_request(), true)
-        .unwrap();
-    p.c.send_request(&mut p.client, &get_request(), true)
-        .unwrap();
+    p.c.send_request(&mut p.client, &get_request(), true).unwrap();
+    p.c.send_request(&mut p.client, &get_request(), true).unwrap();
     p.deliver();
     assert_eq!(p.server_events().len(), 4);
     p.s.send_goaway(&mut p.server).unwrap();
     p.deliver();
     assert_eq!(p.client_events(), vec![Event::GoAway { id: 8 }]);
     assert_eq!(p.c.goaway_received(), Some(8));
-    assert!(matches!(
-        p.c.send_request(&mut p.client, &get_request(), true),
-        Err(Error::InvalidState(_))
-    ));
+    assert!(matches!(p.c.send_request(&mut p.client, &get_request(), true), Err(Error::InvalidState(_))));
     // A request the server never accepted is rejected, not processed.
     let mut raw = Vec::new();
-    Frame::Headers {
-        field_section: vec![0, 0, 0xd1],
-    }
-    .encode(&mut raw);
+    Frame::Headers { field_section: vec![0, 0, 0xd1] }.encode(&mut raw);
     p.server.inject(8, &raw, true);
     assert!(p.server_events().is_empty());
     assert_eq!(p.server.resets, vec![(8, H3Code::REQUEST_REJECTED.0)]);
@@ -392,33 +328,18 @@ fn goaway_exchange() {
 #[test]
 fn peer_reset_is_reported() {
     let mut p = Pair::new();
-    let id =
-        p.c.send_request(&mut p.client, &get_request(), false)
-            .unwrap();
+    let id = p.c.send_request(&mut p.client, &get_request(), false).unwrap();
     p.deliver();
     p.server_events();
     p.server.recv.get_mut(&id).unwrap().reset = Some(H3Code::REQUEST_CANCELLED.0);
-    assert_eq!(
-        p.server_events(),
-        vec![Event::Reset {
-            stream: id,
-            code: H3Code::REQUEST_CANCELLED.0
-        }]
-    );
+    assert_eq!(p.server_events(), vec![Event::Reset { stream: id, code: H3Code::REQUEST_CANCELLED.0 }]);
 }
 
 /// A server connection plus raw bytes for the client side: the client's
 /// control stream (2) is opened with `control` as its content.
 fn raw_server(control: &[u8]) -> (End, Connection) {
     let mut t = End::new(true);
-    let c = Connection::with_transport(
-        &mut t,
-        &Config {
-            grease: false,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let c = Connection::with_transport(&mut t, &Config { grease: false, ..Default::default() }).unwrap();
     let mut buf = Vec::new();
     encode_varint(UNI_CONTROL, &mut buf);
     buf.extend_from_slice(control);
@@ -522,10 +443,7 @@ fn settings_and_grease_in_pieces_are_fine() {
     for _ in 0..100 {
         assert_eq!(c.poll(&mut t).unwrap(), None);
     }
-    assert_eq!(
-        c.peer_settings().unwrap().max_field_section_size,
-        Some(1000)
-    );
+    assert_eq!(c.peer_settings().unwrap().max_field_section_size, Some(1000));
     assert_eq!(t.stopped, vec![(6, H3Code::STREAM_CREATION_ERROR.0)]);
     assert!(t.closed.is_none());
 }
@@ -534,16 +452,10 @@ fn settings_and_grease_in_pieces_are_fine() {
 fn qpack_stream_errors() {
     let (mut t, mut c) = raw_server(&settings_bytes());
     t.inject(6, &[0x02, 0x3f, 0xbd, 0x01], false);
-    assert_eq!(
-        conn_error(&mut t, &mut c),
-        H3Code::QPACK_ENCODER_STREAM_ERROR
-    );
+    assert_eq!(conn_error(&mut t, &mut c), H3Code::QPACK_ENCODER_STREAM_ERROR);
     let (mut t, mut c) = raw_server(&settings_bytes());
     t.inject(6, &[0x03, 0x84], false);
-    assert_eq!(
-        conn_error(&mut t, &mut c),
-        H3Code::QPACK_DECODER_STREAM_ERROR
-    );
+    assert_eq!(conn_error(&mut t, &mut c), H3Code::QPACK_DECODER_STREAM_ERROR);
     let (mut t, mut c) = raw_server(&settings_bytes());
     t.inject(6, &[0x02], false);
     t.inject(10, &[0x02], false);
@@ -555,10 +467,7 @@ fn qpack_stream_errors() {
 
 fn headers_frame(section: &[u8]) -> Vec<u8> {
     let mut v = Vec::new();
-    Frame::Headers {
-        field_section: section.to_vec(),
-    }
-    .encode(&mut v);
+    Frame::Headers { field_section: section.to_vec() }.encode(&mut v);
     v
 }
 
@@ -573,10 +482,7 @@ fn request_stream_errors() {
     // A dynamic-table reference closes the connection.
     let (mut t, mut c) = raw_server(&settings_bytes());
     t.inject(0, &headers_frame(&[0x03, 0x81, 0x10, 0x11]), true);
-    assert_eq!(
-        conn_error(&mut t, &mut c),
-        H3Code::QPACK_DECOMPRESSION_FAILED
-    );
+    assert_eq!(conn_error(&mut t, &mut c), H3Code::QPACK_DECOMPRESSION_FAILED);
     // DATA before HEADERS.
     let (mut t, mut c) = raw_server(&settings_bytes());
     t.inject(0, &[0x00, 0x01, 0x61], true);
@@ -602,22 +508,12 @@ fn request_stream_errors() {
 #[test]
 fn malformed_messages_are_stream_errors() {
     let (mut t, mut c) = raw_server(&settings_bytes());
-    let bad = hs(&[
-        (":method", "GET"),
-        (":scheme", "https"),
-        (":path", "/"),
-        ("Upper", "x"),
-    ]);
+    let bad = hs(&[(":method", "GET"), (":scheme", "https"), (":path", "/"), ("Upper", "x")]);
     t.inject(0, &headers_frame(&encoded(&bad)), true);
     let missing = hs(&[(":method", "GET"), (":path", "/")]);
     t.inject(4, &headers_frame(&encoded(&missing)), true);
     // content-length mismatch.
-    let cl = hs(&[
-        (":method", "POST"),
-        (":scheme", "https"),
-        (":path", "/"),
-        ("content-length", "5"),
-    ]);
+    let cl = hs(&[(":method", "POST"), (":scheme", "https"), (":path", "/"), ("content-length", "5")]);
     let mut v = headers_frame(&encoded(&cl));
     v.extend([0x00, 0x02, b'h', b'i']);
     t.inject(8, &v, true);
@@ -636,11 +532,7 @@ fn malformed_messages_are_stream_errors() {
         .collect();
     assert_eq!(
         errs,
-        vec![
-            (0, H3Code::MESSAGE_ERROR),
-            (4, H3Code::MESSAGE_ERROR),
-            (12, H3Code::REQUEST_INCOMPLETE)
-        ]
+        vec![(0, H3Code::MESSAGE_ERROR), (4, H3Code::MESSAGE_ERROR), (12, H3Code::REQUEST_INCOMPLETE)]
     );
     // Stream 8's header section was fine; its body is short.
     assert!(ev.contains(&Event::Data { stream: 8 }));
@@ -648,10 +540,7 @@ fn malformed_messages_are_stream_errors() {
     assert_eq!(c.recv_body(&mut t, 8, &mut buf).unwrap(), 2);
     assert_eq!(
         c.poll(&mut t).unwrap(),
-        Some(Event::StreamError {
-            stream: 8,
-            error: H3Error::message("body shorter than content-length")
-        })
+        Some(Event::StreamError { stream: 8, error: H3Error::message("body shorter than content-length") })
     );
     assert!(t.resets.contains(&(0, H3Code::MESSAGE_ERROR.0)));
     assert!(t.stopped.contains(&(4, H3Code::MESSAGE_ERROR.0)));
@@ -661,10 +550,7 @@ fn malformed_messages_are_stream_errors() {
 #[test]
 fn api_misuse() {
     let mut p = Pair::new();
-    assert!(matches!(
-        p.s.send_request(&mut p.server, &get_request(), true),
-        Err(Error::InvalidState(_))
-    ));
+    assert!(matches!(p.s.send_request(&mut p.server, &get_request(), true), Err(Error::InvalidState(_))));
     assert!(matches!(
         p.c.send_response(&mut p.client, 0, &hs(&[(":status", "200")]), true),
         Err(Error::InvalidState(_))
@@ -673,32 +559,20 @@ fn api_misuse() {
         p.c.send_request(&mut p.client, &hs(&[(":method", "GET")]), true),
         Err(Error::InvalidHeaders(_))
     ));
-    let id =
-        p.c.send_request(&mut p.client, &get_request(), true)
-            .unwrap();
-    assert!(matches!(
-        p.c.send_body(&mut p.client, id, b"x", false),
-        Err(Error::InvalidState(_))
-    ));
+    let id = p.c.send_request(&mut p.client, &get_request(), true).unwrap();
+    assert!(matches!(p.c.send_body(&mut p.client, id, b"x", false), Err(Error::InvalidState(_))));
     let mut buf = [0u8; 4];
-    assert!(matches!(
-        p.c.recv_body(&mut p.client, 99, &mut buf),
-        Err(Error::InvalidState(_))
-    ));
+    assert!(matches!(p.c.recv_body(&mut p.client, 99, &mut buf), Err(Error::InvalidState(_))));
 }
 
 #[test]
 fn data_event_only_when_payload_is_readable() {
     let mut p = Pair::new();
-    let id =
-        p.c.send_request(&mut p.client, &get_request(), true)
-            .unwrap();
+    let id = p.c.send_request(&mut p.client, &get_request(), true).unwrap();
     p.deliver();
     p.server_events();
-    p.s.send_response(&mut p.server, id, &hs(&[(":status", "200")]), false)
-        .unwrap();
-    p.s.send_body(&mut p.server, id, b"0123456789", true)
-        .unwrap();
+    p.s.send_response(&mut p.server, id, &hs(&[(":status", "200")]), false).unwrap();
+    p.s.send_body(&mut p.server, id, b"0123456789", true).unwrap();
     // Deliver the header section and half the DATA frame.
     let mut bytes: Vec<u8> = Vec::new();
     for (_, d, _) in p.server.outbox.iter().filter(|(s, _, _)| *s == id) {

@@ -151,12 +151,10 @@ impl Frame {
     pub fn encode(&self, out: &mut Vec<u8>) {
         let mut payload = Vec::new();
         match self {
-            Frame::Data { payload: p } | Frame::Headers { field_section: p } => {
-                payload.extend_from_slice(p)
+            Frame::Data { payload: p } | Frame::Headers { field_section: p } => payload.extend_from_slice(p),
+            Frame::CancelPush { push_id: v } | Frame::GoAway { id: v } | Frame::MaxPushId { push_id: v } => {
+                push_varint(*v, &mut payload)
             }
-            Frame::CancelPush { push_id: v }
-            | Frame::GoAway { id: v }
-            | Frame::MaxPushId { push_id: v } => push_varint(*v, &mut payload),
             Frame::Settings(s) => {
                 let known = [
                     (SETTING_QPACK_MAX_TABLE_CAPACITY, s.qpack_max_table_capacity),
@@ -174,10 +172,7 @@ impl Frame {
                     push_varint(v, &mut payload);
                 }
             }
-            Frame::PushPromise {
-                push_id,
-                field_section,
-            } => {
+            Frame::PushPromise { push_id, field_section } => {
                 push_varint(*push_id, &mut payload);
                 payload.extend_from_slice(field_section);
             }
@@ -200,10 +195,7 @@ pub fn parse_settings(payload: &[u8]) -> Result<Settings, H3Error> {
             _ => return Err(H3Error::frame("truncated SETTINGS")),
         };
         if is_reserved_h2_setting(id) {
-            return Err(H3Error::new(
-                H3Code::SETTINGS_ERROR,
-                "HTTP/2 setting in SETTINGS",
-            ));
+            return Err(H3Error::new(H3Code::SETTINGS_ERROR, "HTTP/2 setting in SETTINGS"));
         }
         if !seen.insert(id) {
             return Err(H3Error::new(H3Code::SETTINGS_ERROR, "duplicate setting"));
@@ -230,29 +222,16 @@ fn parse_single_varint(payload: &[u8]) -> Result<u64, H3Error> {
 /// Parse a complete non-DATA frame payload of type `ty`.
 pub fn parse_payload(ty: u64, payload: &[u8]) -> Result<Frame, H3Error> {
     Ok(match ty {
-        HEADERS => Frame::Headers {
-            field_section: payload.to_vec(),
-        },
-        CANCEL_PUSH => Frame::CancelPush {
-            push_id: parse_single_varint(payload)?,
-        },
+        HEADERS => Frame::Headers { field_section: payload.to_vec() },
+        CANCEL_PUSH => Frame::CancelPush { push_id: parse_single_varint(payload)? },
         SETTINGS => Frame::Settings(parse_settings(payload)?),
         PUSH_PROMISE => {
             let mut r = Reader::new(payload);
-            let push_id = r
-                .varint()
-                .map_err(|_| H3Error::frame("truncated PUSH_PROMISE"))?;
-            Frame::PushPromise {
-                push_id,
-                field_section: r.rest().to_vec(),
-            }
+            let push_id = r.varint().map_err(|_| H3Error::frame("truncated PUSH_PROMISE"))?;
+            Frame::PushPromise { push_id, field_section: r.rest().to_vec() }
         }
-        GOAWAY => Frame::GoAway {
-            id: parse_single_varint(payload)?,
-        },
-        MAX_PUSH_ID => Frame::MaxPushId {
-            push_id: parse_single_varint(payload)?,
-        },
+        GOAWAY => Frame::GoAway { id: parse_single_varint(payload)? },
+        MAX_PUSH_ID => Frame::MaxPushId { push_id: parse_single_varint(payload)? },
         _ => Frame::Unknown { frame_type: ty },
     })
 }
@@ -401,8 +380,7 @@ impl FrameDecoder {
                     let avail = (input.len() - pos) as u64;
                     let n = self.remaining.min(avail) as usize;
                     if self.state == State::Payload {
-                        self.payload
-                            .extend_from_slice(input.get(pos..pos + n).unwrap_or_default());
+                        self.payload.extend_from_slice(input.get(pos..pos + n).unwrap_or_default());
                     }
                     pos += n;
                     self.remaining -= n as u64;
@@ -455,9 +433,7 @@ impl FrameDecoder {
         let skipped = self.state == State::Skip;
         self.state = State::Type;
         if skipped {
-            return Ok(Item::Frame(Frame::Unknown {
-                frame_type: self.ty,
-            }));
+            return Ok(Item::Frame(Frame::Unknown { frame_type: self.ty }));
         }
         let payload = std::mem::take(&mut self.payload);
         parse_payload(self.ty, &payload).map(Item::Frame)
@@ -477,9 +453,7 @@ pub fn decode_all(input: &[u8], max_payload: u64) -> Result<(Vec<Frame>, bool), 
         let done = n == 0 && item.is_none();
         match item {
             Some(Item::Frame(f)) => frames.push(f),
-            Some(Item::DataHeader { .. }) => frames.push(Frame::Data {
-                payload: Vec::new(),
-            }),
+            Some(Item::DataHeader { .. }) => frames.push(Frame::Data { payload: Vec::new() }),
             Some(Item::DataPayload(k)) => {
                 if let Some(Frame::Data { payload }) = frames.last_mut() {
                     payload.extend_from_slice(rest.get(..k).unwrap_or_default());

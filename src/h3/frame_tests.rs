@@ -8,24 +8,15 @@ fn sample_frames() -> Vec<Frame> {
             qpack_blocked_streams: Some(0),
             other: vec![(0x21, 7), (0x1f * 3 + 0x21, 1 << 40)],
         }),
-        Frame::Headers {
-            field_section: vec![0, 0, 0xd1, 0xd7],
-        },
-        Frame::Data {
-            payload: (0..200u8).collect(),
-        },
+        Frame::Headers { field_section: vec![0, 0, 0xd1, 0xd7] },
+        Frame::Data { payload: (0..200u8).collect() },
         Frame::Data { payload: vec![] },
         Frame::CancelPush { push_id: 3 },
-        Frame::PushPromise {
-            push_id: 1 << 20,
-            field_section: vec![0, 0, 0xc1],
-        },
+        Frame::PushPromise { push_id: 1 << 20, field_section: vec![0, 0, 0xc1] },
         Frame::GoAway { id: 1 << 33 },
         Frame::MaxPushId { push_id: 63 },
         Frame::Unknown { frame_type: 0x21 },
-        Frame::Headers {
-            field_section: vec![],
-        },
+        Frame::Headers { field_section: vec![] },
     ]
 }
 
@@ -43,11 +34,7 @@ fn known_encodings() {
     Frame::GoAway { id: 4 }.encode(&mut out);
     assert_eq!(out, [0x07, 0x01, 0x04]);
     out.clear();
-    Frame::Settings(Settings {
-        qpack_max_table_capacity: Some(0),
-        ..Default::default()
-    })
-    .encode(&mut out);
+    Frame::Settings(Settings { qpack_max_table_capacity: Some(0), ..Default::default() }).encode(&mut out);
     assert_eq!(out, [0x04, 0x02, 0x01, 0x00]);
     out.clear();
     encode_data_header(300, &mut out);
@@ -109,15 +96,9 @@ fn data_is_streamed_not_buffered() {
     encode_data_header(10, &mut wire);
     wire.extend_from_slice(b"0123456789");
     let mut d = FrameDecoder::default();
-    assert_eq!(
-        d.decode(&wire[..3]).unwrap(),
-        (2, Some(Item::DataHeader { len: 10 }))
-    );
+    assert_eq!(d.decode(&wire[..3]).unwrap(), (2, Some(Item::DataHeader { len: 10 })));
     assert_eq!(d.data_remaining(), 10);
-    assert_eq!(
-        d.decode(&wire[2..5]).unwrap(),
-        (3, Some(Item::DataPayload(3)))
-    );
+    assert_eq!(d.decode(&wire[2..5]).unwrap(), (3, Some(Item::DataPayload(3))));
     // The caller may also take payload directly.
     d.consume_data(7);
     assert!(d.at_boundary());
@@ -125,10 +106,7 @@ fn data_is_streamed_not_buffered() {
     let mut big = Vec::new();
     encode_data_header(1 << 30, &mut big);
     let mut d = FrameDecoder::new(16);
-    assert_eq!(
-        d.decode(&big).unwrap().1,
-        Some(Item::DataHeader { len: 1 << 30 })
-    );
+    assert_eq!(d.decode(&big).unwrap().1, Some(Item::DataHeader { len: 1 << 30 }));
 }
 
 #[test]

@@ -15,10 +15,7 @@ pub struct Header {
 impl Header {
     /// A header from anything byte-like.
     pub fn new(name: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Self {
-        Self {
-            name: name.as_ref().to_vec(),
-            value: value.as_ref().to_vec(),
-        }
+        Self { name: name.as_ref().to_vec(), value: value.as_ref().to_vec() }
     }
 }
 
@@ -34,13 +31,8 @@ pub enum MessageKind {
 }
 
 /// Connection-specific fields that HTTP/3 forbids (RFC 9114 §4.2).
-const CONNECTION_SPECIFIC: [&[u8]; 5] = [
-    b"connection",
-    b"keep-alive",
-    b"proxy-connection",
-    b"transfer-encoding",
-    b"upgrade",
-];
+const CONNECTION_SPECIFIC: [&[u8]; 5] =
+    [b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"];
 
 /// RFC 9110 §5.6.2 token characters, lowercase only.
 fn is_name_char(c: u8) -> bool {
@@ -135,10 +127,7 @@ pub fn validate(headers: &[Header], kind: MessageKind) -> Result<Pseudo, H3Error
     }
     match kind {
         MessageKind::Request => {
-            let method = p
-                .method
-                .as_deref()
-                .ok_or(H3Error::message("request without :method"))?;
+            let method = p.method.as_deref().ok_or(H3Error::message("request without :method"))?;
             if method == b"CONNECT" {
                 // RFC 9114 §4.4: CONNECT carries only :method and :authority.
                 if p.authority.is_none() || p.scheme.is_some() || p.path.is_some() {
@@ -173,9 +162,7 @@ fn parse_decimal(v: &[u8]) -> Option<u64> {
     if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    v.iter().try_fold(0u64, |acc, &d| {
-        acc.checked_mul(10)?.checked_add((d - b'0') as u64)
-    })
+    v.iter().try_fold(0u64, |acc, &d| acc.checked_mul(10)?.checked_add((d - b'0') as u64))
 }
 
 fn parse_status(v: &[u8]) -> Result<u16, H3Error> {
@@ -198,37 +185,19 @@ mod tests {
     }
 
     fn req_ok() -> Vec<Header> {
-        hs(&[
-            (":method", "GET"),
-            (":scheme", "https"),
-            (":authority", "a.example"),
-            (":path", "/x"),
-        ])
+        hs(&[(":method", "GET"), (":scheme", "https"), (":authority", "a.example"), (":path", "/x")])
     }
 
     #[test]
     fn valid_messages() {
         let p = validate(&req_ok(), MessageKind::Request).unwrap();
         assert_eq!(p.path.as_deref(), Some(&b"/x"[..]));
-        let p = validate(
-            &hs(&[(":status", "200"), ("content-length", "5")]),
-            MessageKind::Response,
-        )
-        .unwrap();
+        let p = validate(&hs(&[(":status", "200"), ("content-length", "5")]), MessageKind::Response).unwrap();
         assert_eq!((p.status, p.content_length), (Some(200), Some(5)));
-        validate(
-            &hs(&[(":method", "CONNECT"), (":authority", "a:443")]),
-            MessageKind::Request,
-        )
-        .unwrap();
+        validate(&hs(&[(":method", "CONNECT"), (":authority", "a:443")]), MessageKind::Request).unwrap();
         validate(&hs(&[("x-checksum", "abc")]), MessageKind::Trailers).unwrap();
         validate(
-            &hs(&[
-                (":method", "GET"),
-                (":scheme", "https"),
-                (":path", "/"),
-                ("te", "trailers"),
-            ]),
+            &hs(&[(":method", "GET"), (":scheme", "https"), (":path", "/"), ("te", "trailers")]),
             MessageKind::Request,
         )
         .unwrap();
@@ -237,65 +206,28 @@ mod tests {
     #[test]
     fn malformed_messages() {
         let bad: Vec<(Vec<Header>, MessageKind)> = vec![
+            (hs(&[(":method", "GET"), (":path", "/")]), MessageKind::Request),
+            (hs(&[(":method", "GET"), (":scheme", "https")]), MessageKind::Request),
+            (hs(&[(":method", "GET"), (":scheme", "https"), (":path", "")]), MessageKind::Request),
+            (hs(&[(":scheme", "https"), (":path", "/")]), MessageKind::Request),
             (
-                hs(&[(":method", "GET"), (":path", "/")]),
+                hs(&[(":method", "GET"), (":method", "GET"), (":scheme", "https"), (":path", "/")]),
                 MessageKind::Request,
             ),
             (
-                hs(&[(":method", "GET"), (":scheme", "https")]),
+                hs(&[(":method", "GET"), (":scheme", "https"), ("a", "b"), (":path", "/")]),
                 MessageKind::Request,
             ),
             (
-                hs(&[(":method", "GET"), (":scheme", "https"), (":path", "")]),
+                hs(&[(":method", "GET"), (":scheme", "https"), (":path", "/"), (":status", "200")]),
                 MessageKind::Request,
             ),
             (
-                hs(&[(":scheme", "https"), (":path", "/")]),
+                hs(&[(":method", "GET"), (":scheme", "https"), (":path", "/"), ("Upper", "x")]),
                 MessageKind::Request,
             ),
             (
-                hs(&[
-                    (":method", "GET"),
-                    (":method", "GET"),
-                    (":scheme", "https"),
-                    (":path", "/"),
-                ]),
-                MessageKind::Request,
-            ),
-            (
-                hs(&[
-                    (":method", "GET"),
-                    (":scheme", "https"),
-                    ("a", "b"),
-                    (":path", "/"),
-                ]),
-                MessageKind::Request,
-            ),
-            (
-                hs(&[
-                    (":method", "GET"),
-                    (":scheme", "https"),
-                    (":path", "/"),
-                    (":status", "200"),
-                ]),
-                MessageKind::Request,
-            ),
-            (
-                hs(&[
-                    (":method", "GET"),
-                    (":scheme", "https"),
-                    (":path", "/"),
-                    ("Upper", "x"),
-                ]),
-                MessageKind::Request,
-            ),
-            (
-                hs(&[
-                    (":method", "GET"),
-                    (":scheme", "https"),
-                    (":path", "/"),
-                    ("connection", "close"),
-                ]),
+                hs(&[(":method", "GET"), (":scheme", "https"), (":path", "/"), ("connection", "close")]),
                 MessageKind::Request,
             ),
             (
@@ -308,27 +240,14 @@ mod tests {
                 MessageKind::Request,
             ),
             (
-                hs(&[
-                    (":method", "GET"),
-                    (":scheme", "https"),
-                    (":path", "/"),
-                    ("te", "gzip"),
-                ]),
+                hs(&[(":method", "GET"), (":scheme", "https"), (":path", "/"), ("te", "gzip")]),
                 MessageKind::Request,
             ),
             (
-                hs(&[
-                    (":method", "GET"),
-                    (":scheme", "https"),
-                    (":path", "/"),
-                    ("x", "a\nb"),
-                ]),
+                hs(&[(":method", "GET"), (":scheme", "https"), (":path", "/"), ("x", "a\nb")]),
                 MessageKind::Request,
             ),
-            (
-                hs(&[(":method", "CONNECT"), (":authority", "a"), (":path", "/")]),
-                MessageKind::Request,
-            ),
+            (hs(&[(":method", "CONNECT"), (":authority", "a"), (":path", "/")]), MessageKind::Request),
             (
                 hs(&[
                     (":method", "GET"),
@@ -341,32 +260,18 @@ mod tests {
             ),
             (hs(&[(":status", "20")]), MessageKind::Response),
             (hs(&[(":status", "700")]), MessageKind::Response),
-            (
-                hs(&[(":status", "200"), (":path", "/")]),
-                MessageKind::Response,
-            ),
+            (hs(&[(":status", "200"), (":path", "/")]), MessageKind::Response),
             (hs(&[("server", "x")]), MessageKind::Response),
             (
-                hs(&[
-                    (":status", "200"),
-                    ("content-length", "1"),
-                    ("content-length", "2"),
-                ]),
+                hs(&[(":status", "200"), ("content-length", "1"), ("content-length", "2")]),
                 MessageKind::Response,
             ),
-            (
-                hs(&[(":status", "200"), ("content-length", "-1")]),
-                MessageKind::Response,
-            ),
+            (hs(&[(":status", "200"), ("content-length", "-1")]), MessageKind::Response),
             (hs(&[(":status", "200")]), MessageKind::Trailers),
             (hs(&[("", "x")]), MessageKind::Trailers),
         ];
         for (h, kind) in bad {
-            assert_eq!(
-                validate(&h, kind).unwrap_err().code,
-                H3Code::MESSAGE_ERROR,
-                "{h:?}"
-            );
+            assert_eq!(validate(&h, kind).unwrap_err().code, H3Code::MESSAGE_ERROR, "{h:?}");
         }
     }
 }

@@ -25,11 +25,7 @@ pub enum PrimitiveError {
 /// `prefix` bits of `buf[0]`. Returns the value and the bytes consumed.
 /// Values above 2^62-1 are rejected: nothing in QPACK needs more.
 pub fn decode_int(buf: &[u8], prefix: u8) -> Result<(u64, usize), PrimitiveError> {
-    let mask: u8 = if prefix >= 8 {
-        0xff
-    } else {
-        (1u8 << prefix) - 1
-    };
+    let mask: u8 = if prefix >= 8 { 0xff } else { (1u8 << prefix) - 1 };
     let first = *buf.first().ok_or(PrimitiveError::Incomplete)?;
     let mut v = (first & mask) as u64;
     if v < mask as u64 {
@@ -40,9 +36,7 @@ pub fn decode_int(buf: &[u8], prefix: u8) -> Result<(u64, usize), PrimitiveError
         if shift > 56 {
             return Err(PrimitiveError::Invalid);
         }
-        v = v
-            .checked_add(((b & 0x7f) as u64) << shift)
-            .ok_or(PrimitiveError::Invalid)?;
+        v = v.checked_add(((b & 0x7f) as u64) << shift).ok_or(PrimitiveError::Invalid)?;
         if v > crate::codec::VARINT_MAX {
             return Err(PrimitiveError::Invalid);
         }
@@ -57,11 +51,7 @@ pub fn decode_int(buf: &[u8], prefix: u8) -> Result<(u64, usize), PrimitiveError
 /// Append a prefixed integer: `flags` supplies the bits above the prefix in
 /// the first byte.
 pub fn encode_int(v: u64, prefix: u8, flags: u8, out: &mut Vec<u8>) {
-    let mask: u64 = if prefix >= 8 {
-        0xff
-    } else {
-        (1u64 << prefix) - 1
-    };
+    let mask: u64 = if prefix >= 8 { 0xff } else { (1u64 << prefix) - 1 };
     if v < mask {
         out.push(flags | v as u8);
         return;
@@ -78,22 +68,14 @@ pub fn encode_int(v: u64, prefix: u8, flags: u8, out: &mut Vec<u8>) {
 /// Decode a string literal whose Huffman flag is bit `prefix` of `buf[0]`
 /// and whose length is a `prefix`-bit prefixed integer (RFC 9204 §4.1.2).
 /// `max_len` bounds the decoded length. Returns the bytes and bytes consumed.
-pub fn decode_string(
-    buf: &[u8],
-    prefix: u8,
-    max_len: usize,
-) -> Result<(Vec<u8>, usize), PrimitiveError> {
+pub fn decode_string(buf: &[u8], prefix: u8, max_len: usize) -> Result<(Vec<u8>, usize), PrimitiveError> {
     let first = *buf.first().ok_or(PrimitiveError::Incomplete)?;
     let huffman = first & (1 << prefix) != 0;
     let (len, n) = decode_int(buf, prefix)?;
     let len = usize::try_from(len).map_err(|_| PrimitiveError::Invalid)?;
     // Huffman never shrinks below 5 bits a symbol, so a literal longer than
     // this can never fit the limit: refuse it before waiting for the bytes.
-    let raw_limit = if huffman {
-        max_len.saturating_mul(30).div_ceil(8)
-    } else {
-        max_len
-    };
+    let raw_limit = if huffman { max_len.saturating_mul(30).div_ceil(8) } else { max_len };
     if len > raw_limit {
         return Err(PrimitiveError::Invalid);
     }
@@ -150,29 +132,12 @@ mod tests {
     #[test]
     fn int_round_trip_and_limits() {
         for prefix in 1..=8u8 {
-            for v in [
-                0u64,
-                1,
-                30,
-                31,
-                32,
-                126,
-                127,
-                128,
-                255,
-                256,
-                16383,
-                1 << 40,
-                (1 << 62) - 1,
-            ] {
+            for v in [0u64, 1, 30, 31, 32, 126, 127, 128, 255, 256, 16383, 1 << 40, (1 << 62) - 1] {
                 let mut out = Vec::new();
                 encode_int(v, prefix, 0, &mut out);
                 assert_eq!(decode_int(&out, prefix), Ok((v, out.len())), "{v} {prefix}");
                 for cut in 0..out.len() {
-                    assert_eq!(
-                        decode_int(&out[..cut], prefix),
-                        Err(PrimitiveError::Incomplete)
-                    );
+                    assert_eq!(decode_int(&out[..cut], prefix), Err(PrimitiveError::Incomplete));
                 }
             }
         }
@@ -190,23 +155,12 @@ mod tests {
             let mut out = Vec::new();
             encode_string(s, 7, 0, &mut out);
             assert_eq!(decode_string(&out, 7, 100), Ok((s.to_vec(), out.len())));
-            assert_eq!(
-                decode_string(&out, 7, s.len().saturating_sub(1)).is_err(),
-                !s.is_empty()
-            );
+            assert_eq!(decode_string(&out, 7, s.len().saturating_sub(1)).is_err(), !s.is_empty());
         }
         // H bit set means Huffman: "www.example.com" (RFC 7541 C.4.1).
-        let enc = [
-            0x8c, 0xf1, 0xe3, 0xc2, 0xe5, 0xf2, 0x3a, 0x6b, 0xa0, 0xab, 0x90, 0xf4, 0xff,
-        ];
-        assert_eq!(
-            decode_string(&enc, 7, 100),
-            Ok((b"www.example.com".to_vec(), 13))
-        );
-        assert_eq!(
-            decode_string(&enc[..5], 7, 100),
-            Err(PrimitiveError::Incomplete)
-        );
+        let enc = [0x8c, 0xf1, 0xe3, 0xc2, 0xe5, 0xf2, 0x3a, 0x6b, 0xa0, 0xab, 0x90, 0xf4, 0xff];
+        assert_eq!(decode_string(&enc, 7, 100), Ok((b"www.example.com".to_vec(), 13)));
+        assert_eq!(decode_string(&enc[..5], 7, 100), Err(PrimitiveError::Incomplete));
     }
 }
 

@@ -19,10 +19,7 @@ pub(crate) enum UniKind {
     /// Stream type not fully received yet.
     Pending(VarintAccumulator),
     /// The peer's control stream.
-    Control {
-        frames: Box<FrameDecoder>,
-        settings_seen: bool,
-    },
+    Control { frames: Box<FrameDecoder>, settings_seen: bool },
     /// The peer's QPACK encoder stream.
     Encoder(EncoderStreamParser),
     /// The peer's QPACK decoder stream.
@@ -34,10 +31,7 @@ pub(crate) enum UniKind {
 impl UniKind {
     /// Control and QPACK streams must stay open for the whole connection.
     pub(crate) fn is_critical(&self) -> bool {
-        matches!(
-            self,
-            UniKind::Control { .. } | UniKind::Encoder(_) | UniKind::Decoder(_)
-        )
+        matches!(self, UniKind::Control { .. } | UniKind::Encoder(_) | UniKind::Decoder(_))
     }
 }
 

@@ -2,10 +2,7 @@ use super::*;
 
 fn hex(s: &str) -> Vec<u8> {
     let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }
 
 #[test]
@@ -45,19 +42,10 @@ fn pn_len_rfc_examples() {
     assert_eq!(pn_len_for(128, None), 2);
     assert_eq!(pn_len_for(1 << 40, Some(0)), 4);
     // Each choice decodes back correctly at the receiver's worst case.
-    for (pn, la) in [
-        (0xac5c02u64, 0xabe8b3u64),
-        (1000, 10),
-        (70_000, 1),
-        (300, 172),
-    ] {
+    for (pn, la) in [(0xac5c02u64, 0xabe8b3u64), (1000, 10), (70_000, 1), (300, 172)] {
         let n = pn_len_for(pn, Some(la));
         let mask = (1u64 << (8 * n)) - 1;
-        assert_eq!(
-            decode_pn(Some(la), pn & mask, 8 * n as u32),
-            pn,
-            "pn {pn} la {la}"
-        );
+        assert_eq!(decode_pn(Some(la), pn & mask, 8 * n as u32), pn, "pn {pn} la {la}");
     }
 }
 
@@ -112,10 +100,7 @@ fn parse_rfc9001_server_initial_coalesced() {
     // Length pointing one byte past the datagram is rejected.
     let first_len = h.packet_len;
     d.pop();
-    assert_eq!(
-        parse_header(&d[first_len..], 0),
-        Err(HeaderError::Truncated)
-    );
+    assert_eq!(parse_header(&d[first_len..], 0), Err(HeaderError::Truncated));
 }
 
 #[test]
@@ -132,10 +117,7 @@ fn parse_rfc9001_retry() {
     let mut buf = [0u8; 64];
     let mut w = Writer::new(&mut buf);
     retry_pseudo_packet(&mut w, &odcid, body).unwrap();
-    assert_eq!(
-        w.written(),
-        hex("088394c8f03e515708 ff000000010008f067a5502a4262b5746f6b656e")
-    );
+    assert_eq!(w.written(), hex("088394c8f03e515708 ff000000010008f067a5502a4262b5746f6b656e"));
     // Our writer produces the same bytes apart from the arbitrary low bits.
     let mut buf2 = [0u8; 64];
     let mut w2 = Writer::new(&mut buf2);
@@ -145,10 +127,7 @@ fn parse_rfc9001_retry() {
     assert_eq!(w2.written()[0] & 0xf0, 0xf0);
     // Empty token or missing tag: dropped.
     assert_eq!(
-        parse_header(
-            &hex("ff000000010008f067a5502a4262b5 04a265ba2eff4d829058fb3f0f2496ba"),
-            0
-        ),
+        parse_header(&hex("ff000000010008f067a5502a4262b5 04a265ba2eff4d829058fb3f0f2496ba"), 0),
         Err(HeaderError::Malformed)
     );
     assert_eq!(parse_header(&d[..20], 0), Err(HeaderError::Truncated));
@@ -187,29 +166,17 @@ fn parse_version_negotiation() {
     assert_eq!(h.ty, PacketType::VersionNegotiation);
     assert_eq!(h.version, 0);
     assert_eq!(h.dcid.as_slice(), &[1, 2, 3]);
-    assert_eq!(
-        h.supported_versions().collect::<Vec<_>>(),
-        vec![QUIC_V1, 0x0a0a0a0a]
-    );
+    assert_eq!(h.supported_versions().collect::<Vec<_>>(), vec![QUIC_V1, 0x0a0a0a0a]);
     // Partial version or empty list.
-    assert_eq!(
-        parse_header(&d[..d.len() - 1], 0),
-        Err(HeaderError::Malformed)
-    );
-    assert_eq!(
-        parse_header(&d[..d.len() - 8], 0),
-        Err(HeaderError::Malformed)
-    );
+    assert_eq!(parse_header(&d[..d.len() - 1], 0), Err(HeaderError::Malformed));
+    assert_eq!(parse_header(&d[..d.len() - 8], 0), Err(HeaderError::Malformed));
 }
 
 #[test]
 fn unsupported_version_and_invariants() {
     let mut d = hex("c0ff00001d 14 0102030405060708090a0b0c0d0e0f1011121314 00");
     d.resize(1200, 0);
-    assert_eq!(
-        parse_header(&d, 0),
-        Err(HeaderError::UnsupportedVersion(0xff00001d))
-    );
+    assert_eq!(parse_header(&d, 0), Err(HeaderError::UnsupportedVersion(0xff00001d)));
     let inv = invariant_header(&d).unwrap();
     assert_eq!(inv.version, 0xff00001d);
     assert_eq!(inv.dcid.len(), 20);
@@ -248,33 +215,13 @@ fn truncated_headers_of_every_type() {
 #[test]
 fn long_header_write_and_patch_round_trip() {
     let dcid = ConnectionId::from_slice(&hex("8394c8f03e515708")).unwrap();
-    for ty in [
-        PacketType::Initial,
-        PacketType::ZeroRtt,
-        PacketType::Handshake,
-    ] {
+    for ty in [PacketType::Initial, PacketType::ZeroRtt, PacketType::Handshake] {
         let mut buf = [0u8; 200];
         let mut w = Writer::new(&mut buf);
-        let token: &[u8] = if ty == PacketType::Initial {
-            b"tok"
-        } else {
-            b""
-        };
-        let off = write_long_header(
-            &mut w,
-            ty,
-            QUIC_V1,
-            &dcid,
-            &ConnectionId::EMPTY,
-            token,
-            0x1234,
-            2,
-        )
-        .unwrap();
-        assert_eq!(
-            w.pos(),
-            long_header_len(ty, &dcid, &ConnectionId::EMPTY, token.len(), 2)
-        );
+        let token: &[u8] = if ty == PacketType::Initial { b"tok" } else { b"" };
+        let off =
+            write_long_header(&mut w, ty, QUIC_V1, &dcid, &ConnectionId::EMPTY, token, 0x1234, 2).unwrap();
+        assert_eq!(w.pos(), long_header_len(ty, &dcid, &ConnectionId::EMPTY, token.len(), 2));
         let payload = 40;
         let end = w.pos() + payload;
         patch_length(&mut buf, &off, 2 + payload).unwrap();

@@ -82,13 +82,7 @@ impl AckTracker {
 
     /// Record a packet that was successfully decrypted. Returns false (and
     /// changes nothing) if it is a duplicate, which must be dropped.
-    pub fn on_packet_received(
-        &mut self,
-        pn: u64,
-        now: Instant,
-        ack_eliciting: bool,
-        ecn: Ecn,
-    ) -> bool {
+    pub fn on_packet_received(&mut self, pn: u64, now: Instant, ack_eliciting: bool, ecn: Ecn) -> bool {
         if self.is_duplicate(pn) {
             return false;
         }

@@ -263,11 +263,7 @@ impl PathRecovery {
     }
 
     /// Earliest timer among `spaces` (RFC 9002 A.8 SetLossDetectionTimer).
-    fn timer<T>(
-        &self,
-        spaces: &[&PacketSpace<T>],
-        hs: &HandshakeStatus,
-    ) -> Option<(Instant, Timer)> {
+    fn timer<T>(&self, spaces: &[&PacketSpace<T>], hs: &HandshakeStatus) -> Option<(Instant, Timer)> {
         let mut earliest: Option<(Instant, usize)> = None;
         for (i, s) in spaces.iter().enumerate() {
             if let Some(t) = s.loss_time() {
@@ -295,11 +291,7 @@ impl PathRecovery {
             if !hs.is_client || !spaces.iter().any(|s| s.kind() != SpaceKind::Data) {
                 return None;
             }
-            let space = if hs.has_handshake_keys {
-                SpaceKind::Handshake
-            } else {
-                SpaceKind::Initial
-            };
+            let space = if hs.has_handshake_keys { SpaceKind::Handshake } else { SpaceKind::Initial };
             let t = self.timer_anchor?.checked_add(duration)?;
             return Some((t, Timer::Pto(space, 1)));
         }
@@ -315,10 +307,7 @@ impl PathRecovery {
                 }
                 d += self.max_ack_delay * backoff;
             }
-            let Some(t) = s
-                .time_of_last_ack_eliciting()
-                .and_then(|l| l.checked_add(d))
-            else {
+            let Some(t) = s.time_of_last_ack_eliciting().and_then(|l| l.checked_add(d)) else {
                 continue;
             };
             if best.is_none_or(|(b, _)| t < b) {

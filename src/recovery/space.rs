@@ -126,10 +126,7 @@ impl<T> PacketSpace<T> {
     /// The outstanding packet with this number.
     pub fn get(&self, pn: u64) -> Option<&SentPacket<T>> {
         let i = self.sent.partition_point(|s| s.pn < pn);
-        self.sent
-            .get(i)
-            .filter(|s| s.pn == pn)
-            .and_then(|s| s.pkt.as_ref())
+        self.sent.get(i).filter(|s| s.pn == pn).and_then(|s| s.pkt.as_ref())
     }
 
     /// Record a sent packet (RFC 9002 A.5). Packet numbers must increase;
@@ -223,9 +220,7 @@ impl<T> PacketSpace<T> {
             }
             let top = r.end - 1;
             if self.largest_sent.is_none_or(|l| top > l) || self.acks_skipped(&r) {
-                return Err(TransportError::violation(
-                    "ACK of a packet number never sent",
-                ));
+                return Err(TransportError::violation("ACK of a packet number never sent"));
             }
             largest = Some(largest.map_or(top, |l| l.max(top)));
         }
@@ -300,9 +295,7 @@ impl<T> PacketSpace<T> {
                 now,
                 acked_bytes,
                 acked_packets,
-                largest_acked_sent: largest_newly_acked_sent
-                    .or(newest_acked_sent)
-                    .unwrap_or(now),
+                largest_acked_sent: largest_newly_acked_sent.or(newest_acked_sent).unwrap_or(now),
                 prior_in_flight,
                 bytes_in_flight: path.bytes_in_flight,
                 rate,
@@ -454,9 +447,7 @@ fn update_rate_sample<T>(
 ) {
     path.delivered += p.size as u64;
     path.delivered_time = now;
-    let newest = rs
-        .as_ref()
-        .is_none_or(|b| b.newest_pn.is_none_or(|n| p.pn > n));
+    let newest = rs.as_ref().is_none_or(|b| b.newest_pn.is_none_or(|n| p.pn > n));
     if newest {
         *rs = Some(RateBuild {
             newest_pn: Some(p.pn),
@@ -471,11 +462,7 @@ fn update_rate_sample<T>(
 }
 
 /// BBR draft §4.5.2.3 GenerateRateSample, after all packets of the ACK.
-fn generate_rate_sample(
-    path: &mut PathRecovery,
-    rs: RateBuild,
-    now: Instant,
-) -> Option<RateSample> {
+fn generate_rate_sample(path: &mut PathRecovery, rs: RateBuild, now: Instant) -> Option<RateSample> {
     if path.app_limited != 0 && path.delivered > path.app_limited {
         path.app_limited = 0;
     }
@@ -489,8 +476,7 @@ fn generate_rate_sample(
     if interval.is_zero() {
         return None;
     }
-    let rate =
-        (delivered as u128 * 1_000_000_000 / interval.as_nanos()).min(u64::MAX as u128) as u64;
+    let rate = (delivered as u128 * 1_000_000_000 / interval.as_nanos()).min(u64::MAX as u128) as u64;
     Some(RateSample {
         delivery_rate: rate,
         is_app_limited: rs.is_app_limited,

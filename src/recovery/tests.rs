@@ -48,12 +48,7 @@ impl CongestionController for Recorder {
 
 fn path_with_log(now: Instant) -> (PathRecovery, Arc<Mutex<Log>>) {
     let log = Arc::new(Mutex::new(Log::default()));
-    let params = CcParams {
-        path_id: PathId(0),
-        mss: 1200,
-        initial_window: 12000,
-        now,
-    };
+    let params = CcParams { path_id: PathId(0), mss: 1200, initial_window: 12000, now };
     let p = PathRecovery::new(params, Box::new(Recorder(log.clone(), 12000)), ms(333));
     (p, log)
 }
@@ -70,10 +65,7 @@ fn ack(
     p: &mut PathRecovery,
     ranges: &[Range<u64>],
     now: Instant,
-) -> (
-    Result<AckSummary, crate::TransportError>,
-    Vec<(PacketFate, u64)>,
-) {
+) -> (Result<AckSummary, crate::TransportError>, Vec<(PacketFate, u64)>) {
     let mut out = Vec::new();
     let r = s.on_ack_received(
         p,
@@ -140,47 +132,28 @@ fn packet_and_time_threshold_loss() {
     // threshold; 3 and 4 are neither.
     let (r, out) = ack(&mut s, &mut p, &[5..6], t + ms(200));
     assert_eq!(r.unwrap().lost, 2);
-    assert_eq!(
-        out,
-        vec![
-            (PacketFate::Acked, 5),
-            (PacketFate::Lost, 1),
-            (PacketFate::Lost, 2)
-        ]
-    );
+    assert_eq!(out, vec![(PacketFate::Acked, 5), (PacketFate::Lost, 1), (PacketFate::Lost, 2)]);
     // Sample 95 ms: srtt = (7·100 + 95)/8 = 99.375 ms, loss delay = 9/8 of
     // that = 111.796875 ms; loss time = send(3) + delay = 214.796875 ms.
     assert_eq!(p.rtt().smoothed(), Duration::from_micros(99_375));
     let loss_delay = Duration::from_nanos(111_796_875);
     let expect = t + ms(103) + loss_delay;
     assert_eq!(s.loss_time(), Some(expect));
-    assert_eq!(
-        p.loss_detection_timer(&[&s], &HandshakeStatus::CONFIRMED),
-        Some(expect)
-    );
+    assert_eq!(p.loss_detection_timer(&[&s], &HandshakeStatus::CONFIRMED), Some(expect));
     {
         let l = log.lock().unwrap();
         assert_eq!(l.losses.len(), 1);
-        assert_eq!(
-            (l.losses[0].lost_packets, l.losses[0].lost_bytes),
-            (2, 2400)
-        );
+        assert_eq!((l.losses[0].lost_packets, l.losses[0].lost_bytes), (2, 2400));
         assert_eq!(l.losses[0].largest_lost_sent, t + ms(102));
         assert_eq!(l.acks.len(), 2);
-        assert_eq!(
-            (l.acks[1].prior_in_flight, l.acks[1].bytes_in_flight),
-            (6000, 2400)
-        );
+        assert_eq!((l.acks[1].prior_in_flight, l.acks[1].bytes_in_flight), (6000, 2400));
     }
     // Firing early does nothing; on time, 3 is lost by the time threshold.
     let mut lost = Vec::new();
     let hs = HandshakeStatus::CONFIRMED;
-    let a = p.on_loss_detection_timeout(&mut [&mut s], expect - ms(1), &hs, &[], |f, k| {
-        lost.push((f, k.pn))
-    });
+    let a = p.on_loss_detection_timeout(&mut [&mut s], expect - ms(1), &hs, &[], |f, k| lost.push((f, k.pn)));
     assert_eq!(a, TimeoutAction::None);
-    let a =
-        p.on_loss_detection_timeout(&mut [&mut s], expect, &hs, &[], |f, k| lost.push((f, k.pn)));
+    let a = p.on_loss_detection_timeout(&mut [&mut s], expect, &hs, &[], |f, k| lost.push((f, k.pn)));
     assert_eq!(a, TimeoutAction::Lost(SpaceKind::Data));
     assert_eq!(lost, vec![(PacketFate::Lost, 3)]);
     assert_eq!(s.loss_time(), Some(t + ms(104) + loss_delay));
@@ -199,13 +172,7 @@ fn pto_with_backoff() {
     // 100 + 4·50 + 25 = 325 ms, doubled after each PTO.
     assert_eq!(p.loss_detection_timer(&[&s], &hs), Some(t + ms(325)));
     let a = p.on_loss_detection_timeout(&mut [&mut s], t + ms(325), &hs, &[], |_, _| ());
-    assert_eq!(
-        a,
-        TimeoutAction::Probe {
-            space: SpaceKind::Data,
-            packets: 2
-        }
-    );
+    assert_eq!(a, TimeoutAction::Probe { space: SpaceKind::Data, packets: 2 });
     assert_eq!(p.pto_count(), 1);
     assert_eq!(p.loss_detection_timer(&[&s], &hs), Some(t + ms(650)));
 
@@ -230,48 +197,22 @@ fn pto_during_handshake() {
     let mut init = Space::new(SpaceKind::Initial);
     let mut hsk = Space::new(SpaceKind::Handshake);
     let mut data = Space::new(SpaceKind::Data);
-    let hs = HandshakeStatus {
-        is_client: true,
-        ..HandshakeStatus::default()
-    };
+    let hs = HandshakeStatus { is_client: true, ..HandshakeStatus::default() };
     send(&mut init, &mut p, 0, t);
     send(&mut data, &mut p, 0, t + ms(1));
     // No sample: srtt 333, rttvar 166.5 -> PTO 999 ms; the Data space is
     // skipped until the handshake is confirmed.
-    assert_eq!(
-        p.loss_detection_timer(&[&init, &hsk, &data], &hs),
-        Some(t + ms(999))
-    );
-    let a = p.on_loss_detection_timeout(
-        &mut [&mut init, &mut hsk, &mut data],
-        t + ms(999),
-        &hs,
-        &[],
-        |_, _| (),
-    );
-    assert_eq!(
-        a,
-        TimeoutAction::Probe {
-            space: SpaceKind::Initial,
-            packets: 2
-        }
-    );
-    assert_eq!(
-        p.loss_detection_timer(&[&init, &hsk, &data], &hs),
-        Some(t + ms(1998))
-    );
-    let confirmed = HandshakeStatus {
-        handshake_confirmed: true,
-        ..hs
-    };
+    assert_eq!(p.loss_detection_timer(&[&init, &hsk, &data], &hs), Some(t + ms(999)));
+    let a =
+        p.on_loss_detection_timeout(&mut [&mut init, &mut hsk, &mut data], t + ms(999), &hs, &[], |_, _| ());
+    assert_eq!(a, TimeoutAction::Probe { space: SpaceKind::Initial, packets: 2 });
+    assert_eq!(p.loss_detection_timer(&[&init, &hsk, &data], &hs), Some(t + ms(1998)));
+    let confirmed = HandshakeStatus { handshake_confirmed: true, ..hs };
     // Discarding Initial resets the backoff (RFC 9002 §6.4); once confirmed,
     // Data counts too: sent at 1 ms, + 999 + 25.
     init.discard(&mut p, |_, _| ());
     assert_eq!(p.pto_count(), 0);
-    assert_eq!(
-        p.loss_detection_timer(&[&hsk, &data], &confirmed),
-        Some(t + ms(1025))
-    );
+    assert_eq!(p.loss_detection_timer(&[&hsk, &data], &confirmed), Some(t + ms(1025)));
 }
 
 #[test]
@@ -280,53 +221,20 @@ fn anti_deadlock_pto() {
     let (mut p, _) = path_with_log(t);
     let mut init = Space::new(SpaceKind::Initial);
     let mut hsk = Space::new(SpaceKind::Handshake);
-    let mut hs = HandshakeStatus {
-        is_client: true,
-        ..HandshakeStatus::default()
-    };
+    let mut hs = HandshakeStatus { is_client: true, ..HandshakeStatus::default() };
     send(&mut init, &mut p, 0, t);
-    init.on_ack_received(
-        &mut p,
-        [0..1],
-        Duration::ZERO,
-        t + ms(100),
-        &hs,
-        &[],
-        |_, _| (),
-    )
-    .unwrap();
+    init.on_ack_received(&mut p, [0..1], Duration::ZERO, t + ms(100), &hs, &[], |_, _| ()).unwrap();
     // srtt 100, rttvar 50: 300 ms from the ACK, one probe in Initial.
-    assert_eq!(
-        p.loss_detection_timer(&[&init, &hsk], &hs),
-        Some(t + ms(400))
-    );
+    assert_eq!(p.loss_detection_timer(&[&init, &hsk], &hs), Some(t + ms(400)));
     init.discard(&mut p, |_, _| ());
     hs.has_handshake_keys = true;
     let a = p.on_loss_detection_timeout(&mut [&mut hsk], t + ms(400), &hs, &[], |_, _| ());
-    assert_eq!(
-        a,
-        TimeoutAction::Probe {
-            space: SpaceKind::Handshake,
-            packets: 1
-        }
-    );
+    assert_eq!(a, TimeoutAction::Probe { space: SpaceKind::Handshake, packets: 1 });
     assert_eq!(p.pto_count(), 1);
-    assert_eq!(
-        p.loss_detection_timer(&[&hsk], &hs),
-        Some(t + ms(400 + 600))
-    );
+    assert_eq!(p.loss_detection_timer(&[&hsk], &hs), Some(t + ms(400 + 600)));
     // An ACK does not reset the backoff before the peer validated us.
     send(&mut hsk, &mut p, 0, t + ms(450));
-    hsk.on_ack_received(
-        &mut p,
-        [0..1],
-        Duration::ZERO,
-        t + ms(550),
-        &hs,
-        &[],
-        |_, _| (),
-    )
-    .unwrap();
+    hsk.on_ack_received(&mut p, [0..1], Duration::ZERO, t + ms(550), &hs, &[], |_, _| ()).unwrap();
     assert_eq!(p.pto_count(), 1);
     // Validated: no timer without ack-eliciting packets in flight.
     hs.peer_completed_address_validation = true;
@@ -334,10 +242,7 @@ fn anti_deadlock_pto() {
     // A server at the amplification limit arms nothing.
     send(&mut hsk, &mut p, 1, t + ms(600));
     assert!(p.loss_detection_timer(&[&hsk], &hs).is_some());
-    let blocked = HandshakeStatus {
-        amplification_limited: true,
-        ..hs
-    };
+    let blocked = HandshakeStatus { amplification_limited: true, ..hs };
     assert_eq!(p.loss_detection_timer(&[&hsk], &blocked), None);
 }
 
@@ -359,15 +264,7 @@ fn pc_setup(t: Instant) -> (PathRecovery, Arc<Mutex<Log>>, Space, Instant) {
     send(&mut s, &mut p, 1, at(0));
     send(&mut s, &mut p, 2, at(1000));
     ack(&mut s, &mut p, &[1..2], at(1000)).0.unwrap();
-    for (pn, x) in [
-        (3, 2000),
-        (4, 3000),
-        (5, 4000),
-        (6, 5000),
-        (7, 6000),
-        (8, 8000),
-        (9, 12000),
-    ] {
+    for (pn, x) in [(3, 2000), (4, 3000), (5, 4000), (6, 5000), (7, 6000), (8, 8000), (9, 12000)] {
         send(&mut s, &mut p, pn, at(x));
     }
     (p, log, s, s0)
@@ -382,10 +279,7 @@ fn persistent_congestion_rfc_example() {
     // 2..=8 lost, spanning 1 s .. 8 s = 7 s > 6 s with nothing acked between.
     assert_eq!(r.lost, 7);
     assert!(r.persistent_congestion);
-    assert_eq!(
-        out.iter().filter(|(f, _)| *f == PacketFate::Lost).count(),
-        7
-    );
+    assert_eq!(out.iter().filter(|(f, _)| *f == PacketFate::Lost).count(), 7);
     let l = log.lock().unwrap();
     assert_eq!(l.losses.len(), 1);
     assert!(l.losses[0].persistent_congestion);
@@ -433,34 +327,18 @@ fn delivery_rate_sample() {
         send(&mut s, &mut p, pn, t + ms(pn));
     }
     let pk = s.get(9).unwrap();
-    assert_eq!(
-        (
-            pk.delivered,
-            pk.delivered_time,
-            pk.first_sent_time,
-            pk.tx_in_flight
-        ),
-        (0, t, t, 12000)
-    );
+    assert_eq!((pk.delivered, pk.delivered_time, pk.first_sent_time, pk.tx_in_flight), (0, t, t, 12000));
     ack(&mut s, &mut p, &[0..10], t + ms(100)).0.unwrap();
     let ev = log.lock().unwrap().acks[0].clone();
     assert_eq!(
-        (
-            ev.acked_bytes,
-            ev.acked_packets,
-            ev.prior_in_flight,
-            ev.bytes_in_flight
-        ),
+        (ev.acked_bytes, ev.acked_packets, ev.prior_in_flight, ev.bytes_in_flight),
         (12000, 10, 12000, 0)
     );
     let rs = ev.rate.unwrap();
     // interval = max(send elapsed 9 ms, ack elapsed 100 ms) = 100 ms;
     // 12000 bytes / 0.1 s = 120 000 bytes/s.
     assert_eq!(rs.interval, ms(100));
-    assert_eq!(
-        (rs.delivered, rs.delivery_rate, rs.total_delivered),
-        (12000, 120_000, 12000)
-    );
+    assert_eq!((rs.delivered, rs.delivery_rate, rs.total_delivered), (12000, 120_000, 12000));
     assert_eq!(rs.rtt, ms(91));
     assert!(!rs.is_app_limited);
 
@@ -491,14 +369,8 @@ fn discard_and_abandon() {
     assert_eq!(p.bytes_in_flight(), 3600);
     let mut got = Vec::new();
     init.discard(&mut p, |f, k| got.push((f, k.pn)));
-    assert_eq!(
-        got,
-        vec![(PacketFate::Discarded, 0), (PacketFate::Discarded, 1)]
-    );
-    assert_eq!(
-        (p.bytes_in_flight(), init.ack_eliciting_in_flight()),
-        (1200, 0)
-    );
+    assert_eq!(got, vec![(PacketFate::Discarded, 0), (PacketFate::Discarded, 1)]);
+    assert_eq!((p.bytes_in_flight(), init.ack_eliciting_in_flight()), (1200, 0));
     got.clear();
     data.declare_all_lost(&mut p, |f, k| got.push((f, k.pn)));
     assert_eq!(got, vec![(PacketFate::Lost, 0)]);
@@ -519,10 +391,7 @@ fn can_send_and_view() {
     // No sample: srtt 333 ms; pacing 1.25·12000/0.333 = 45045 bytes/s.
     assert_eq!(p.pacing_rate(), 45_045);
     let v = p.view(true);
-    assert_eq!(
-        (v.id, v.cwnd, v.bytes_in_flight, v.bandwidth),
-        (PathId(0), 12000, 12000, 36_036)
-    );
+    assert_eq!((v.id, v.cwnd, v.bytes_in_flight, v.bandwidth), (PathId(0), 12000, 12000, 36_036));
 }
 
 mod ack_tracker {
@@ -578,18 +447,12 @@ mod ack_tracker {
             a.on_packet_received(pn, t, true, Ecn::NotEct);
         }
         a.on_ack_frame_acked(5);
-        assert_eq!(
-            a.ranges().iter().cloned().collect::<Vec<_>>(),
-            vec![6..7, 9..10]
-        );
+        assert_eq!(a.ranges().iter().cloned().collect::<Vec<_>>(), vec![6..7, 9..10]);
         assert!(a.is_duplicate(3)); // forgotten: treated as already seen
         assert_eq!(a.largest_received(), Some(9));
         a.set_max_ranges(2);
         a.on_packet_received(11, t, true, Ecn::NotEct);
-        assert_eq!(
-            a.ranges().iter().cloned().collect::<Vec<_>>(),
-            vec![9..10, 11..12]
-        );
+        assert_eq!(a.ranges().iter().cloned().collect::<Vec<_>>(), vec![9..10, 11..12]);
         assert!(a.is_duplicate(7));
         assert!(!a.is_duplicate(10));
     }

@@ -63,8 +63,7 @@ pub fn ar_partition(paths: &mut [ArPath]) {
     paths.sort_unstable_by(|a, b| value(b).total_cmp(&value(a)).then(a.id.cmp(&b.id)));
     let (mut sum_x, mut sum_xr) = (0.0, 0.0);
     for (k, p) in paths.iter_mut().enumerate() {
-        p.non_redundant =
-            k == 0 || ar_joins_non_redundant(sum_x, sum_xr, p.x, p.r, p.packets_in_flight);
+        p.non_redundant = k == 0 || ar_joins_non_redundant(sum_x, sum_xr, p.x, p.r, p.packets_in_flight);
         if p.non_redundant {
             sum_x += p.x;
             sum_xr += p.x * p.r;
@@ -79,9 +78,7 @@ pub fn predicted_arrival(queued_bytes: u64, rate: f64, rtt: Duration) -> Duratio
         return Duration::MAX;
     }
     let wait = queued_bytes as f64 / rate;
-    Duration::try_from_secs_f64(wait)
-        .unwrap_or(Duration::MAX)
-        .saturating_add(rtt / 2)
+    Duration::try_from_secs_f64(wait).unwrap_or(Duration::MAX).saturating_add(rtt / 2)
 }
 
 /// One path of N as seen by [`p_scheduling_choice`].
@@ -148,16 +145,9 @@ impl ArpScheduler {
 
     /// Re-run Alg. 2 if min RTT has elapsed or an eligible path has no role.
     fn maybe_run_ar(&mut self, ctx: &SchedContext<'_>) {
-        let min_rtt = ctx
-            .paths
-            .iter()
-            .filter(|p| ctx.eligible(p))
-            .map(|p| p.srtt)
-            .min()
-            .unwrap_or(Duration::ZERO);
-        let due = self
-            .last_ar
-            .is_none_or(|t| ctx.now.saturating_duration_since(t) >= min_rtt);
+        let min_rtt =
+            ctx.paths.iter().filter(|p| ctx.eligible(p)).map(|p| p.srtt).min().unwrap_or(Duration::ZERO);
+        let due = self.last_ar.is_none_or(|t| ctx.now.saturating_duration_since(t) >= min_rtt);
         let unseen = ctx.paths.iter().any(|p| {
             let role = self.role(p.id);
             if ctx.eligible(p) {
@@ -189,11 +179,7 @@ impl ArpScheduler {
         ar_partition(&mut self.buf);
         for a in &self.buf {
             let s = self.st.get_or_insert(a.id);
-            let role = if a.non_redundant {
-                PathRole::NonRedundant
-            } else {
-                PathRole::Redundant
-            };
+            let role = if a.non_redundant { PathRole::NonRedundant } else { PathRole::Redundant };
             if role != PathRole::NonRedundant {
                 // Packets pre-scheduled on a path leaving N are re-scheduled.
                 s.queued = 0;
@@ -237,11 +223,7 @@ impl ArpScheduler {
                 return None;
             }
             let mut best: Option<(PathId, Duration, usize)> = None;
-            for p in ctx
-                .paths
-                .iter()
-                .filter(|p| ctx.eligible(p) && self.in_n(p.id))
-            {
+            for p in ctx.paths.iter().filter(|p| ctx.eligible(p) && self.in_n(p.id)) {
                 let l = self.queued(p.id).saturating_add(p.pacing_backlog as u64);
                 let a = predicted_arrival(l, p.rate(), p.srtt);
                 if best.is_none_or(|(_, b, _)| a < b) {
@@ -289,19 +271,11 @@ impl Scheduler for ArpScheduler {
     }
 
     fn decide(&mut self, ctx: &SchedContext<'_>) -> Decision {
-        let all_slow_start = ctx
-            .paths
-            .iter()
-            .filter(|p| ctx.eligible(p))
-            .all(|p| p.in_slow_start);
+        let all_slow_start = ctx.paths.iter().filter(|p| ctx.eligible(p)).all(|p| p.in_slow_start);
         let d = if all_slow_start {
             // Rates are unreliable in slow start: round-robin, all paths in N.
             for p in ctx.paths {
-                let role = if ctx.eligible(p) {
-                    PathRole::NonRedundant
-                } else {
-                    PathRole::Unused
-                };
+                let role = if ctx.eligible(p) { PathRole::NonRedundant } else { PathRole::Unused };
                 let s = self.st.get_or_insert(p.id);
                 s.role = Some(role);
                 s.queued = 0;
@@ -361,21 +335,11 @@ mod tests {
     use super::*;
 
     fn ar(id: u32, x: f64, r_ms: f64, inflight: usize) -> ArPath {
-        ArPath {
-            id: PathId(id),
-            x,
-            r: r_ms / 1000.0,
-            packets_in_flight: inflight,
-            non_redundant: false,
-        }
+        ArPath { id: PathId(id), x, r: r_ms / 1000.0, packets_in_flight: inflight, non_redundant: false }
     }
 
     fn n_set(paths: &[ArPath]) -> Vec<u32> {
-        let mut v: Vec<u32> = paths
-            .iter()
-            .filter(|p| p.non_redundant)
-            .map(|p| p.id.0)
-            .collect();
+        let mut v: Vec<u32> = paths.iter().filter(|p| p.non_redundant).map(|p| p.id.0).collect();
         v.sort();
         v
     }
@@ -416,11 +380,7 @@ mod tests {
         // C: left 30/150 = 0.2; right [100·(0.03−0.04) + 50·(0.03−0.08)]/4
         //    = (−1 − 2.5)/4 = −0.875 → 0.2 > −0.875: joins.
         assert!(ar_joins_non_redundant(150.0, 4.0, 30.0, 0.03, 8));
-        let mut p = [
-            ar(2, 30.0, 30.0, 8),
-            ar(1, 50.0, 40.0, 8),
-            ar(0, 100.0, 20.0, 8),
-        ];
+        let mut p = [ar(2, 30.0, 30.0, 8), ar(1, 50.0, 40.0, 8), ar(0, 100.0, 20.0, 8)];
         ar_partition(&mut p);
         assert_eq!(p.map(|a| a.id.0), [0, 1, 2]);
         assert_eq!(n_set(&p), [0, 1, 2]);
@@ -428,22 +388,14 @@ mod tests {
         // C slow: (10, 80 ms, x/r 125). right [100·(0.08−0.04) + 50·(0.08−0.08)]/4
         //    = 4/4 = 1; left 10/150 = 0.067 → R.
         assert!(!ar_joins_non_redundant(150.0, 4.0, 10.0, 0.08, 8));
-        let mut p = [
-            ar(0, 100.0, 20.0, 8),
-            ar(1, 50.0, 40.0, 8),
-            ar(2, 10.0, 80.0, 8),
-        ];
+        let mut p = [ar(0, 100.0, 20.0, 8), ar(1, 50.0, 40.0, 8), ar(2, 10.0, 80.0, 8)];
         ar_partition(&mut p);
         assert_eq!(n_set(&p), [0, 1]);
 
         // B has 2 packets in flight → R, so C is tested against N = {A}:
         // Σx = 100, Σxr = 2; C (30, 30 ms): left 0.3, right 100·(0.03−0.04)/2
         // = −0.5 → joins. N = {A, C}, R = {B}.
-        let mut p = [
-            ar(0, 100.0, 20.0, 8),
-            ar(1, 50.0, 40.0, 2),
-            ar(2, 30.0, 30.0, 8),
-        ];
+        let mut p = [ar(0, 100.0, 20.0, 8), ar(1, 50.0, 40.0, 2), ar(2, 30.0, 30.0, 8)];
         ar_partition(&mut p);
         assert_eq!(n_set(&p), [0, 2]);
     }
@@ -458,16 +410,9 @@ mod tests {
             rate: 1_000_000.0,
             rtt: Duration::from_millis(40),
         };
-        let mut b = PCandidate {
-            id: PathId(1),
-            queued_bytes: 0,
-            rate: 250_000.0,
-            rtt: Duration::from_millis(20),
-        };
-        assert_eq!(
-            predicted_arrival(10_000, 1e6, Duration::from_millis(40)),
-            Duration::from_millis(30)
-        );
+        let mut b =
+            PCandidate { id: PathId(1), queued_bytes: 0, rate: 250_000.0, rtt: Duration::from_millis(20) };
+        assert_eq!(predicted_arrival(10_000, 1e6, Duration::from_millis(40)), Duration::from_millis(30));
         assert_eq!(p_scheduling_choice(&[a, b]), Some(PathId(1)));
         // B with 6 000 B queued: 24 ms + 10 ms = 34 ms > 30 ms → A.
         b.queued_bytes = 6_000;
@@ -488,28 +433,13 @@ mod tests {
         p1.in_slow_start = true;
         let paths = [p0, p1];
         let now = t0();
-        let picks: Vec<_> = (0..4)
-            .map(|_| {
-                s.decide(&SchedContext::new(now, &paths, pending(100_000)))
-                    .path()
-            })
-            .collect();
-        assert_eq!(
-            picks,
-            [
-                Some(PathId(0)),
-                Some(PathId(1)),
-                Some(PathId(0)),
-                Some(PathId(1))
-            ]
-        );
+        let picks: Vec<_> =
+            (0..4).map(|_| s.decide(&SchedContext::new(now, &paths, pending(100_000))).path()).collect();
+        assert_eq!(picks, [Some(PathId(0)), Some(PathId(1)), Some(PathId(0)), Some(PathId(1))]);
     }
 
     fn rated(id: u32, srtt_ms: u64, rate: u64, cwnd: usize, inflight: usize) -> PathSnapshot {
-        PathSnapshot {
-            bandwidth: rate,
-            ..path(id, srtt_ms, cwnd, inflight)
-        }
+        PathSnapshot { bandwidth: rate, ..path(id, srtt_ms, cwnd, inflight) }
     }
 
     #[test]
@@ -519,25 +449,15 @@ mod tests {
         // right (0.2·1e7 − 4e5)/2e5 = 8 → R.
         let mut s = ArpScheduler::default();
         let now = t0();
-        let paths = [
-            rated(0, 20, 10_000_000, 100, 100),
-            rated(1, 200, 500_000, 20, 8),
-        ];
-        let pending = PendingInfo {
-            new_bytes: 1_000_000,
-            unacked_bytes: 200_000,
-            ..Default::default()
-        };
+        let paths = [rated(0, 20, 10_000_000, 100, 100), rated(1, 200, 500_000, 20, 8)];
+        let pending = PendingInfo { new_bytes: 1_000_000, unacked_bytes: 200_000, ..Default::default() };
         // Path 0 is full: new data waits for it; path 1 carries a copy.
         let d = s.decide(&SchedContext::new(now, &paths, pending));
         assert_eq!(d, Decision::Redundant { path: PathId(1) });
         assert_eq!(s.role(PathId(0)), Some(PathRole::NonRedundant));
         assert_eq!(s.role(PathId(1)), Some(PathRole::Redundant));
         // Path 0 opens: it sends the packets pre-scheduled on it.
-        let paths = [
-            rated(0, 20, 10_000_000, 100, 90),
-            rated(1, 200, 500_000, 20, 8),
-        ];
+        let paths = [rated(0, 20, 10_000_000, 100, 90), rated(1, 200, 500_000, 20, 8)];
         let d = s.decide(&SchedContext::new(now, &paths, pending));
         assert_eq!(d, Decision::send(PathId(0)));
         let q = s.queued(PathId(0));
@@ -545,10 +465,7 @@ mod tests {
         s.on_sent(PathId(0), 1000, false);
         assert_eq!(s.queued(PathId(0)), q - 1000);
         let m = s.metrics();
-        assert!(m
-            .paths
-            .iter()
-            .any(|p| p.id == PathId(1) && p.role == Some(PathRole::Redundant)));
+        assert!(m.paths.iter().any(|p| p.id == PathId(1) && p.role == Some(PathRole::Redundant)));
     }
 
     #[test]
@@ -560,10 +477,7 @@ mod tests {
         // Use 50 ms instead: right (0.05e6 − 4e4)/2e4 = 0.5 < 1 → N.
         let mut s = ArpScheduler::default();
         let now = t0();
-        let paths = [
-            rated(0, 20, 1_000_000, 10, 10),
-            rated(1, 50, 1_000_000, 10, 5),
-        ];
+        let paths = [rated(0, 20, 1_000_000, 10, 10), rated(1, 50, 1_000_000, 10, 5)];
         // First packet: A_0 = 0 + 10 ms, A_1 = 0 + 25 ms → path 0, which is
         // full. Second: A_0 = 1000/1e6 s + 10 ms = 11 ms < 25 ms → path 0 ...
         // Path 0 takes packets until its queue reaches 15 kB (15 ms + 10 ms =

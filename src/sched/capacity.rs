@@ -9,8 +9,7 @@
 //! controller) stands for it.
 
 use super::{
-    Counters, Decision, PathSchedMetrics, PathSnapshot, PerPath, SchedContext, SchedMetrics,
-    Scheduler,
+    Counters, Decision, PathSchedMetrics, PathSnapshot, PerPath, SchedContext, SchedMetrics, Scheduler,
 };
 use crate::PathId;
 
@@ -32,12 +31,7 @@ pub struct CapacityEstimate {
 
 impl Default for CapacityEstimate {
     fn default() -> Self {
-        Self {
-            max: UNKNOWN_CAPACITY,
-            min: 0.0,
-            estimate: UNKNOWN_CAPACITY,
-            loss_pending: false,
-        }
+        Self { max: UNKNOWN_CAPACITY, min: 0.0, estimate: UNKNOWN_CAPACITY, loss_pending: false }
     }
 }
 
@@ -76,12 +70,7 @@ impl CapacityScheduler {
     /// A scheduler with thresholds γ (uncongested) and δ (usable); the
     /// paper's defaults are 0.5 and 1.0.
     pub fn new(gamma: f64, delta: f64) -> Self {
-        Self {
-            gamma,
-            delta,
-            est: PerPath::default(),
-            c: Counters::default(),
-        }
+        Self { gamma, delta, est: PerPath::default(), c: Counters::default() }
     }
 
     /// The estimate for a path, if it has been seen.
@@ -107,11 +96,7 @@ impl Scheduler for CapacityScheduler {
 
     fn decide(&mut self, ctx: &SchedContext<'_>) -> Decision {
         // Fig. 3: a retransmission is not re-sent on its original path.
-        let avoid = if ctx.pending.retransmit_bytes > 0 {
-            ctx.pending.retransmit_origin
-        } else {
-            None
-        };
+        let avoid = if ctx.pending.retransmit_bytes > 0 { ctx.pending.retransmit_origin } else { None };
         // Best uncongested path (lowest srtt) and least occupied usable path.
         let mut uncongested: Option<(PathId, std::time::Duration)> = None;
         let mut least: Option<(PathId, f64)> = None;
@@ -178,10 +163,7 @@ mod tests {
     fn estimate_through_loss_and_loss_free_period() {
         // Loss with cwnd reduced to ssthresh = 20 packets:
         // Max = 40, Min = 20, estimate = 30.
-        let mut e = CapacityEstimate {
-            loss_pending: true,
-            ..Default::default()
-        };
+        let mut e = CapacityEstimate { loss_pending: true, ..Default::default() };
         e.update(20.0, 20.0, 20.0);
         assert_eq!((e.max, e.min, e.estimate), (40.0, 20.0, 30.0));
         // Outstanding 25 < estimate 30: nothing changes.
@@ -219,12 +201,7 @@ mod tests {
             let e = s.est.get_or_insert(PathId(id));
             // A state the update rule leaves alone while outstanding < est
             // and est < max.
-            *e = CapacityEstimate {
-                max: 2.0 * est,
-                min: 0.0,
-                estimate: est,
-                loss_pending: false,
-            };
+            *e = CapacityEstimate { max: 2.0 * est, min: 0.0, estimate: est, loss_pending: false };
         }
         s
     }

@@ -18,12 +18,7 @@ use std::time::{Duration, Instant};
 /// its packets and this one in flight, `send_window − mss_s·(inflight_s + 1)`,
 /// using the slow path would block the fast one: wait. Without a known send
 /// window there is nothing to block, so the slow path is used.
-pub fn blest_should_wait(
-    f: &PathSnapshot,
-    s: &PathSnapshot,
-    send_window: Option<u64>,
-    lambda: f64,
-) -> bool {
+pub fn blest_should_wait(f: &PathSnapshot, s: &PathSnapshot, send_window: Option<u64>, lambda: f64) -> bool {
     let Some(sw) = send_window else {
         return false;
     };
@@ -35,13 +30,8 @@ pub fn blest_should_wait(
 
 /// The lowest-srtt eligible path (the "fast" path, whatever its window) and
 /// the lowest-srtt eligible path with window space.
-fn fast_and_candidate<'a>(
-    ctx: &SchedContext<'a>,
-) -> (Option<&'a PathSnapshot>, Option<&'a PathSnapshot>) {
-    (
-        ctx.best_by(|p| ctx.eligible(p), |p| p.srtt),
-        ctx.lowest_rtt_with_space(),
-    )
+fn fast_and_candidate<'a>(ctx: &SchedContext<'a>) -> (Option<&'a PathSnapshot>, Option<&'a PathSnapshot>) {
+    (ctx.best_by(|p| ctx.eligible(p), |p| p.srtt), ctx.lowest_rtt_with_space())
 }
 
 /// BLEST with a scaling factor λ that adapts to observed blocking.
@@ -61,11 +51,7 @@ const LAMBDA_DOWN: f64 = 0.01;
 impl BlestScheduler {
     /// BLEST starting at scaling factor `lambda` (1.2 by default).
     pub fn new(lambda: f64) -> Self {
-        Self {
-            lambda,
-            last_adapt: None,
-            c: Counters::default(),
-        }
+        Self { lambda, last_adapt: None, c: Counters::default() }
     }
     /// Current λ.
     pub fn lambda(&self) -> f64 {
@@ -91,15 +77,10 @@ impl Scheduler for BlestScheduler {
                 // λ adapts at most once per fast-path RTT: up when the send
                 // window is nearly exhausted (the last estimates let the
                 // slow path block the fast one), slowly down otherwise.
-                let due = self
-                    .last_adapt
-                    .is_none_or(|t| ctx.now.saturating_duration_since(t) >= f.srtt);
+                let due = self.last_adapt.is_none_or(|t| ctx.now.saturating_duration_since(t) >= f.srtt);
                 if due {
                     self.last_adapt = Some(ctx.now);
-                    let blocked = ctx
-                        .pending
-                        .peer_recv_window
-                        .is_some_and(|w| w < s.mss as u64);
+                    let blocked = ctx.pending.peer_recv_window.is_some_and(|w| w < s.mss as u64);
                     self.lambda = if blocked {
                         (self.lambda + LAMBDA_UP).min(LAMBDA_MAX.max(self.lambda))
                     } else {
@@ -141,22 +122,14 @@ pub enum EcfOutcome {
 /// If n·rtt_f < (1 + waiting·β)·(rtt_s + δ), waiting for f completes sooner
 /// than using s; then wait only if s would itself need long, i.e.
 /// (k/cwnd_s)·rtt_s ≥ 2·rtt_f + δ. Otherwise use s (and clear the flag).
-pub fn ecf_decide(
-    f: &PathSnapshot,
-    s: &PathSnapshot,
-    k: u64,
-    waiting: bool,
-    beta: f64,
-) -> EcfOutcome {
+pub fn ecf_decide(f: &PathSnapshot, s: &PathSnapshot, k: u64, waiting: bool, beta: f64) -> EcfOutcome {
     let k = k as f64;
     let rtt_f = secs(f.srtt);
     let rtt_s = secs(s.srtt);
     let delta = secs(f.rttvar.max(s.rttvar));
     let n = 1.0 + k / (f.cwnd.max(1) as f64);
     let hyst = if waiting { 1.0 + beta } else { 1.0 };
-    if n * rtt_f < hyst * (rtt_s + delta)
-        && (k / s.cwnd.max(1) as f64) * rtt_s >= 2.0 * rtt_f + delta
-    {
+    if n * rtt_f < hyst * (rtt_s + delta) && (k / s.cwnd.max(1) as f64) * rtt_s >= 2.0 * rtt_f + delta {
         EcfOutcome::Wait
     } else {
         EcfOutcome::UseSlow
@@ -174,11 +147,7 @@ pub struct EcfScheduler {
 impl EcfScheduler {
     /// ECF with hysteresis β (0.25 by default).
     pub fn new(beta: f64) -> Self {
-        Self {
-            beta,
-            waiting: false,
-            c: Counters::default(),
-        }
+        Self { beta, waiting: false, c: Counters::default() }
     }
     /// The hysteresis flag.
     pub fn waiting(&self) -> bool {
@@ -206,9 +175,7 @@ impl Scheduler for EcfScheduler {
                         self.waiting = true;
                         // The fast path's window opens on its next ACK,
                         // about one srtt away at the latest.
-                        Decision::Wait {
-                            until: Some(ctx.now + f.srtt.max(Duration::from_millis(1))),
-                        }
+                        Decision::Wait { until: Some(ctx.now + f.srtt.max(Duration::from_millis(1))) }
                     }
                     EcfOutcome::UseSlow => {
                         self.waiting = false;
@@ -255,11 +222,8 @@ mod tests {
         assert!(!blest_should_wait(&f, &s, None, 1.2));
 
         let mut b = BlestScheduler::default();
-        let pending = PendingInfo {
-            new_bytes: 50_000,
-            peer_recv_window: Some(100_000),
-            ..Default::default()
-        };
+        let pending =
+            PendingInfo { new_bytes: 50_000, peer_recv_window: Some(100_000), ..Default::default() };
         let paths = hand_case();
         let now = t0();
         let d = b.decide(&SchedContext::new(now, &paths, pending));
@@ -269,10 +233,7 @@ mod tests {
         b.decide(&SchedContext::new(now, &paths, pending));
         assert!((b.lambda() - 1.19).abs() < 1e-9);
         // Window exhausted 10 ms later: λ up by 0.1 to 1.29.
-        let blocked = PendingInfo {
-            peer_recv_window: Some(500),
-            ..pending
-        };
+        let blocked = PendingInfo { peer_recv_window: Some(500), ..pending };
         let later = now + Duration::from_millis(10);
         b.decide(&SchedContext::new(later, &paths, blocked));
         assert!((b.lambda() - 1.29).abs() < 1e-9);
@@ -293,29 +254,18 @@ mod tests {
         // its share quickly enough: use it.
         assert_eq!(ecf_decide(&f, &s, 4000, false, 0.25), EcfOutcome::UseSlow);
         // k = 200 packets: n = 21, 210 ms ≥ 125 ms → use the slow path.
-        assert_eq!(
-            ecf_decide(&f, &s, 200_000, false, 0.25),
-            EcfOutcome::UseSlow
-        );
+        assert_eq!(ecf_decide(&f, &s, 200_000, false, 0.25), EcfOutcome::UseSlow);
         // Hysteresis: k = 130 packets: n = 14, 140 ms. Not waiting: 140 ≥
         // 125 → use slow. Waiting: 140 < 1.25·125 = 156.25 and
         // 13·100 ≥ 45 → keep waiting.
-        assert_eq!(
-            ecf_decide(&f, &s, 130_000, false, 0.25),
-            EcfOutcome::UseSlow
-        );
+        assert_eq!(ecf_decide(&f, &s, 130_000, false, 0.25), EcfOutcome::UseSlow);
         assert_eq!(ecf_decide(&f, &s, 130_000, true, 0.25), EcfOutcome::Wait);
 
         let mut e = EcfScheduler::default();
         let paths = hand_case();
         let now = t0();
         let d = e.decide(&SchedContext::new(now, &paths, pending(5000)));
-        assert_eq!(
-            d,
-            Decision::Wait {
-                until: Some(now + Duration::from_millis(10))
-            }
-        );
+        assert_eq!(d, Decision::Wait { until: Some(now + Duration::from_millis(10)) });
         assert!(e.waiting());
         let d = e.decide(&SchedContext::new(now, &paths, pending(200_000)));
         assert_eq!(d, Decision::send(PathId(1)));

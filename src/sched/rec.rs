@@ -21,8 +21,7 @@
 use std::time::{Duration, Instant};
 
 use super::{
-    secs, Counters, Decision, PathRole, PathSchedMetrics, PerPath, SchedContext, SchedMetrics,
-    Scheduler,
+    secs, Counters, Decision, PathRole, PathSchedMetrics, PerPath, SchedContext, SchedMetrics, Scheduler,
 };
 use crate::PathId;
 
@@ -193,11 +192,7 @@ impl RecScheduler {
         }
         // Remove the active eligible path with the lowest DSR, keeping one.
         let active = |s: &Self, id: PathId| !s.is_unused(id);
-        let n_active = ctx
-            .paths
-            .iter()
-            .filter(|p| ctx.eligible(p) && active(self, p.id))
-            .count();
+        let n_active = ctx.paths.iter().filter(|p| ctx.eligible(p) && active(self, p.id)).count();
         if n_active > 1 {
             let worst = ctx
                 .paths
@@ -243,24 +238,13 @@ impl Scheduler for RecScheduler {
     }
 
     fn decide(&mut self, ctx: &SchedContext<'_>) -> Decision {
-        let round = ctx
-            .paths
-            .iter()
-            .filter(|p| ctx.eligible(p))
-            .map(|p| p.srtt)
-            .min()
-            .unwrap_or(Duration::ZERO);
-        if self
-            .last_round
-            .is_none_or(|t| ctx.now.saturating_duration_since(t) >= round)
-        {
+        let round =
+            ctx.paths.iter().filter(|p| ctx.eligible(p)).map(|p| p.srtt).min().unwrap_or(Duration::ZERO);
+        if self.last_round.is_none_or(|t| ctx.now.saturating_duration_since(t) >= round) {
             self.last_round = Some(ctx.now);
             self.round(ctx);
         }
-        let best = ctx.best_by(
-            |p| ctx.eligible(p) && p.has_space() && !self.is_unused(p.id),
-            |p| p.srtt,
-        );
+        let best = ctx.best_by(|p| ctx.eligible(p) && p.has_space() && !self.is_unused(p.id), |p| p.srtt);
         let d = best.map_or(Decision::WAIT, |p| Decision::send(p.id));
         self.c.record(d)
     }
@@ -285,11 +269,7 @@ impl Scheduler for RecScheduler {
             }
             if let Some(pm) = m.paths.iter_mut().find(|x| x.id == *id) {
                 pm.dsr = s.dsr;
-                pm.role = Some(if s.unused {
-                    PathRole::Unused
-                } else {
-                    PathRole::NonRedundant
-                });
+                pm.role = Some(if s.unused { PathRole::Unused } else { PathRole::NonRedundant });
             }
         }
         m
@@ -338,19 +318,11 @@ mod tests {
         assert_eq!(d.end_round(Duration::from_millis(100)), 111_125);
     }
 
-    fn ctx_at<'a>(
-        now: Instant,
-        paths: &'a [crate::sched::PathSnapshot],
-        awnd: u64,
-    ) -> SchedContext<'a> {
+    fn ctx_at<'a>(now: Instant, paths: &'a [crate::sched::PathSnapshot], awnd: u64) -> SchedContext<'a> {
         SchedContext::new(
             now,
             paths,
-            PendingInfo {
-                new_bytes: 1 << 20,
-                peer_recv_window: Some(awnd),
-                ..Default::default()
-            },
+            PendingInfo { new_bytes: 1 << 20, peer_recv_window: Some(awnd), ..Default::default() },
         )
     }
 
@@ -366,24 +338,15 @@ mod tests {
         let ms = |n| t0 + Duration::from_millis(n);
         // Round 1: awnd 100 000 (single sample, jitter 0): full mode, minRTT
         // picks UMTS.
-        assert_eq!(
-            s.decide(&ctx_at(ms(0), &paths, 100_000)).path(),
-            Some(PathId(2))
-        );
+        assert_eq!(s.decide(&ctx_at(ms(0), &paths, 100_000)).path(), Some(PathId(2)));
         // Round 2: awnd 80 000: samples {100k, 80k}, avg 90k, jitter
         // (80−90)/20 = −0.5 < 0 and −0.5 − 0 < 0 → blocking predicted:
         // UMTS (lowest DSR) becomes UNUSED; data goes to Wi-Fi.
-        assert_eq!(
-            s.decide(&ctx_at(ms(10), &paths, 80_000)).path(),
-            Some(PathId(0))
-        );
+        assert_eq!(s.decide(&ctx_at(ms(10), &paths, 80_000)).path(), Some(PathId(0)));
         assert!(s.is_unused(PathId(2)));
         assert_eq!(s.removals(), 1);
         // Within the same round nothing is re-evaluated.
-        assert_eq!(
-            s.decide(&ctx_at(ms(15), &paths, 10)).path(),
-            Some(PathId(0))
-        );
+        assert_eq!(s.decide(&ctx_at(ms(15), &paths, 10)).path(), Some(PathId(0)));
         // Round 3: awnd 60 000: samples {100k, 80k, 60k}, jitter −0.5, not
         // falling any more (−0.5 − (−0.5) = 0) → no prediction: full mode.
         s.decide(&ctx_at(ms(20), &paths, 60_000));
@@ -407,19 +370,11 @@ mod tests {
         // jitter −0.556 < −0.5 → predicted. Lowest active DSR: WiMax
         // (40 kB/s) out; worst active is now Wi-Fi (1.375 MB/s) and UMTS
         // (2 MB/s) exceeds it → back.
-        assert_eq!(
-            s2.decide(&ctx_at(ms(20), &paths, 40_000)).path(),
-            Some(PathId(2))
-        );
+        assert_eq!(s2.decide(&ctx_at(ms(20), &paths, 40_000)).path(), Some(PathId(2)));
         assert!(s2.is_unused(PathId(1)));
         assert!(!s2.is_unused(PathId(2)));
         let m = s2.metrics();
-        let role = |id| {
-            m.paths
-                .iter()
-                .find(|p| p.id == PathId(id))
-                .and_then(|p| p.role)
-        };
+        let role = |id| m.paths.iter().find(|p| p.id == PathId(id)).and_then(|p| p.role);
         assert_eq!(role(1), Some(PathRole::Unused));
         assert_eq!(role(2), Some(PathRole::NonRedundant));
     }

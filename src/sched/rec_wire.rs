@@ -63,10 +63,7 @@ impl PathDsrFrame {
         let path = r.varint().map_err(|_| err("truncated PATH_DSR path id"))?;
         let path = u32::try_from(path).map_err(|_| err("PATH_DSR path id above 2^32-1"))?;
         let dsr = r.varint().map_err(|_| err("truncated PATH_DSR rate"))?;
-        Ok(Self {
-            path_id: PathId(path),
-            dsr,
-        })
+        Ok(Self { path_id: PathId(path), dsr })
     }
 }
 
@@ -84,10 +81,7 @@ pub fn decode_transport_param(value: &[u8]) -> Result<(), TransportError> {
     if value.is_empty() {
         Ok(())
     } else {
-        Err(TransportError::new(
-            ErrorCode::TRANSPORT_PARAMETER_ERROR,
-            "rec parameter must be empty",
-        ))
+        Err(TransportError::new(ErrorCode::TRANSPORT_PARAMETER_ERROR, "rec parameter must be empty"))
     }
 }
 
@@ -97,10 +91,7 @@ mod tests {
 
     #[test]
     fn frame_round_trip_with_known_bytes() {
-        let f = PathDsrFrame {
-            path_id: PathId(2),
-            dsr: 1_250_000,
-        };
+        let f = PathDsrFrame { path_id: PathId(2), dsr: 1_250_000 };
         let mut buf = [0u8; 32];
         let mut w = Writer::new(&mut buf);
         f.encode(&mut w).unwrap();
@@ -108,10 +99,7 @@ mod tests {
         assert_eq!(n, f.encoded_len());
         // 0x3f5ec000 as a 4-byte varint: 0x80 | 0x3f, 0x5e, 0xc0, 0x00;
         // path 2 = 0x02; 1 250 000 = 0x1312d0 as a 4-byte varint 0x80 13 12 d0.
-        assert_eq!(
-            &buf[..n],
-            &[0xbf, 0x5e, 0xc0, 0x00, 0x02, 0x80, 0x13, 0x12, 0xd0]
-        );
+        assert_eq!(&buf[..n], &[0xbf, 0x5e, 0xc0, 0x00, 0x02, 0x80, 0x13, 0x12, 0xd0]);
         let mut r = Reader::new(&buf[..n]);
         assert_eq!(r.varint().unwrap(), PATH_DSR_FRAME_TYPE);
         assert_eq!(PathDsrFrame::decode_body(&mut r).unwrap(), f);
@@ -138,10 +126,7 @@ mod tests {
 
     #[test]
     fn encode_into_short_buffer_fails_cleanly() {
-        let f = PathDsrFrame {
-            path_id: PathId(0),
-            dsr: u64::MAX,
-        };
+        let f = PathDsrFrame { path_id: PathId(0), dsr: u64::MAX };
         let mut buf = [0u8; 8];
         assert_eq!(f.encode(&mut Writer::new(&mut buf)), Err(BufferTooShort));
         let mut buf = [0u8; 13];

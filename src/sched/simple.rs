@@ -42,14 +42,7 @@ impl RrScheduler {
     /// eligible and have window space.
     pub(crate) fn next(last: Option<PathId>, ctx: &SchedContext<'_>) -> Option<PathId> {
         let ok = |p: &&super::PathSnapshot| ctx.eligible(p) && p.has_space();
-        let after = last.and_then(|l| {
-            ctx.paths
-                .iter()
-                .filter(ok)
-                .filter(|p| p.id > l)
-                .map(|p| p.id)
-                .min()
-        });
+        let after = last.and_then(|l| ctx.paths.iter().filter(ok).filter(|p| p.id > l).map(|p| p.id).min());
         after.or_else(|| ctx.paths.iter().filter(ok).map(|p| p.id).min())
     }
 }
@@ -96,10 +89,7 @@ impl Scheduler for RedundantScheduler {
                         also.push(p.id);
                     }
                 }
-                Decision::Send {
-                    path: first.id,
-                    also,
-                }
+                Decision::Send { path: first.id, also }
             }
             None => Decision::WAIT,
         };
@@ -125,10 +115,7 @@ impl Scheduler for LpcScheduler {
     }
     fn decide(&mut self, ctx: &SchedContext<'_>) -> Decision {
         // Largest space = smallest negated space; ties go to the lower srtt.
-        let best = ctx.best_by(
-            |p| ctx.eligible(p) && p.has_space(),
-            |p| (-(p.cwnd_space() as f64), p.srtt),
-        );
+        let best = ctx.best_by(|p| ctx.eligible(p) && p.has_space(), |p| (-(p.cwnd_space() as f64), p.srtt));
         let d = best.map_or(Decision::WAIT, |p| Decision::send(p.id));
         self.c.record(d)
     }
@@ -156,10 +143,7 @@ impl Scheduler for LetScheduler {
         "let"
     }
     fn decide(&mut self, ctx: &SchedContext<'_>) -> Decision {
-        let best = ctx.best_by(
-            |p| ctx.eligible(p) && p.has_space(),
-            |p| -cwnd_throughput(p),
-        );
+        let best = ctx.best_by(|p| ctx.eligible(p) && p.has_space(), |p| -cwnd_throughput(p));
         let d = best.map_or(Decision::WAIT, |p| Decision::send(p.id));
         self.c.record(d)
     }
@@ -202,15 +186,7 @@ mod tests {
         let mut s = RrScheduler::default();
         let paths = [path(2, 10, 10, 0), path(0, 10, 10, 0), path(1, 10, 10, 0)];
         let picks: Vec<_> = (0..4).map(|_| decide(&mut s, &paths).path()).collect();
-        assert_eq!(
-            picks,
-            [
-                Some(PathId(0)),
-                Some(PathId(1)),
-                Some(PathId(2)),
-                Some(PathId(0))
-            ]
-        );
+        assert_eq!(picks, [Some(PathId(0)), Some(PathId(1)), Some(PathId(2)), Some(PathId(0))]);
         // Path 1 becomes full: 0 -> 2 -> 0.
         let paths = [path(2, 10, 10, 0), path(0, 10, 10, 0), path(1, 10, 10, 10)];
         assert_eq!(decide(&mut s, &paths).path(), Some(PathId(2)));
@@ -222,12 +198,7 @@ mod tests {
         let mut s = RedundantScheduler::default();
         let mut backup = path(3, 5, 10, 0);
         backup.status = PathStatus::Backup;
-        let paths = [
-            path(0, 40, 10, 0),
-            path(1, 10, 10, 0),
-            path(2, 20, 10, 10),
-            backup,
-        ];
+        let paths = [path(0, 40, 10, 0), path(1, 10, 10, 0), path(2, 20, 10, 10), backup];
         match decide(&mut s, &paths) {
             Decision::Send { path, also } => {
                 assert_eq!(path, PathId(1));

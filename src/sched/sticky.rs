@@ -39,12 +39,7 @@ pub struct StickyScheduler {
 impl StickyScheduler {
     /// A sticky scheduler with the given rule.
     pub fn new(kind: StickyKind) -> Self {
-        Self {
-            kind,
-            current: None,
-            switches: 0,
-            c: Counters::default(),
-        }
+        Self { kind, current: None, switches: 0, c: Counters::default() }
     }
 
     /// The path currently stuck to.
@@ -63,17 +58,12 @@ impl StickyScheduler {
             // Greedy switches only when the current path is congested.
             StickyKind::Greedy => !cur.has_space(),
             StickyKind::Throughput => cwnd_throughput(cand) > cwnd_throughput(cur),
-            StickyKind::ThroughputRtt => {
-                cwnd_throughput(cand) > cwnd_throughput(cur) && cand.srtt < cur.srtt
-            }
+            StickyKind::ThroughputRtt => cwnd_throughput(cand) > cwnd_throughput(cur) && cand.srtt < cur.srtt,
         }
     }
 
     fn choose(&mut self, ctx: &SchedContext<'_>) -> Option<PathId> {
-        let cur = self
-            .current
-            .and_then(|id| ctx.path(id))
-            .filter(|p| ctx.eligible(p));
+        let cur = self.current.and_then(|id| ctx.path(id)).filter(|p| ctx.eligible(p));
         let Some(cur) = cur else {
             // Onset (or the current path went away): behave as LRF.
             let first = ctx.lowest_rtt_with_space()?.id;
@@ -84,18 +74,13 @@ impl StickyScheduler {
             return Some(cur.id);
         }
         // The LRF candidate among the other paths.
-        let cand = ctx.best_by(
-            |p| p.id != cur.id && ctx.eligible(p) && p.has_space(),
-            |p| p.srtt,
-        );
+        let cand = ctx.best_by(|p| p.id != cur.id && ctx.eligible(p) && p.has_space(), |p| p.srtt);
         // For TP/TR-STY the candidate is what LRF would choose overall: if the
         // current path has space and the lowest srtt, there is nothing to do.
         match cand {
             Some(c)
                 if self.may_switch(cur, c)
-                    && (self.kind == StickyKind::Greedy
-                        || !cur.has_space()
-                        || c.srtt < cur.srtt) =>
+                    && (self.kind == StickyKind::Greedy || !cur.has_space() || c.srtt < cur.srtt) =>
             {
                 self.current = Some(c.id);
                 self.switches += 1;
@@ -138,8 +123,7 @@ mod tests {
     use super::*;
 
     fn pick(s: &mut StickyScheduler, paths: &[PathSnapshot]) -> Option<PathId> {
-        s.decide(&SchedContext::new(t0(), paths, pending(1 << 20)))
-            .path()
+        s.decide(&SchedContext::new(t0(), paths, pending(1 << 20))).path()
     }
 
     #[test]

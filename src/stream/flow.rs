@@ -21,13 +21,7 @@ pub struct RecvWindow {
 impl RecvWindow {
     /// A window whose initial limit (the transport parameter) is `window`.
     pub fn new(window: u64, max_window: u64) -> Self {
-        RecvWindow {
-            max: window,
-            window,
-            max_window: max_window.max(window),
-            consumed: 0,
-            last_update: None,
-        }
+        RecvWindow { max: window, window, max_window: max_window.max(window), consumed: 0, last_update: None }
     }
 
     /// The limit currently advertised to the peer.
@@ -65,8 +59,7 @@ impl RecvWindow {
     #[inline]
     pub fn needs_update(&self) -> bool {
         let avail = self.max.saturating_sub(self.consumed);
-        avail <= self.window - self.window / 2
-            && self.consumed.saturating_add(self.window) > self.max
+        avail <= self.window - self.window / 2 && self.consumed.saturating_add(self.window) > self.max
     }
 
     /// If an update is due, auto-tune the window (`now`, `rtt` of the path
@@ -98,11 +91,7 @@ pub struct SendCredit {
 impl SendCredit {
     /// Credit starting at the peer's initial limit.
     pub fn new(max: u64) -> Self {
-        SendCredit {
-            max,
-            used: 0,
-            blocked_sent: None,
-        }
+        SendCredit { max, used: 0, blocked_sent: None }
     }
 
     /// The peer's current limit.
@@ -189,16 +178,10 @@ mod tests {
         assert_eq!(w.should_send_update(t0, rtt), Some(1500));
         // Next half-window consumed within 2 RTTs: double.
         w.add_consumed(500);
-        assert_eq!(
-            w.should_send_update(t0 + Duration::from_millis(60), rtt),
-            Some(3000)
-        );
+        assert_eq!(w.should_send_update(t0 + Duration::from_millis(60), rtt), Some(3000));
         assert_eq!(w.window(), 2000);
         w.add_consumed(1000);
-        assert_eq!(
-            w.should_send_update(t0 + Duration::from_millis(70), rtt),
-            Some(5000)
-        );
+        assert_eq!(w.should_send_update(t0 + Duration::from_millis(70), rtt), Some(5000));
         assert_eq!(w.window(), 3000, "capped at max_window");
         // Slow consumption: no growth.
         w.add_consumed(1500);

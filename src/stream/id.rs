@@ -149,22 +149,10 @@ mod tests {
         let s_bidi = StreamId(1);
         let c_uni = StreamId(2);
         let s_uni = StreamId(3);
-        assert_eq!(
-            (c_bidi.initiator(), c_bidi.dir()),
-            (Side::Client, StreamDir::Bidi)
-        );
-        assert_eq!(
-            (s_bidi.initiator(), s_bidi.dir()),
-            (Side::Server, StreamDir::Bidi)
-        );
-        assert_eq!(
-            (c_uni.initiator(), c_uni.dir()),
-            (Side::Client, StreamDir::Uni)
-        );
-        assert_eq!(
-            (s_uni.initiator(), s_uni.dir()),
-            (Side::Server, StreamDir::Uni)
-        );
+        assert_eq!((c_bidi.initiator(), c_bidi.dir()), (Side::Client, StreamDir::Bidi));
+        assert_eq!((s_bidi.initiator(), s_bidi.dir()), (Side::Server, StreamDir::Bidi));
+        assert_eq!((c_uni.initiator(), c_uni.dir()), (Side::Client, StreamDir::Uni));
+        assert_eq!((s_uni.initiator(), s_uni.dir()), (Side::Server, StreamDir::Uni));
         assert_eq!(StreamId(15).index(), 3);
         assert_eq!(StreamId::new(Side::Server, StreamDir::Uni, 3), StreamId(15));
         assert_eq!(StreamId::new(Side::Client, StreamDir::Bidi, 2), StreamId(8));

@@ -173,13 +173,9 @@ impl Streams {
     /// Apply the peer's transport parameters (after the handshake, or the
     /// remembered ones for 0-RTT). Limits only grow.
     pub fn set_peer_limits(&mut self, p: &PeerLimits) -> Result<(), TransportError> {
-        if p.initial_max_streams_bidi > StreamId::MAX_COUNT
-            || p.initial_max_streams_uni > StreamId::MAX_COUNT
+        if p.initial_max_streams_bidi > StreamId::MAX_COUNT || p.initial_max_streams_uni > StreamId::MAX_COUNT
         {
-            return Err(TransportError::new(
-                ErrorCode::TRANSPORT_PARAMETER_ERROR,
-                "max_streams above 2^60",
-            ));
+            return Err(TransportError::new(ErrorCode::TRANSPORT_PARAMETER_ERROR, "max_streams above 2^60"));
         }
         self.peer = p.clone();
         self.peer_max_streams[0] = self.peer_max_streams[0].max(p.initial_max_streams_bidi);
@@ -243,10 +239,7 @@ impl Streams {
                 let limit = self.peer_max_streams[d];
                 if self.streams_blocked_sent[d] != Some(limit) {
                     self.streams_blocked_sent[d] = Some(limit);
-                    self.ctrl.push_back(ControlFrame::StreamsBlocked {
-                        bidi: d == 0,
-                        limit,
-                    });
+                    self.ctrl.push_back(ControlFrame::StreamsBlocked { bidi: d == 0, limit });
                 }
                 return Err(StreamError::StreamLimit);
             }
@@ -259,11 +252,7 @@ impl Streams {
 
     /// Find, or implicitly open, the stream a received frame refers to.
     /// `Ok(None)`: the stream is closed and the frame is ignored.
-    fn frame_stream(
-        &mut self,
-        id: StreamId,
-        frame: u64,
-    ) -> Result<Option<&mut Stream>, TransportError> {
+    fn frame_stream(&mut self, id: StreamId, frame: u64) -> Result<Option<&mut Stream>, TransportError> {
         if id.0 > StreamId::MAX {
             return Err(TransportError::encoding("stream ID above 2^62-1").with_frame(frame));
         }
@@ -307,11 +296,8 @@ impl Streams {
     fn check_conn_flow(&mut self, delta: FlowDelta, frame: u64) -> Result<(), TransportError> {
         self.conn_received = self.conn_received.saturating_add(delta.received);
         if self.conn_received > self.conn_recv.max() {
-            return Err(TransportError::new(
-                ErrorCode::FLOW_CONTROL_ERROR,
-                "connection data limit exceeded",
-            )
-            .with_frame(frame));
+            return Err(TransportError::new(ErrorCode::FLOW_CONTROL_ERROR, "connection data limit exceeded")
+                .with_frame(frame));
         }
         self.conn_recv.add_consumed(delta.released);
         Ok(())
@@ -331,8 +317,7 @@ impl Streams {
         }
         if send.is_flow_blocked() {
             if let Some(limit) = send.take_blocked() {
-                self.ctrl
-                    .push_back(ControlFrame::StreamDataBlocked { id, limit });
+                self.ctrl.push_back(ControlFrame::StreamDataBlocked { id, limit });
             }
         } else if !s.in_send_q {
             s.in_send_q = true;
@@ -362,11 +347,8 @@ impl Streams {
         if !id.is_local(self.side) {
             let d = id.dir().index();
             self.local_max_streams[d] += 1;
-            let initial = if d == 0 {
-                self.cfg.initial_max_streams_bidi
-            } else {
-                self.cfg.initial_max_streams_uni
-            };
+            let initial =
+                if d == 0 { self.cfg.initial_max_streams_bidi } else { self.cfg.initial_max_streams_uni };
             if self.local_max_streams[d] - self.local_max_streams_sent[d] >= (initial / 2).max(1) {
                 self.pending_max_streams[d] = true;
             }
@@ -377,41 +359,24 @@ impl Streams {
 
     /// Write to a stream, opening it if it is a new local stream within the
     /// peer's limit. Returns the bytes taken (partial when the buffer is full).
-    pub fn stream_send(
-        &mut self,
-        id: StreamId,
-        data: &[u8],
-        fin: bool,
-    ) -> Result<usize, StreamError> {
+    pub fn stream_send(&mut self, id: StreamId, data: &[u8], fin: bool) -> Result<usize, StreamError> {
         if !id.can_send(self.side) {
             return Err(StreamError::InvalidState);
         }
         let s = self.app_stream(id)?;
-        let n = s
-            .send
-            .as_mut()
-            .ok_or(StreamError::InvalidState)?
-            .write(data, fin)?;
+        let n = s.send.as_mut().ok_or(StreamError::InvalidState)?.write(data, fin)?;
         self.enqueue_send(id);
         Ok(n)
     }
 
     /// Read from a stream: bytes read and whether FIN was reached.
-    pub fn stream_recv(
-        &mut self,
-        id: StreamId,
-        buf: &mut [u8],
-    ) -> Result<(usize, bool), StreamError> {
+    pub fn stream_recv(&mut self, id: StreamId, buf: &mut [u8]) -> Result<(usize, bool), StreamError> {
         if !id.can_recv(self.side) {
             return Err(StreamError::InvalidState);
         }
         let closed = self.is_closed(id);
         let Some(s) = self.map.get_mut(&id) else {
-            return Err(if closed {
-                StreamError::InvalidState
-            } else {
-                StreamError::UnknownStream
-            });
+            return Err(if closed { StreamError::InvalidState } else { StreamError::UnknownStream });
         };
         let r = s.recv.as_mut().ok_or(StreamError::InvalidState)?;
         let res = r.read(buf);
@@ -436,11 +401,7 @@ impl Streams {
         let s = self.map.get_mut(&id).ok_or(StreamError::UnknownStream)?;
         let send = s.send.as_mut().ok_or(StreamError::InvalidState)?;
         if let Some(r) = send.reset(code) {
-            self.ctrl.push_back(ControlFrame::ResetStream {
-                id,
-                code: r.code,
-                final_size: r.final_size,
-            });
+            self.ctrl.push_back(ControlFrame::ResetStream { id, code: r.code, final_size: r.final_size });
         }
         Ok(())
     }
@@ -486,8 +447,7 @@ impl Streams {
     pub fn writable(&self) -> impl Iterator<Item = StreamId> + '_ {
         self.map.iter().filter_map(|(&id, s)| {
             let send = s.send.as_ref()?;
-            (send.stop_code().is_some() || (send.is_writable() && send.capacity() > 0))
-                .then_some(id)
+            (send.stop_code().is_some() || (send.is_writable() && send.capacity() > 0)).then_some(id)
         })
     }
 
@@ -516,11 +476,7 @@ impl Streams {
 
     /// Total bytes held beyond the contiguous readable point, all streams.
     pub fn out_of_order_bytes(&self) -> u64 {
-        self.map
-            .values()
-            .filter_map(|s| s.recv.as_ref())
-            .map(|r| r.out_of_order_bytes())
-            .sum()
+        self.map.values().filter_map(|s| s.recv.as_ref()).map(|r| r.out_of_order_bytes()).sum()
     }
 
     /// A stream, for inspection.
@@ -585,10 +541,7 @@ impl Streams {
         final_size: u64,
     ) -> Result<(), TransportError> {
         if !id.can_recv(self.side) {
-            return Err(state_err(
-                F_RESET_STREAM,
-                "RESET_STREAM on a send-only stream",
-            ));
+            return Err(state_err(F_RESET_STREAM, "RESET_STREAM on a send-only stream"));
         }
         let Some(s) = self.frame_stream(id, F_RESET_STREAM)? else {
             return Ok(());
@@ -611,20 +564,13 @@ impl Streams {
     /// peer's code (§3.5).
     pub fn on_stop_sending(&mut self, id: StreamId, code: u64) -> Result<(), TransportError> {
         if !id.can_send(self.side) {
-            return Err(state_err(
-                F_STOP_SENDING,
-                "STOP_SENDING on a receive-only stream",
-            ));
+            return Err(state_err(F_STOP_SENDING, "STOP_SENDING on a receive-only stream"));
         }
         let Some(s) = self.frame_stream(id, F_STOP_SENDING)? else {
             return Ok(());
         };
         if let Some(r) = s.send.as_mut().and_then(|x| x.on_stop_sending(code)) {
-            self.ctrl.push_back(ControlFrame::ResetStream {
-                id,
-                code: r.code,
-                final_size: r.final_size,
-            });
+            self.ctrl.push_back(ControlFrame::ResetStream { id, code: r.code, final_size: r.final_size });
         }
         self.maybe_collect(id);
         Ok(())
@@ -639,10 +585,7 @@ impl Streams {
     /// MAX_STREAM_DATA frame (§19.10).
     pub fn on_max_stream_data(&mut self, id: StreamId, max: u64) -> Result<(), TransportError> {
         if !id.can_send(self.side) {
-            return Err(state_err(
-                F_MAX_STREAM_DATA,
-                "MAX_STREAM_DATA on a receive-only stream",
-            ));
+            return Err(state_err(F_MAX_STREAM_DATA, "MAX_STREAM_DATA on a receive-only stream"));
         }
         let Some(s) = self.frame_stream(id, F_MAX_STREAM_DATA)? else {
             return Ok(());
@@ -670,16 +613,9 @@ impl Streams {
     }
 
     /// STREAM_DATA_BLOCKED frame (§19.13).
-    pub fn on_stream_data_blocked(
-        &mut self,
-        id: StreamId,
-        _limit: u64,
-    ) -> Result<(), TransportError> {
+    pub fn on_stream_data_blocked(&mut self, id: StreamId, _limit: u64) -> Result<(), TransportError> {
         if !id.can_recv(self.side) {
-            return Err(state_err(
-                F_STREAM_DATA_BLOCKED,
-                "STREAM_DATA_BLOCKED on a send-only stream",
-            ));
+            return Err(state_err(F_STREAM_DATA_BLOCKED, "STREAM_DATA_BLOCKED on a send-only stream"));
         }
         self.frame_stream(id, F_STREAM_DATA_BLOCKED)?;
         Ok(())
@@ -702,11 +638,8 @@ impl Streams {
     /// STREAM_DATA_BLOCKED when flow control stops a stream.
     pub fn next_to_send(&mut self) -> Option<(StreamId, u64)> {
         while let Some(&id) = self.retx_q.front() {
-            if let Some(c) = self
-                .map
-                .get(&id)
-                .and_then(|s| s.send.as_ref())
-                .and_then(|x| x.peek_chunk(usize::MAX, 0))
+            if let Some(c) =
+                self.map.get(&id).and_then(|s| s.send.as_ref()).and_then(|x| x.peek_chunk(usize::MAX, 0))
             {
                 if c.is_retransmit {
                     return Some((id, c.offset));
@@ -735,8 +668,7 @@ impl Streams {
             if send.is_flow_blocked() {
                 // Parked until MAX_STREAM_DATA.
                 if let Some(limit) = send.take_blocked() {
-                    self.ctrl
-                        .push_back(ControlFrame::StreamDataBlocked { id, limit });
+                    self.ctrl.push_back(ControlFrame::StreamDataBlocked { id, limit });
                 }
                 self.send_q.pop_front();
                 s.in_send_q = false;
@@ -786,10 +718,7 @@ impl Streams {
 
     /// Copy stream bytes into the packet buffer; false if not held.
     pub fn copy_data(&self, id: StreamId, offset: u64, dst: &mut [u8]) -> bool {
-        self.map
-            .get(&id)
-            .and_then(|s| s.send.as_ref())
-            .is_some_and(|x| x.copy_data(offset, dst))
+        self.map.get(&id).and_then(|s| s.send.as_ref()).is_some_and(|x| x.copy_data(offset, dst))
     }
 
     /// Whether any stream has lost or new data ready (ignoring flow control).
@@ -855,10 +784,7 @@ impl Streams {
             if self.pending_max_streams[d] {
                 self.pending_max_streams[d] = false;
                 self.local_max_streams_sent[d] = self.local_max_streams[d];
-                return Some(ControlFrame::MaxStreams {
-                    bidi: d == 0,
-                    max: self.local_max_streams[d],
-                });
+                return Some(ControlFrame::MaxStreams { bidi: d == 0, max: self.local_max_streams[d] });
             }
         }
         self.ctrl.pop_front()
@@ -870,30 +796,18 @@ impl Streams {
         match f {
             ControlFrame::MaxData(_) => self.pending_max_data = true,
             ControlFrame::MaxStreamData { id, .. } => {
-                if self
-                    .map
-                    .get(&id)
-                    .and_then(|s| s.recv.as_ref())
-                    .is_some_and(|r| r.wants_updates())
-                {
+                if self.map.get(&id).and_then(|s| s.recv.as_ref()).is_some_and(|r| r.wants_updates()) {
                     self.pending_msd.insert(id);
                 }
             }
-            ControlFrame::MaxStreams { bidi, .. } => {
-                self.pending_max_streams[dir_of(bidi).index()] = true
-            }
+            ControlFrame::MaxStreams { bidi, .. } => self.pending_max_streams[dir_of(bidi).index()] = true,
             ControlFrame::DataBlocked(limit) => {
                 if self.conn_send.is_blocked_at(limit) {
                     self.ctrl.push_back(f);
                 }
             }
             ControlFrame::StreamDataBlocked { id, limit } => {
-                if self
-                    .map
-                    .get(&id)
-                    .and_then(|s| s.send.as_ref())
-                    .is_some_and(|x| x.is_blocked_at(limit))
-                {
+                if self.map.get(&id).and_then(|s| s.send.as_ref()).is_some_and(|x| x.is_blocked_at(limit)) {
                     self.ctrl.push_back(f);
                 }
             }
@@ -903,11 +817,7 @@ impl Streams {
                 }
             }
             ControlFrame::ResetStream { id, .. } => {
-                let r = self
-                    .map
-                    .get(&id)
-                    .and_then(|s| s.send.as_ref())
-                    .and_then(|x| x.reset_state());
+                let r = self.map.get(&id).and_then(|s| s.send.as_ref()).and_then(|x| x.reset_state());
                 if let Some(r) = r.filter(|r| !r.acked) {
                     self.ctrl.push_back(ControlFrame::ResetStream {
                         id,
@@ -917,11 +827,8 @@ impl Streams {
                 }
             }
             ControlFrame::StopSending { id, code } => {
-                let live = self
-                    .map
-                    .get(&id)
-                    .and_then(|s| s.recv.as_ref())
-                    .is_some_and(|r| {
+                let live =
+                    self.map.get(&id).and_then(|s| s.recv.as_ref()).is_some_and(|r| {
                         r.stop_code().is_some() && r.reset_code().is_none() && !r.is_finished()
                     });
                 if live {

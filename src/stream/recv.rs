@@ -85,11 +85,8 @@ impl RecvStream {
             return Err(final_size_err(frame, "final size below received data"));
         }
         if end > self.window.max() {
-            return Err(TransportError::new(
-                ErrorCode::FLOW_CONTROL_ERROR,
-                "stream data limit exceeded",
-            )
-            .with_frame(frame));
+            return Err(TransportError::new(ErrorCode::FLOW_CONTROL_ERROR, "stream data limit exceeded")
+                .with_frame(frame));
         }
         if fin {
             self.final_size = Some(end);
@@ -101,28 +98,17 @@ impl RecvStream {
 
     /// A STREAM frame arrived. Data is copied once into the reassembly
     /// buffer; bytes already held (duplicates, overlaps) keep their first copy.
-    pub fn on_data(
-        &mut self,
-        offset: u64,
-        data: &[u8],
-        fin: bool,
-    ) -> Result<FlowDelta, TransportError> {
+    pub fn on_data(&mut self, offset: u64, data: &[u8], fin: bool) -> Result<FlowDelta, TransportError> {
         let end = offset.saturating_add(data.len() as u64);
         let received = self.check_limits(end, fin, 0x08)?;
         if self.reset.is_some() || self.stop_code.is_some() {
             // Discarded: its credit goes straight back to the connection.
-            return Ok(FlowDelta {
-                received,
-                released: received,
-            });
+            return Ok(FlowDelta { received, released: received });
         }
         if end > self.read_off {
             self.insert(offset, data);
         }
-        Ok(FlowDelta {
-            received,
-            released: 0,
-        })
+        Ok(FlowDelta { received, released: 0 })
     }
 
     /// Store the parts of `offset..offset+data.len()` not yet held.
@@ -260,10 +246,7 @@ impl RecvStream {
         let received = self.check_limits(final_size, true, 0x04)?;
         if self.reset.is_some() || self.fin_read {
             // "Reset Recvd"/"Data Read" are terminal: nothing changes.
-            return Ok(FlowDelta {
-                received,
-                released: received,
-            });
+            return Ok(FlowDelta { received, released: received });
         }
         let released = if self.stop_code.is_some() {
             received
@@ -280,11 +263,7 @@ impl RecvStream {
     /// `code`). Buffered data is discarded; returns the connection credit
     /// released, or None if the stream already ended (no frame needed).
     pub fn stop_sending(&mut self, code: u64) -> Option<u64> {
-        if self.stop_code.is_some()
-            || self.reset.is_some()
-            || self.fin_read
-            || self.is_all_received()
-        {
+        if self.stop_code.is_some() || self.reset.is_some() || self.fin_read || self.is_all_received() {
             return None;
         }
         self.stop_code = Some(code);

@@ -32,21 +32,11 @@ fn in_order_delivery_and_fin() {
         let off = (i * 1200) as u64;
         let fin = off as usize + c.len() == d.len();
         let delta = r.on_data(off, c, fin).unwrap();
-        assert_eq!(
-            delta,
-            FlowDelta {
-                received: c.len() as u64,
-                released: 0
-            }
-        );
+        assert_eq!(delta, FlowDelta { received: c.len() as u64, released: 0 });
         assert_eq!(r.out_of_order_bytes(), 0);
     }
     // In-order data is packed into few large segments.
-    assert!(
-        r.segs.len() <= 200_000 / SEGMENT + 1,
-        "{} segments",
-        r.segs.len()
-    );
+    assert!(r.segs.len() <= 200_000 / SEGMENT + 1, "{} segments", r.segs.len());
     let (out, fin) = read_all(&mut r, 5000);
     assert!(fin);
     assert_eq!(out, d);
@@ -155,14 +145,8 @@ fn final_size_rules() {
     let mut r = RecvStream::new(10_000, 10_000);
     r.on_data(0, &[0; 100], true).unwrap();
     assert_eq!(r.final_size(), Some(100));
-    assert_eq!(
-        e(r.on_data(100, &[0; 1], false)),
-        ErrorCode::FINAL_SIZE_ERROR
-    );
-    assert_eq!(
-        e(r.on_data(50, &[0; 10], true)),
-        ErrorCode::FINAL_SIZE_ERROR
-    );
+    assert_eq!(e(r.on_data(100, &[0; 1], false)), ErrorCode::FINAL_SIZE_ERROR);
+    assert_eq!(e(r.on_data(50, &[0; 10], true)), ErrorCode::FINAL_SIZE_ERROR);
     assert_eq!(e(r.on_reset(1, 99)), ErrorCode::FINAL_SIZE_ERROR);
     // Same final size again is fine (retransmission).
     r.on_data(90, &[0; 10], true).unwrap();
@@ -170,25 +154,12 @@ fn final_size_rules() {
 
     let mut r = RecvStream::new(10_000, 10_000);
     r.on_data(0, &[0; 500], false).unwrap();
-    assert_eq!(
-        e(r.on_data(0, &[0; 400], true)),
-        ErrorCode::FINAL_SIZE_ERROR,
-        "FIN below received data"
-    );
+    assert_eq!(e(r.on_data(0, &[0; 400], true)), ErrorCode::FINAL_SIZE_ERROR, "FIN below received data");
     assert_eq!(e(r.on_reset(1, 499)), ErrorCode::FINAL_SIZE_ERROR);
     let d = r.on_reset(7, 800).unwrap();
-    assert_eq!(
-        d,
-        FlowDelta {
-            received: 300,
-            released: 800
-        }
-    );
+    assert_eq!(d, FlowDelta { received: 300, released: 800 });
     assert_eq!(e(r.on_reset(7, 801)), ErrorCode::FINAL_SIZE_ERROR);
-    assert_eq!(
-        e(r.on_data(800, &[0; 1], false)),
-        ErrorCode::FINAL_SIZE_ERROR
-    );
+    assert_eq!(e(r.on_data(800, &[0; 1], false)), ErrorCode::FINAL_SIZE_ERROR);
 }
 
 #[test]
@@ -211,13 +182,7 @@ fn reset_surfaces_code_once_and_discards() {
     let mut b = [0u8; 100];
     r.read(&mut b).unwrap();
     let d = r.on_reset(77, 1000).unwrap();
-    assert_eq!(
-        d,
-        FlowDelta {
-            received: 700,
-            released: 900
-        }
-    );
+    assert_eq!(d, FlowDelta { received: 700, released: 900 });
     assert!(r.is_readable());
     assert_eq!(r.read(&mut b), Err(StreamError::Reset(77)));
     assert!(r.is_finished() && !r.is_readable());
@@ -238,22 +203,10 @@ fn stop_sending_discards_and_releases() {
     assert!(!r.is_readable());
     assert_eq!(r.read(&mut [0u8; 4]), Err(StreamError::InvalidState));
     let d = r.on_data(600, &[5; 100], false).unwrap();
-    assert_eq!(
-        d,
-        FlowDelta {
-            received: 100,
-            released: 100
-        }
-    );
+    assert_eq!(d, FlowDelta { received: 100, released: 100 });
     assert!(!r.is_finished());
     let d = r.on_reset(3, 900).unwrap();
-    assert_eq!(
-        d,
-        FlowDelta {
-            received: 200,
-            released: 200
-        }
-    );
+    assert_eq!(d, FlowDelta { received: 200, released: 200 });
     assert!(r.is_finished());
 }
 
@@ -272,11 +225,7 @@ use super::super::StreamId;
 fn in_order_data_after_a_hole_is_packed_again() {
     let d = data(400_000);
     let mut r = RecvStream::new(1 << 20, 1 << 20);
-    let chunks: Vec<(usize, &[u8])> = d
-        .chunks(1200)
-        .enumerate()
-        .map(|(i, c)| (i * 1200, c))
-        .collect();
+    let chunks: Vec<(usize, &[u8])> = d.chunks(1200).enumerate().map(|(i, c)| (i * 1200, c)).collect();
     // Packet 10 lost and retransmitted after 50 more packets.
     for &(o, c) in chunks.iter().take(61) {
         if o != 12_000 {
@@ -291,10 +240,7 @@ fn in_order_data_after_a_hole_is_packed_again() {
         r.on_data(o as u64, c, false).unwrap();
     }
     let added = r.segs.len() - before;
-    assert!(
-        added <= (400_000 - 61 * 1200) / SEGMENT + 1,
-        "{added} new segments"
-    );
+    assert!(added <= (400_000 - 61 * 1200) / SEGMENT + 1, "{added} new segments");
     let (out, _) = read_all(&mut r, 10_000);
     assert_eq!(out, d);
 }

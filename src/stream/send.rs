@@ -62,9 +62,7 @@ impl SendBuf {
         if offset < base || offset.saturating_add(dst.len() as u64) > self.end {
             return false;
         }
-        let mut i = self
-            .segs
-            .partition_point(|(s, v)| s + v.len() as u64 <= offset);
+        let mut i = self.segs.partition_point(|(s, v)| s + v.len() as u64 <= offset);
         let mut pos = offset;
         let mut done = 0;
         while done < dst.len() {
@@ -216,12 +214,7 @@ impl SendStream {
         }
         if self.fin_lost && !self.fin_acked && self.fin_sent {
             if let Some(f) = self.fin_off {
-                return Some(Chunk {
-                    offset: f,
-                    len: 0,
-                    fin: true,
-                    is_retransmit: true,
-                });
+                return Some(Chunk { offset: f, len: 0, fin: true, is_retransmit: true });
             }
         }
         let limit = self.buf.end.min(self.credit.max());
@@ -237,12 +230,7 @@ impl SendStream {
             });
         }
         if self.fin_off == Some(self.send_off) && !self.fin_sent {
-            return Some(Chunk {
-                offset: self.send_off,
-                len: 0,
-                fin: true,
-                is_retransmit: false,
-            });
+            return Some(Chunk { offset: self.send_off, len: 0, fin: true, is_retransmit: false });
         }
         None
     }
@@ -345,8 +333,7 @@ impl SendStream {
 
     /// Whether never-sent data (or a never-sent FIN) is buffered.
     pub fn has_new(&self) -> bool {
-        self.reset.is_none()
-            && (self.send_off < self.buf.end || (self.fin_off.is_some() && !self.fin_sent))
+        self.reset.is_none() && (self.send_off < self.buf.end || (self.fin_off.is_some() && !self.fin_sent))
     }
 
     /// Whether new data waits only because of the peer's stream limit.
@@ -385,11 +372,7 @@ impl SendStream {
         if self.reset.is_some() || self.is_complete() {
             return None;
         }
-        let r = ResetState {
-            code,
-            final_size: self.send_off,
-            acked: false,
-        };
+        let r = ResetState { code, final_size: self.send_off, acked: false };
         self.reset = Some(r);
         self.buf.clear();
         self.lost.clear();

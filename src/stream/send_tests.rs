@@ -45,25 +45,9 @@ fn lost_ranges_go_before_new_data() {
     assert!(s.on_lost(1000, 1000, false));
     // Retransmission first, split by max_len, flagged, no conn credit needed.
     let r = s.next_chunk(600, 0).unwrap();
-    assert_eq!(
-        r,
-        Chunk {
-            offset: 1000,
-            len: 600,
-            fin: false,
-            is_retransmit: true
-        }
-    );
+    assert_eq!(r, Chunk { offset: 1000, len: 600, fin: false, is_retransmit: true });
     let r = s.next_chunk(600, 0).unwrap();
-    assert_eq!(
-        r,
-        Chunk {
-            offset: 1600,
-            len: 400,
-            fin: false,
-            is_retransmit: true
-        }
-    );
+    assert_eq!(r, Chunk { offset: 1600, len: 400, fin: false, is_retransmit: true });
     let mut b = vec![0; 400];
     assert!(s.copy_data(1600, &mut b));
     assert_eq!(&b[..], &d[1600..2000]);
@@ -85,11 +69,7 @@ fn loss_of_already_acked_bytes_is_ignored() {
     let a = s.next_chunk(5000, 0).unwrap();
     assert_eq!((a.offset, a.len), (0, 1000));
     let b = s.next_chunk(5000, 0).unwrap();
-    assert_eq!(
-        (b.offset, b.len),
-        (2000, 1000),
-        "acked middle range skipped"
-    );
+    assert_eq!((b.offset, b.len), (2000, 1000), "acked middle range skipped");
     assert!(!s.has_lost());
     // Late ack of a range pending retransmission cancels it.
     s.on_lost(0, 1000, false);
@@ -126,28 +106,12 @@ fn fin_only_and_lost_fin() {
     assert!(!c.fin);
     assert_eq!(s.write(b"", true), Ok(0));
     let f = s.next_chunk(100, u64::MAX).unwrap();
-    assert_eq!(
-        f,
-        Chunk {
-            offset: 5,
-            len: 0,
-            fin: true,
-            is_retransmit: false
-        }
-    );
+    assert_eq!(f, Chunk { offset: 5, len: 0, fin: true, is_retransmit: false });
     assert!(s.next_chunk(100, u64::MAX).is_none());
     s.on_acked(0, 5, false);
     assert!(s.on_lost(5, 0, true));
     let f2 = s.next_chunk(100, 0).unwrap();
-    assert_eq!(
-        f2,
-        Chunk {
-            offset: 5,
-            len: 0,
-            fin: true,
-            is_retransmit: true
-        }
-    );
+    assert_eq!(f2, Chunk { offset: 5, len: 0, fin: true, is_retransmit: true });
     s.on_acked(5, 0, true);
     assert!(s.is_complete());
     // Writes after FIN fail.
@@ -162,15 +126,7 @@ fn lost_last_bytes_carry_fin_again() {
     assert!(c.fin);
     s.on_lost(0, 100, true);
     let r = s.next_chunk(1000, 0).unwrap();
-    assert_eq!(
-        r,
-        Chunk {
-            offset: 0,
-            len: 100,
-            fin: true,
-            is_retransmit: true
-        }
-    );
+    assert_eq!(r, Chunk { offset: 0, len: 100, fin: true, is_retransmit: true });
     assert!(s.next_chunk(1000, u64::MAX).is_none(), "FIN not sent twice");
 }
 
@@ -178,20 +134,12 @@ fn lost_last_bytes_carry_fin_again() {
 fn bounded_buffer_partial_writes() {
     let d = data(10_000);
     let mut s = SendStream::new(1 << 20, 4000);
-    assert_eq!(
-        s.write(&d, true),
-        Ok(4000),
-        "partial write, FIN not applied"
-    );
+    assert_eq!(s.write(&d, true), Ok(4000), "partial write, FIN not applied");
     assert_eq!(s.capacity(), 0);
     assert_eq!(s.write(&d[4000..], true), Err(StreamError::Done));
     let c = s.next_chunk(1500, u64::MAX).unwrap();
     assert!(!c.fin);
-    assert_eq!(
-        s.write(&d[4000..], true),
-        Err(StreamError::Done),
-        "sent but unacked still counts"
-    );
+    assert_eq!(s.write(&d[4000..], true), Err(StreamError::Done), "sent but unacked still counts");
     s.on_acked(0, 1500, false);
     assert_eq!(s.capacity(), 1500);
     assert_eq!(s.write(&d[4000..], true), Ok(1500));
@@ -209,11 +157,7 @@ fn stream_flow_limit_and_blocked_once() {
     assert_eq!(s.take_blocked(), None);
     assert!(s.on_max_stream_data(2500));
     assert!(!s.on_max_stream_data(2000));
-    assert_eq!(
-        s.next_chunk(5000, 700).unwrap().len,
-        700,
-        "conn credit bounds it"
-    );
+    assert_eq!(s.next_chunk(5000, 700).unwrap().len, 700, "conn credit bounds it");
     assert_eq!(s.next_chunk(5000, u64::MAX).unwrap().len, 800);
     assert_eq!(s.take_blocked(), Some(2500));
 }

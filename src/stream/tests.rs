@@ -98,17 +98,9 @@ fn control_one(x: &mut Streams, y: &mut Streams, now: Instant) {
                 ControlFrame::MaxStreamData { id, max } => y.on_max_stream_data(id, max).unwrap(),
                 ControlFrame::MaxStreams { bidi, max } => y.on_max_streams(bidi, max).unwrap(),
                 ControlFrame::DataBlocked(l) => y.on_data_blocked(l).unwrap(),
-                ControlFrame::StreamDataBlocked { id, limit } => {
-                    y.on_stream_data_blocked(id, limit).unwrap()
-                }
-                ControlFrame::StreamsBlocked { bidi, limit } => {
-                    y.on_streams_blocked(bidi, limit).unwrap()
-                }
-                ControlFrame::ResetStream {
-                    id,
-                    code,
-                    final_size,
-                } => {
+                ControlFrame::StreamDataBlocked { id, limit } => y.on_stream_data_blocked(id, limit).unwrap(),
+                ControlFrame::StreamsBlocked { bidi, limit } => y.on_streams_blocked(bidi, limit).unwrap(),
+                ControlFrame::ResetStream { id, code, final_size } => {
                     y.on_reset_stream(id, code, final_size).unwrap();
                     x.on_control_acked(f);
                 }
@@ -149,10 +141,7 @@ fn transfer_with_loss_reordering_and_flow_control() {
         if written < data.len() {
             written += c.stream_send(id, &data[written..], true).unwrap_or(0);
         }
-        let mut packets: Vec<Frames> = (0..4)
-            .map(|_| emit(&mut c, 1200))
-            .filter(|p| !p.is_empty())
-            .collect();
+        let mut packets: Vec<Frames> = (0..4).map(|_| emit(&mut c, 1200)).filter(|p| !p.is_empty()).collect();
         packets.shuffle(&mut rng);
         for p in packets {
             if rng.gen_bool(0.2) {
@@ -186,10 +175,7 @@ fn transfer_with_loss_reordering_and_flow_control() {
     deliver(&mut c, &p);
     ack(&mut s, &p);
     assert_eq!(drain(&mut c, id), (vec![], true));
-    assert!(
-        c.is_empty() && s.is_empty(),
-        "both sides collected the stream"
-    );
+    assert!(c.is_empty() && s.is_empty(), "both sides collected the stream");
 }
 
 #[test]
@@ -199,48 +185,23 @@ fn local_stream_limit_and_streams_blocked() {
     for i in 0..4 {
         assert_eq!(c.stream_send(StreamId(i * 4), b"x", false), Ok(1));
     }
-    assert_eq!(
-        c.stream_send(StreamId(16), b"x", false),
-        Err(StreamError::StreamLimit)
-    );
-    assert_eq!(
-        c.stream_send(StreamId(20), b"x", false),
-        Err(StreamError::StreamLimit)
-    );
+    assert_eq!(c.stream_send(StreamId(16), b"x", false), Err(StreamError::StreamLimit));
+    assert_eq!(c.stream_send(StreamId(20), b"x", false), Err(StreamError::StreamLimit));
     let mut ctrl = Vec::new();
     while let Some(f) = c.next_control(now, Duration::from_millis(10)) {
         ctrl.push(f);
     }
-    assert_eq!(
-        ctrl,
-        vec![ControlFrame::StreamsBlocked {
-            bidi: true,
-            limit: 4
-        }],
-        "once per limit"
-    );
+    assert_eq!(ctrl, vec![ControlFrame::StreamsBlocked { bidi: true, limit: 4 }], "once per limit");
     c.on_max_streams(true, 5).unwrap();
     assert_eq!(c.stream_send(StreamId(16), b"x", false), Ok(1));
     assert_eq!(c.peer_streams_left(StreamDir::Bidi), 0);
     assert_eq!(c.stream_send(StreamId(2), b"u", false), Ok(1));
     assert_eq!(c.next_stream_id(StreamDir::Uni), StreamId(6));
     // Not ours to send on / receive from.
-    assert_eq!(
-        c.stream_send(StreamId(3), b"x", false),
-        Err(StreamError::InvalidState)
-    );
-    assert_eq!(
-        c.stream_recv(StreamId(2), &mut [0; 4]),
-        Err(StreamError::InvalidState)
-    );
-    assert_eq!(
-        c.stream_send(StreamId(1), b"x", false),
-        Err(StreamError::UnknownStream)
-    );
-    assert_eq!(
-        c.stream_recv(StreamId(1), &mut [0; 4]),
-        Err(StreamError::UnknownStream)
-    );
+    assert_eq!(c.stream_send(StreamId(3), b"x", false), Err(StreamError::InvalidState));
+    assert_eq!(c.stream_recv(StreamId(2), &mut [0; 4]), Err(StreamError::InvalidState));
+    assert_eq!(c.stream_send(StreamId(1), b"x", false), Err(StreamError::UnknownStream));
+    assert_eq!(c.stream_recv(StreamId(1), &mut [0; 4]), Err(StreamError::UnknownStream));
 }
 
 #[test]
@@ -251,13 +212,8 @@ fn peer_stream_limit_and_implicit_open() {
     assert_eq!(s.len(), 4);
     assert!(s.get(StreamId(4)).is_some());
     let e = s.on_stream_frame(StreamId(16), 0, b"x", false).unwrap_err();
-    assert_eq!(
-        (e.code, e.frame_type),
-        (ErrorCode::STREAM_LIMIT_ERROR, Some(0x08))
-    );
-    let e = s
-        .on_stream_data_blocked(StreamId(2 + 4 * 2), 0)
-        .unwrap_err();
+    assert_eq!((e.code, e.frame_type), (ErrorCode::STREAM_LIMIT_ERROR, Some(0x08)));
+    let e = s.on_stream_data_blocked(StreamId(2 + 4 * 2), 0).unwrap_err();
     assert_eq!(e.code, ErrorCode::STREAM_LIMIT_ERROR, "uni limit is 2");
     s.on_reset_stream(StreamId(6), 0, 0).unwrap();
 }
@@ -267,27 +223,14 @@ fn frame_state_errors() {
     let (mut c, mut s) = pair(cfg(), cfg());
     let st = ErrorCode::STREAM_STATE_ERROR;
     // Server-side view. Stream 3 = server uni (send-only for the server).
-    assert_eq!(
-        s.on_stream_frame(StreamId(3), 0, b"x", false)
-            .unwrap_err()
-            .code,
-        st
-    );
+    assert_eq!(s.on_stream_frame(StreamId(3), 0, b"x", false).unwrap_err().code, st);
     assert_eq!(s.on_reset_stream(StreamId(3), 0, 0).unwrap_err().code, st);
-    assert_eq!(
-        s.on_stream_data_blocked(StreamId(3), 0).unwrap_err().code,
-        st
-    );
+    assert_eq!(s.on_stream_data_blocked(StreamId(3), 0).unwrap_err().code, st);
     // Stream 2 = client uni (receive-only for the server).
     assert_eq!(s.on_max_stream_data(StreamId(2), 10).unwrap_err().code, st);
     assert_eq!(s.on_stop_sending(StreamId(2), 0).unwrap_err().code, st);
     // Server bidi stream 1 not yet opened by the server.
-    assert_eq!(
-        s.on_stream_frame(StreamId(1), 0, b"x", false)
-            .unwrap_err()
-            .code,
-        st
-    );
+    assert_eq!(s.on_stream_frame(StreamId(1), 0, b"x", false).unwrap_err().code, st);
     assert_eq!(s.on_max_stream_data(StreamId(1), 10).unwrap_err().code, st);
     assert_eq!(s.on_stop_sending(StreamId(5), 1).unwrap_err().code, st);
     // Once opened, frames on it (and on lower ones) are fine.
@@ -295,53 +238,30 @@ fn frame_state_errors() {
     s.on_stop_sending(StreamId(1), 1).unwrap();
     s.on_max_stream_data(StreamId(5), 100_000).unwrap();
     // Frame encoding limits.
-    assert_eq!(
-        c.on_max_streams(true, (1 << 60) + 1).unwrap_err().code,
-        ErrorCode::FRAME_ENCODING_ERROR
-    );
-    assert_eq!(
-        c.on_streams_blocked(false, (1 << 60) + 1)
-            .unwrap_err()
-            .frame_type,
-        Some(0x17)
-    );
+    assert_eq!(c.on_max_streams(true, (1 << 60) + 1).unwrap_err().code, ErrorCode::FRAME_ENCODING_ERROR);
+    assert_eq!(c.on_streams_blocked(false, (1 << 60) + 1).unwrap_err().frame_type, Some(0x17));
     c.on_max_streams(false, 1 << 60).unwrap();
-    let bad = PeerLimits {
-        initial_max_streams_uni: (1 << 60) + 1,
-        ..Default::default()
-    };
-    assert_eq!(
-        c.set_peer_limits(&bad).unwrap_err().code,
-        ErrorCode::TRANSPORT_PARAMETER_ERROR
-    );
+    let bad = PeerLimits { initial_max_streams_uni: (1 << 60) + 1, ..Default::default() };
+    assert_eq!(c.set_peer_limits(&bad).unwrap_err().code, ErrorCode::TRANSPORT_PARAMETER_ERROR);
 }
 
 #[test]
 fn connection_flow_control_violation() {
     let (_c, mut s) = pair(cfg(), cfg());
     // 3 streams x 4000 bytes (each within its stream limit) > 10_000.
-    s.on_stream_frame(StreamId(0), 0, &[0; 4000], false)
-        .unwrap();
-    s.on_stream_frame(StreamId(4), 0, &[0; 4000], false)
-        .unwrap();
-    s.on_stream_frame(StreamId(8), 1000, &[0; 1000], false)
-        .unwrap();
+    s.on_stream_frame(StreamId(0), 0, &[0; 4000], false).unwrap();
+    s.on_stream_frame(StreamId(4), 0, &[0; 4000], false).unwrap();
+    s.on_stream_frame(StreamId(8), 1000, &[0; 1000], false).unwrap();
     let e = s.on_stream_frame(StreamId(8), 0, &[0; 1], false);
     assert!(e.is_ok(), "filling below the highest offset costs nothing");
-    let e = s
-        .on_stream_frame(StreamId(12), 0, &[0; 1], false)
-        .unwrap_err();
+    let e = s.on_stream_frame(StreamId(12), 0, &[0; 1], false).unwrap_err();
     assert_eq!(e.code, ErrorCode::FLOW_CONTROL_ERROR);
     let (_c, mut s) = pair(cfg(), cfg());
-    s.on_stream_frame(StreamId(0), 0, &[0; 4000], false)
-        .unwrap();
-    s.on_stream_frame(StreamId(4), 0, &[0; 4000], false)
-        .unwrap();
+    s.on_stream_frame(StreamId(0), 0, &[0; 4000], false).unwrap();
+    s.on_stream_frame(StreamId(4), 0, &[0; 4000], false).unwrap();
     let e = s.on_reset_stream(StreamId(8), 0, 2001).unwrap_err();
     assert_eq!(e.code, ErrorCode::FLOW_CONTROL_ERROR);
-    let e = s
-        .on_stream_frame(StreamId(0), 4000, &[0; 1], false)
-        .unwrap_err();
+    let e = s.on_stream_frame(StreamId(0), 4000, &[0; 1], false).unwrap_err();
     assert_eq!(e.code, ErrorCode::FLOW_CONTROL_ERROR, "stream limit");
 }
 
@@ -363,22 +283,15 @@ fn data_blocked_once_per_limit_and_unblock() {
     }
     assert_eq!(sent, 10_000, "stopped at MAX_DATA");
     assert!(emit(&mut c, 1200).is_empty());
-    let frames: Vec<_> =
-        std::iter::from_fn(|| c.next_control(now, Duration::from_millis(1))).collect();
+    let frames: Vec<_> = std::iter::from_fn(|| c.next_control(now, Duration::from_millis(1))).collect();
     assert_eq!(frames, vec![ControlFrame::DataBlocked(10_000)]);
     // Lost DATA_BLOCKED is resent while still blocked at that limit.
     c.on_control_lost(ControlFrame::DataBlocked(10_000));
-    assert_eq!(
-        c.next_control(now, Duration::from_millis(1)),
-        Some(ControlFrame::DataBlocked(10_000))
-    );
+    assert_eq!(c.next_control(now, Duration::from_millis(1)), Some(ControlFrame::DataBlocked(10_000)));
     c.on_max_data(15_000).unwrap();
     c.on_control_lost(ControlFrame::DataBlocked(10_000));
     assert!(!c.has_pending_control(), "stale blocked frame dropped");
-    assert_eq!(
-        emit(&mut c, 100_000).iter().map(|f| f.1.len).sum::<usize>(),
-        5000
-    );
+    assert_eq!(emit(&mut c, 100_000).iter().map(|f| f.1.len).sum::<usize>(), 5000);
 }
 
 #[test]
@@ -390,10 +303,7 @@ fn stream_data_blocked_and_resume() {
     assert_eq!(p.iter().map(|f| f.1.len).sum::<usize>(), 4000);
     assert_eq!(
         c.next_control(now, Duration::ZERO),
-        Some(ControlFrame::StreamDataBlocked {
-            id: StreamId(0),
-            limit: 4000
-        })
+        Some(ControlFrame::StreamDataBlocked { id: StreamId(0), limit: 4000 })
     );
     assert!(!c.has_pending_data(), "blocked stream parked");
     deliver(&mut s, &p);
@@ -401,30 +311,15 @@ fn stream_data_blocked_and_resume() {
     let (b, _) = drain(&mut s, StreamId(0));
     assert_eq!(b.len(), 4000);
     let f = s.next_control(now, Duration::from_millis(10)).unwrap();
-    assert_eq!(
-        f,
-        ControlFrame::MaxStreamData {
-            id: StreamId(0),
-            max: 8000
-        }
-    );
+    assert_eq!(f, ControlFrame::MaxStreamData { id: StreamId(0), max: 8000 });
     // A lost MAX_STREAM_DATA is resent with the *current* value.
-    s.on_control_lost(ControlFrame::MaxStreamData {
-        id: StreamId(0),
-        max: 1,
-    });
+    s.on_control_lost(ControlFrame::MaxStreamData { id: StreamId(0), max: 1 });
     assert_eq!(
         s.next_control(now, Duration::from_millis(10)),
-        Some(ControlFrame::MaxStreamData {
-            id: StreamId(0),
-            max: 8000
-        })
+        Some(ControlFrame::MaxStreamData { id: StreamId(0), max: 8000 })
     );
     c.on_max_stream_data(StreamId(0), 8000).unwrap();
-    assert_eq!(
-        emit(&mut c, 100_000).iter().map(|f| f.1.len).sum::<usize>(),
-        2000
-    );
+    assert_eq!(emit(&mut c, 100_000).iter().map(|f| f.1.len).sum::<usize>(), 2000);
 }
 
 #[test]
@@ -455,10 +350,7 @@ fn window_autotuning_grows_with_fast_reads() {
     }
     let w = s.get(id).unwrap().recv.as_ref().unwrap().window().window();
     assert_eq!(w, 32_000, "stream window doubled up to its maximum");
-    assert!(
-        s.conn_recv_window().window() >= 48_000,
-        "connection window kept ahead"
-    );
+    assert!(s.conn_recv_window().window() >= 48_000, "connection window kept ahead");
     assert!(max_seen.windows(2).all(|x| x[0] < x[1]));
 }
 
@@ -470,49 +362,24 @@ fn max_streams_credit_returned_when_peer_streams_finish() {
     for id in [StreamId(2), StreamId(6)] {
         c.stream_send(id, b"abc", true).unwrap();
     }
-    assert_eq!(
-        c.stream_send(StreamId(10), b"x", true),
-        Err(StreamError::StreamLimit)
-    );
+    assert_eq!(c.stream_send(StreamId(10), b"x", true), Err(StreamError::StreamLimit));
     let p = emit(&mut c, 10_000);
     deliver(&mut s, &p);
     ack(&mut c, &p);
-    assert_eq!(
-        c.len(),
-        0,
-        "acknowledged uni streams collected on the sender"
-    );
+    assert_eq!(c.len(), 0, "acknowledged uni streams collected on the sender");
     assert_eq!(drain(&mut s, StreamId(2)), (b"abc".to_vec(), true));
     assert_eq!(s.len(), 1);
     let f: Vec<_> = std::iter::from_fn(|| s.next_control(now, Duration::ZERO)).collect();
-    assert_eq!(
-        f,
-        vec![ControlFrame::MaxStreams {
-            bidi: false,
-            max: 3
-        }]
-    );
+    assert_eq!(f, vec![ControlFrame::MaxStreams { bidi: false, max: 3 }]);
     // Late duplicate for a collected stream is ignored.
     s.on_stream_frame(StreamId(2), 0, b"abc", true).unwrap();
-    assert_eq!(
-        s.stream_recv(StreamId(2), &mut [0; 4]),
-        Err(StreamError::InvalidState)
-    );
+    assert_eq!(s.stream_recv(StreamId(2), &mut [0; 4]), Err(StreamError::InvalidState));
     c.on_max_streams(false, 3).unwrap();
     assert_eq!(c.stream_send(StreamId(10), b"x", true), Ok(1));
     // Lost MAX_STREAMS is resent with the current value.
     drain(&mut s, StreamId(6));
-    s.on_control_lost(ControlFrame::MaxStreams {
-        bidi: false,
-        max: 3,
-    });
-    assert_eq!(
-        s.next_control(now, Duration::ZERO),
-        Some(ControlFrame::MaxStreams {
-            bidi: false,
-            max: 4
-        })
-    );
+    s.on_control_lost(ControlFrame::MaxStreams { bidi: false, max: 3 });
+    assert_eq!(s.next_control(now, Duration::ZERO), Some(ControlFrame::MaxStreams { bidi: false, max: 4 }));
 }
 
 #[test]
@@ -525,34 +392,18 @@ fn stop_sending_and_reset_exchange() {
     deliver(&mut s, &p);
     // Server app stops reading; client must reset with the server's code.
     s.stream_stop_sending(id, 0x42).unwrap();
-    assert_eq!(
-        s.stream_recv(id, &mut [0; 10]),
-        Err(StreamError::InvalidState)
-    );
+    assert_eq!(s.stream_recv(id, &mut [0; 10]), Err(StreamError::InvalidState));
     let f = s.next_control(now, Duration::ZERO).unwrap();
     assert_eq!(f, ControlFrame::StopSending { id, code: 0x42 });
     // Lost once: re-queued while still relevant.
     s.on_control_lost(f);
     assert_eq!(s.next_control(now, Duration::ZERO), Some(f));
     c.on_stop_sending(id, 0x42).unwrap();
-    assert_eq!(
-        c.stream_send(id, b"more", false),
-        Err(StreamError::StopSending(0x42))
-    );
+    assert_eq!(c.stream_send(id, b"more", false), Err(StreamError::StopSending(0x42)));
     assert_eq!(c.stream_capacity(id), Err(StreamError::StopSending(0x42)));
-    assert!(
-        c.writable().any(|x| x == id),
-        "writable so the app sees the error"
-    );
+    assert!(c.writable().any(|x| x == id), "writable so the app sees the error");
     let r = c.next_control(now, Duration::ZERO).unwrap();
-    assert_eq!(
-        r,
-        ControlFrame::ResetStream {
-            id,
-            code: 0x42,
-            final_size: 1200
-        }
-    );
+    assert_eq!(r, ControlFrame::ResetStream { id, code: 0x42, final_size: 1200 });
     assert!(c.next_to_send().is_none(), "no STREAM frames after reset");
     c.on_control_lost(r);
     assert_eq!(c.next_control(now, Duration::ZERO), Some(r));
@@ -578,23 +429,12 @@ fn reset_received_is_reported_and_releases_credit() {
     deliver(&mut s, &emit(&mut c, 500));
     c.stream_reset(id, 9).unwrap();
     let r = c.next_control(epoch(), Duration::ZERO).unwrap();
-    assert_eq!(
-        r,
-        ControlFrame::ResetStream {
-            id,
-            code: 9,
-            final_size: 500
-        }
-    );
+    assert_eq!(r, ControlFrame::ResetStream { id, code: 9, final_size: 500 });
     s.on_reset_stream(id, 9, 3000).unwrap();
     assert!(s.readable().any(|x| x == id));
     assert_eq!(s.stream_recv(id, &mut [0; 10]), Err(StreamError::Reset(9)));
     assert!(s.get(id).is_none());
-    assert_eq!(
-        s.conn_recv_window().consumed(),
-        3000,
-        "whole final size released"
-    );
+    assert_eq!(s.conn_recv_window().consumed(), 3000, "whole final size released");
 }
 
 #[test]
@@ -653,10 +493,7 @@ fn write_on_zero_credit_stream_reports_blocked() {
     assert!(c.next_to_send().is_none());
     assert_eq!(
         c.next_control(epoch(), Duration::ZERO),
-        Some(ControlFrame::StreamDataBlocked {
-            id: StreamId(0),
-            limit: 0
-        })
+        Some(ControlFrame::StreamDataBlocked { id: StreamId(0), limit: 0 })
     );
     c.stream_send(StreamId(0), b"def", false).unwrap();
     assert!(!c.has_pending_control(), "once per limit");

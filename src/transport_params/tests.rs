@@ -2,10 +2,7 @@ use super::*;
 
 fn hex(s: &str) -> Vec<u8> {
     let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }
 
 fn cid(b: &[u8]) -> ConnectionId {
@@ -113,70 +110,33 @@ fn validation_failures() {
         ("0f 00 0f 00", false, "duplicate"),
         ("0f 00 04 01 05 04 01 06", false, "duplicate integer"),
         ("0f 00 00 01 aa", false, "odcid from client"),
-        (
-            "0f 00 02 10 00000000000000000000000000000000",
-            false,
-            "reset token from client",
-        ),
+        ("0f 00 02 10 00000000000000000000000000000000", false, "reset token from client"),
         ("0f 00 10 01 aa", false, "retry scid from client"),
-        (
-            "0f 00 00 00 02 0f 00000000000000000000000000000000",
-            true,
-            "reset token 15 bytes",
-        ),
+        ("0f 00 00 00 02 0f 00000000000000000000000000000000", true, "reset token 15 bytes"),
         ("0f 00 03 02 44af", false, "max_udp_payload_size 1199"),
         ("0f 00 0a 01 15", false, "ack_delay_exponent 21"),
         ("0f 00 0b 04 80004000", false, "max_ack_delay 2^14"),
         ("0f 00 0e 01 01", false, "active_connection_id_limit 1"),
-        (
-            "0f 00 08 08 d000000000000001",
-            false,
-            "max streams bidi above 2^60",
-        ),
-        (
-            "0f 00 09 08 d000000000000001",
-            false,
-            "max streams uni above 2^60",
-        ),
-        (
-            "0f 00 3e 08 c000000100000000",
-            false,
-            "initial_max_path_id above 2^32-1",
-        ),
+        ("0f 00 08 08 d000000000000001", false, "max streams bidi above 2^60"),
+        ("0f 00 09 08 d000000000000001", false, "max streams uni above 2^60"),
+        ("0f 00 3e 08 c000000100000000", false, "initial_max_path_id above 2^32-1"),
         ("0f 00 04 02 05", false, "integer shorter than its length"),
         ("0f 00 04 02 0500", false, "integer with trailing byte"),
         ("0f 00 04 00", false, "integer with zero length"),
-        (
-            "0f 00 0c 01 00",
-            false,
-            "disable_active_migration with value",
-        ),
-        (
-            "0f 15 000000000000000000000000000000000000000000",
-            false,
-            "21-byte initial scid",
-        ),
+        ("0f 00 0c 01 00", false, "disable_active_migration with value"),
+        ("0f 15 000000000000000000000000000000000000000000", false, "21-byte initial scid"),
         ("0f 00 04 05 00", false, "length past end"),
         ("0f 00 40", false, "truncated id"),
         ("", false, "missing initial_source_connection_id"),
-        (
-            "00 00",
-            true,
-            "missing initial_source_connection_id from server",
-        ),
+        ("00 00", true, "missing initial_source_connection_id from server"),
     ];
     for (bytes, from_server, what) in cases {
         let e = TransportParams::decode(&hex(bytes), *from_server).expect_err(what);
         assert_eq!(e.code, ErrorCode::TRANSPORT_PARAMETER_ERROR, "{what}");
     }
     // Boundary values that are fine.
-    let ok: &[&str] = &[
-        "0f 00 03 02 44b0",
-        "0f 00 0a 01 14",
-        "0f 00 0b 02 7fff",
-        "0f 00 0e 01 02",
-        "0f 00 3e 04 bfffffff",
-    ];
+    let ok: &[&str] =
+        &["0f 00 03 02 44b0", "0f 00 0a 01 14", "0f 00 0b 02 7fff", "0f 00 0e 01 02", "0f 00 3e 04 bfffffff"];
     for b in ok {
         assert!(TransportParams::decode(&hex(b), false).is_ok(), "{b}");
     }
@@ -185,14 +145,17 @@ fn validation_failures() {
 #[test]
 fn bad_preferred_address() {
     let base = "0f 00 00 00 0d";
-    let good_body = "c0000201 115c 00000000000000000000000000000000 0000 01 aa 00000000000000000000000000000000";
+    let good_body =
+        "c0000201 115c 00000000000000000000000000000000 0000 01 aa 00000000000000000000000000000000";
     let ok = format!("{base} 2a {good_body}");
     let p = TransportParams::decode(&hex(&ok), true).unwrap();
     let pa = p.preferred_address.unwrap();
     assert_eq!(pa.ipv4, Some("192.0.2.1:4444".parse().unwrap()));
     assert_eq!(pa.ipv6, None);
     // Zero-length CID, 21-byte CID, trailing byte, truncated.
-    let zero = format!("{base} 29 c0000201 115c 00000000000000000000000000000000 0000 00 00000000000000000000000000000000");
+    let zero = format!(
+        "{base} 29 c0000201 115c 00000000000000000000000000000000 0000 00 00000000000000000000000000000000"
+    );
     let trailing = format!("{base} 2b {good_body} 00");
     let short = format!("{base} 10 c0000201 115c 00000000000000000000");
     let long_cid = format!("{base} 3e c0000201 115c 00000000000000000000000000000000 0000 15 {} 00000000000000000000000000000000", "aa".repeat(21));

@@ -97,8 +97,9 @@ pub mod mp {
 
     pub fn client(local: SocketAddr, peer: SocketAddr, s: &Settings) -> Ep {
         let cfg = config(false, s);
-        let conn = mpquic::connect(Some("localhost"), &mpquic::random_cid(16), local, peer, &cfg, Instant::now())
-            .expect("mpquic connect");
+        let conn =
+            mpquic::connect(Some("localhost"), &mpquic::random_cid(16), local, peer, &cfg, Instant::now())
+                .expect("mpquic connect");
         Ep { conn, local, peer }
     }
 
@@ -121,10 +122,18 @@ pub mod mp {
             match self.validator.handle(dgram, &from, 0, &mut out) {
                 Accept::New { odcid, retry_scid } => {
                     let scid = retry_scid.unwrap_or_else(|| mpquic::random_cid(16));
-                    let mut conn =
-                        mpquic::accept(&scid, &odcid, retry_scid.as_ref(), self.local, from, &self.cfg, Instant::now())
-                            .expect("mpquic accept");
-                    conn.recv(dgram, RecvInfo { from, to: self.local }, Instant::now()).expect("first Initial");
+                    let mut conn = mpquic::accept(
+                        &scid,
+                        &odcid,
+                        retry_scid.as_ref(),
+                        self.local,
+                        from,
+                        &self.cfg,
+                        Instant::now(),
+                    )
+                    .expect("mpquic accept");
+                    conn.recv(dgram, RecvInfo { from, to: self.local }, Instant::now())
+                        .expect("first Initial");
                     Ok(Ep { conn, local: self.local, peer: from })
                 }
                 Accept::Reply(n) => Err(Some(out[..n].to_vec())),
@@ -241,7 +250,8 @@ pub mod qc {
                 odcid = Some(quiche::ConnectionId::from_vec(token));
                 scid = hdr.dcid.clone();
             }
-            let mut conn = quiche::accept(&scid, odcid.as_ref(), self.local, from, &mut self.cfg).expect("accept");
+            let mut conn =
+                quiche::accept(&scid, odcid.as_ref(), self.local, from, &mut self.cfg).expect("accept");
             conn.recv(dgram, quiche::RecvInfo { from, to: self.local }).expect("first Initial");
             Ok(Ep { conn, local: self.local, peer: from })
         }
@@ -323,7 +333,15 @@ pub struct Wire {
 
 impl Wire {
     pub fn new(burst: usize, mss: usize) -> Wire {
-        Wire { burst, loss: 0.0, reorder: 0.0, rng: 0x9e37_79b9_7f4a_7c15, bufs: vec![vec![0u8; mss.max(1500)]; burst], lens: Vec::with_capacity(burst), dropped: 0 }
+        Wire {
+            burst,
+            loss: 0.0,
+            reorder: 0.0,
+            rng: 0x9e37_79b9_7f4a_7c15,
+            bufs: vec![vec![0u8; mss.max(1500)]; burst],
+            lens: Vec::with_capacity(burst),
+            dropped: 0,
+        }
     }
 
     fn rand(&mut self) -> f64 {

@@ -49,13 +49,7 @@ fn trace_from_rates(rates_mbps_per_ms: &[f64]) -> Vec<u64> {
 
 /// Log-normal AR(1) fading around `mean` Mbit/s, updated every 100 ms, linearly
 /// interpolated per millisecond and rescaled to the exact mean.
-fn fading_rates(
-    rng: &mut ChaCha8Rng,
-    mean: f64,
-    sigma: f64,
-    corr: f64,
-    period_ms: usize,
-) -> Vec<f64> {
+fn fading_rates(rng: &mut ChaCha8Rng, mean: f64, sigma: f64, corr: f64, period_ms: usize) -> Vec<f64> {
     let steps = period_ms / 100 + 2;
     let mut x = 0.0f64;
     let mut knots = Vec::with_capacity(steps);
@@ -103,13 +97,7 @@ impl Gen {
         Ok(())
     }
 
-    fn constant(
-        &mut self,
-        name: &str,
-        per: u64,
-        period_ms: u64,
-        target: f64,
-    ) -> Result<(), String> {
+    fn constant(&mut self, name: &str, per: u64, period_ms: u64, target: f64) -> Result<(), String> {
         // `per` opportunities spread evenly over `period_ms`.
         let times = (1..=per).map(|i| (i * period_ms).div_ceil(per)).collect();
         self.write_trace(name, times, target)
@@ -139,12 +127,7 @@ fn header(name: &str, desc: &str, duration: f64, seed: u64) -> String {
 fn testbed(g: &mut Gen) -> Result<(), String> {
     // 100 Mbit/s = 25 opportunities per 3 ms, exactly.
     g.constant("const-100mbps", 25, 3, 100.0)?;
-    for (suffix, loss) in [
-        ("", 0.0),
-        ("-loss0.01", 0.0001),
-        ("-loss0.1", 0.001),
-        ("-loss1", 0.01),
-    ] {
+    for (suffix, loss) in [("", 0.0), ("-loss0.01", 0.0001), ("-loss0.1", 0.001), ("-loss1", 0.01)] {
         let name = format!("testbed-2x100{suffix}");
         let q = "queue = { kind = \"droptail\", bytes = 625000 }\n";
         let mut s = header(
@@ -162,13 +145,7 @@ fn testbed(g: &mut Gen) -> Result<(), String> {
         } else {
             String::new()
         };
-        s += &path_block(
-            "b",
-            "const-100mbps",
-            "const-100mbps",
-            25.0,
-            &format!("{q}{l}"),
-        );
+        s += &path_block("b", "const-100mbps", "const-100mbps", 25.0, &format!("{q}{l}"));
         g.write_scenario(&name, &s)?;
     }
     Ok(())
@@ -223,22 +200,13 @@ fn lte_wifi(g: &mut Gen, rng: &mut ChaCha8Rng) -> Result<(), String> {
     g.write_trace("wifi-20mbps.down", trace_from_rates(&r), 20.0)?;
     let r = fading_rates(rng, 20.0, 0.15, 0.8, 10_000);
     g.write_trace("wifi-20mbps.up", trace_from_rates(&r), 20.0)?;
-    let _ = writeln!(
-        g.notes,
-        "\nWi-Fi loss schedules (seed 002 Fig. 3 approximations, mean over 180 s):\n"
-    );
-    for (name, pat, wifi_delay) in [
-        ("A1", 'A', 20.0),
-        ("A2", 'A', 30.0),
-        ("B1", 'B', 20.0),
-        ("B2", 'B', 30.0),
-    ] {
+    let _ = writeln!(g.notes, "\nWi-Fi loss schedules (seed 002 Fig. 3 approximations, mean over 180 s):\n");
+    for (name, pat, wifi_delay) in
+        [("A1", 'A', 20.0), ("A2", 'A', 30.0), ("B1", 'B', 20.0), ("B2", 'B', 30.0)]
+    {
         let p = wifi_loss_pattern(pat);
-        let mean: f64 = p
-            .windows(2)
-            .map(|w| (w[1].0 - w[0].0) * (w[0].1 + w[1].1) / 2.0)
-            .sum::<f64>()
-            / 180.0;
+        let mean: f64 =
+            p.windows(2).map(|w| (w[1].0 - w[0].0) * (w[0].1 + w[1].1) / 2.0).sum::<f64>() / 180.0;
         let _ = writeln!(
             g.notes,
             "- lte-wifi-{name}: scenario {pat}, mean Wi-Fi loss {:.2}%, peak {:.0}%",
@@ -257,7 +225,10 @@ fn lte_wifi(g: &mut Gen, rng: &mut ChaCha8Rng) -> Result<(), String> {
         );
         let q = "queue = { kind = \"droptail\", bytes = 375000 }\n";
         s += &path_block("wifi", "wifi-20mbps.up", "wifi-20mbps.down", wifi_delay, q);
-        s += &format!("\n[[path.schedule]]\nparam = \"loss\"\ndirection = \"both\"\ninterp = \"linear\"\npoints = {}\n", points(p));
+        s += &format!(
+            "\n[[path.schedule]]\nparam = \"loss\"\ndirection = \"both\"\ninterp = \"linear\"\npoints = {}\n",
+            points(p)
+        );
         s += &path_block("lte", "lte-6mbps.up", "lte-12mbps.down", 40.0, q);
         g.write_scenario(&full, &s)?;
     }
@@ -312,20 +283,14 @@ fn lte_events(
     let n_small = (n_drops as f64 * m.share_small_drops).round() as usize;
     let n_ho = (m.handovers_per_5min * scale_n).round() as usize;
     let n_follow = ((n_ho as f64 * m.ho_after_drop).round() as usize).min(n_drops);
-    let mut drop_times: Vec<f64> = (0..n_drops)
-        .map(|_| rng.gen_range(1.0..duration - 15.0))
-        .collect();
+    let mut drop_times: Vec<f64> = (0..n_drops).map(|_| rng.gen_range(1.0..duration - 15.0)).collect();
     drop_times.sort_by(f64::total_cmp);
     let mut handover_times = Vec::new();
     for (i, &t) in drop_times.iter().enumerate() {
         // Small and large drops interleaved evenly; every k-th drop is followed by a
         // handover.
         let small = (i * n_small) / n_drops.max(1) != ((i + 1) * n_small) / n_drops.max(1);
-        let db = if small {
-            rng.gen_range(6.0..8.0)
-        } else {
-            rng.gen_range(8.0..14.0)
-        };
+        let db = if small { rng.gen_range(6.0..8.0) } else { rng.gen_range(8.0..14.0) };
         // Bufferbloat model: every 2 dB of drop divides the rate by 1.7, so a standing
         // queue takes 1.7x longer to drain (1.7x RTT); then linear recovery.
         let cut = 1.7f64.powf(-db / 2.0);
@@ -345,16 +310,7 @@ fn lte_events(
     for (t, after) in handover_times {
         // Handover: near-interruption for 0.3 s (-95 %), then -74 % recovering over 2-4 s.
         let rec = rng.gen_range(2.0..4.0);
-        add(
-            vec![
-                (t, 1.0),
-                (t, 0.05),
-                (t + 0.3, 0.05),
-                (t + 0.3, 0.26),
-                (t + 0.3 + rec, 1.0),
-            ],
-            scale,
-        );
+        add(vec![(t, 1.0), (t, 0.05), (t + 0.3, 0.05), (t + 0.3, 0.26), (t + 0.3 + rec, 1.0)], scale);
         st.handovers += 1;
         st.ho_after_drop += usize::from(after);
     }
@@ -382,17 +338,9 @@ fn dual_lte(g: &mut Gen, rng: &mut ChaCha8Rng) -> Result<(), String> {
     // scales them and adds the events.
     for (isp, sigma) in [("a", 0.25), ("b", 0.3)] {
         let r = fading_rates(rng, 40.0, sigma, 0.85, 20_000);
-        g.write_trace(
-            &format!("lte-isp-{isp}-40mbps.down"),
-            trace_from_rates(&r),
-            40.0,
-        )?;
+        g.write_trace(&format!("lte-isp-{isp}-40mbps.down"), trace_from_rates(&r), 40.0)?;
         let r = fading_rates(rng, 10.0, sigma, 0.85, 20_000);
-        g.write_trace(
-            &format!("lte-isp-{isp}-10mbps.up"),
-            trace_from_rates(&r),
-            10.0,
-        )?;
+        g.write_trace(&format!("lte-isp-{isp}-10mbps.up"), trace_from_rates(&r), 10.0)?;
     }
     let walking_events = 12.0;
     let walking_ho = 3.0;
@@ -430,15 +378,20 @@ fn dual_lte(g: &mut Gen, rng: &mut ChaCha8Rng) -> Result<(), String> {
         },
     ];
     let duration = 300.0;
-    let _ = writeln!(
-        g.notes,
-        "\nDual-LTE events (per path, {duration:.0} s) and effective capacity:\n"
-    );
+    let _ = writeln!(g.notes, "\nDual-LTE events (per path, {duration:.0} s) and effective capacity:\n");
     let _ = writeln!(g.notes, "| scenario | path | drops (<=8 dB) | handovers (after drop) | mean rate factor | effective mean down (Mbit/s) | target TCP (Mbit/s) |");
     let _ = writeln!(g.notes, "| --- | --- | ---: | ---: | ---: | ---: | ---: |");
     for m in &levels {
         let name = format!("dual-lte-{}", m.name);
-        let mut s = header(&name, &format!("seed 004 {}: two LTE operators, signal drops and handovers as rate cuts behind deep queues", m.name), duration, g.seed);
+        let mut s = header(
+            &name,
+            &format!(
+                "seed 004 {}: two LTE operators, signal drops and handovers as rate cuts behind deep queues",
+                m.name
+            ),
+            duration,
+            g.seed,
+        );
         for isp in ["a", "b"] {
             let mut scale = vec![1.0; (duration * 10.0) as usize];
             let mut st = EventStats::default();
@@ -512,7 +465,12 @@ fn seed000_dynamic(g: &mut Gen) -> Result<(), String> {
     s += &path_block("b", "const-20mbps", "const-20mbps", 25.0, q);
     s += "\n[[path.schedule]]\nparam = \"outage\"\nstart = 15.0\n";
     g.write_scenario("break", &s)?;
-    let mut s = header("degrade", "seed 000 Fig. 10(b): two 20 Mbit/s paths, 25 ms; path b degrades from 5 s and is unusable from 25 s", 40.0, g.seed);
+    let mut s = header(
+        "degrade",
+        "seed 000 Fig. 10(b): two 20 Mbit/s paths, 25 ms; path b degrades from 5 s and is unusable from 25 s",
+        40.0,
+        g.seed,
+    );
     s += &path_block("a", "const-20mbps", "const-20mbps", 25.0, q);
     s += &path_block("b", "const-20mbps", "const-20mbps", 25.0, q);
     s += "\n[[path.schedule]]\nparam = \"loss\"\npoints = [[5.0, 0.0], [25.0, 0.2]]\n";
@@ -524,12 +482,7 @@ fn seed000_dynamic(g: &mut Gen) -> Result<(), String> {
 
 fn run(out: &Path, seed: u64) -> Result<String, String> {
     std::fs::create_dir_all(out.join("data")).map_err(|e| e.to_string())?;
-    let mut g = Gen {
-        out: out.to_path_buf(),
-        seed,
-        report: String::new(),
-        notes: String::new(),
-    };
+    let mut g = Gen { out: out.to_path_buf(), seed, report: String::new(), notes: String::new() };
     g.report += "# Calibration report (generated by mpquic-tracegen; do not edit)\n\n";
     let _ = writeln!(g.report, "Seed {seed}. Rates count 1500 bytes per opportunity; min/max are over 1 s bins (or one period if shorter).\n");
     g.report += "| trace | period (s) | lines | target mean (Mbit/s) | measured mean | error | min / max 1 s (Mbit/s) |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";

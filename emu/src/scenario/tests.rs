@@ -74,47 +74,33 @@ fn rejects_bad_scenarios() {
     let base = "duration = 10.0\n[[path]]\nname = \"a\"\nup = \"c.up\"\ndown = \"c.down\"\n";
     assert!(err(&format!("{base}colour = 3\n")).contains("colour"));
     assert!(err(&format!("{base}delay_ms = -1.0\n")).contains("delay_ms must be >= 0"));
-    assert!(err(&format!(
-        "{base}loss = {{ model = \"bernoulli\", p = 1.5 }}\n"
-    ))
-    .contains("p must be in [0, 1]"));
+    assert!(
+        err(&format!("{base}loss = {{ model = \"bernoulli\", p = 1.5 }}\n")).contains("p must be in [0, 1]")
+    );
     assert!(err(&format!("{base}loss = {{ model = \"bernoulli\" }}\n")).contains("missing p"));
-    assert!(err(&format!(
-        "{base}loss = {{ model = \"bernoulli\", p = 0.1, loss_bad = 0.2 }}\n"
-    ))
-    .contains("loss_bad"));
+    assert!(err(&format!("{base}loss = {{ model = \"bernoulli\", p = 0.1, loss_bad = 0.2 }}\n"))
+        .contains("loss_bad"));
     assert!(err(&format!("{base}queue = {{ kind = \"droptail\" }}\n")).contains("packets"));
     assert!(err(&format!("{base}queue = {{ kind = \"red\" }}\n")).contains("unknown queue"));
-    assert!(err(&format!(
-        "{base}[[path.schedule]]\nparam = \"loss\"\npoints = [[0.0, 2.0]]\n"
-    ))
-    .contains("out of range"));
-    assert!(err(&format!(
-        "{base}[[path.schedule]]\nparam = \"jitter\"\npoints = [[0.0, 2.0]]\n"
-    ))
-    .contains("unknown param"));
-    assert!(err(&format!(
-        "{base}[[path.schedule]]\nparam = \"rate\"\npoints = [[5.0, 1.0], [1.0, 1.0]]\n"
-    ))
-    .contains("non-decreasing"));
-    assert!(err(&format!(
-        "{base}[[path.schedule]]\nparam = \"outage\"\nstart = 5.0\nend = 1.0\n"
-    ))
-    .contains("start < end"));
-    let missing =
-        err("duration = 1.0\n[[path]]\nname = \"a\"\nup = \"nope.up\"\ndown = \"c.down\"\n");
+    assert!(err(&format!("{base}[[path.schedule]]\nparam = \"loss\"\npoints = [[0.0, 2.0]]\n"))
+        .contains("out of range"));
+    assert!(err(&format!("{base}[[path.schedule]]\nparam = \"jitter\"\npoints = [[0.0, 2.0]]\n"))
+        .contains("unknown param"));
+    assert!(err(&format!("{base}[[path.schedule]]\nparam = \"rate\"\npoints = [[5.0, 1.0], [1.0, 1.0]]\n"))
+        .contains("non-decreasing"));
+    assert!(err(&format!("{base}[[path.schedule]]\nparam = \"outage\"\nstart = 5.0\nend = 1.0\n"))
+        .contains("start < end"));
+    let missing = err("duration = 1.0\n[[path]]\nname = \"a\"\nup = \"nope.up\"\ndown = \"c.down\"\n");
     assert!(missing.contains("nope.up"), "{missing}");
     let bad = err("duration = 1.0\n[[path]]\nname = \"a\"\nup = \"c.up\"\ndown = \"bad.down\"\n");
     assert!(bad.contains("bad.down:3:"), "{bad}");
     assert!(
-        err("duration = 0.0\n[[path]]\nname = \"a\"\nup = \"c.up\"\ndown = \"c.up\"\n")
-            .contains("duration")
+        err("duration = 0.0\n[[path]]\nname = \"a\"\nup = \"c.up\"\ndown = \"c.up\"\n").contains("duration")
     );
     assert!(err("duration = 1.0\n").contains("at least one"));
-    assert!(err(&format!(
-        "{base}[[path]]\nname = \"a\"\nup = \"c.up\"\ndown = \"c.up\"\n"
-    ))
-    .contains("duplicate"));
+    assert!(
+        err(&format!("{base}[[path]]\nname = \"a\"\nup = \"c.up\"\ndown = \"c.up\"\n")).contains("duplicate")
+    );
     assert!(err("duration = \"x\"\n").contains("duration"));
 }
 

@@ -41,9 +41,7 @@ fn main() {
     let up = load(&a.uplink_trace);
     let down = load(&a.downlink_trace);
     // --once: the shell ends when both traces have played through.
-    let stop_after = a
-        .once
-        .then(|| Duration::from_millis(up.period_ms().max(down.period_ms())));
+    let stop_after = a.once.then(|| Duration::from_millis(up.period_ms().max(down.period_ms())));
     let cfg = ShellConfig {
         kind: "link",
         paths: vec![PathStages {

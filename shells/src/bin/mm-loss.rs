@@ -14,10 +14,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let lossy = Box::new(LossStage::new(
-        LossModel::Bernoulli { p: a.rate },
-        loss_seed(),
-    ));
+    let lossy = Box::new(LossStage::new(LossModel::Bernoulli { p: a.rate }, loss_seed()));
     let (up, down): (Box<dyn emu::Stage>, Box<dyn emu::Stage>) = match a.direction {
         Direction::Uplink => (lossy, passthrough()),
         Direction::Downlink => (passthrough(), lossy),

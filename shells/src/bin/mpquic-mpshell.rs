@@ -33,15 +33,8 @@ fn main() {
     let (names, configs): (Vec<String>, Vec<(LinkConfig, LinkConfig)>) = match a.source {
         PathSource::Scenario(s) => {
             let sc = Scenario::find(&s).unwrap_or_else(|e| fail(e));
-            let sc = if a.seed.is_some() {
-                sc.with_seed(seed)
-            } else {
-                sc
-            };
-            sc.paths
-                .into_iter()
-                .map(|p| (p.name, (p.up, p.down)))
-                .unzip()
+            let sc = if a.seed.is_some() { sc.with_seed(seed) } else { sc };
+            sc.paths.into_iter().map(|p| (p.name, (p.up, p.down))).unzip()
         }
         PathSource::Paths(paths) => paths
             .into_iter()
@@ -65,18 +58,8 @@ fn main() {
     };
     let paths = configs
         .iter()
-        .map(|(up, down)| PathStages {
-            up: Box::new(Link::new(up)),
-            down: Box::new(Link::new(down)),
-        })
+        .map(|(up, down)| PathStages { up: Box::new(Link::new(up)), down: Box::new(Link::new(down)) })
         .collect();
-    let cfg = ShellConfig {
-        kind: "mp",
-        paths,
-        stop_after: None,
-        command: a.command,
-        announce: true,
-        names,
-    };
+    let cfg = ShellConfig { kind: "mp", paths, stop_after: None, command: a.command, announce: true, names };
     std::process::exit(main_with("mpquic-mpshell", cfg));
 }

@@ -28,12 +28,7 @@ struct Driver {
 impl Driver {
     fn new(path: u32) -> Self {
         let base = base();
-        let params = CcParams {
-            path_id: PathId(path),
-            mss: MSS,
-            initial_window: 10 * MSS,
-            now: base,
-        };
+        let params = CcParams { path_id: PathId(path), mss: MSS, initial_window: 10 * MSS, now: base };
         Self {
             base,
             t: Duration::ZERO,
@@ -65,11 +60,7 @@ impl Driver {
         let acked = (bw as f64 * rtt.as_secs_f64()) as u64;
         // A round-start ACK acks a packet sent after the mark; others ack
         // packets sent before it.
-        let prior_delivered = if new_round {
-            self.delivered
-        } else {
-            self.mark.saturating_sub(1)
-        };
+        let prior_delivered = if new_round { self.delivered } else { self.mark.saturating_sub(1) };
         self.delivered += acked;
         if new_round {
             self.mark = self.delivered;
@@ -104,9 +95,7 @@ impl Driver {
     /// 1.6 MB/s, until Drain ends. Returns the state after each round.
     fn run_to_probe_bw(&mut self) -> Vec<BbrState> {
         let mut states = Vec::new();
-        let bws = [
-            100_000, 200_000, 400_000, 800_000, 1_600_000, 1_600_000, 1_600_000, 1_600_000,
-        ];
+        let bws = [100_000, 200_000, 400_000, 800_000, 1_600_000, 1_600_000, 1_600_000, 1_600_000];
         for bw in bws {
             // Startup's queue: inflight well above the 160 kB BDP.
             self.ack(RTT, bw, 400_000, 400_000);
@@ -151,9 +140,7 @@ fn startup_drain_probe_bw_on_plateau() {
 #[test]
 fn drain_uses_inverse_gain() {
     let mut d = Driver::new(0);
-    let bws = [
-        100_000, 200_000, 400_000, 800_000, 1_600_000, 1_600_000, 1_600_000, 1_600_000,
-    ];
+    let bws = [100_000, 200_000, 400_000, 800_000, 1_600_000, 1_600_000, 1_600_000, 1_600_000];
     for bw in bws {
         d.ack(RTT, bw, 400_000, 400_000);
     }
@@ -247,26 +234,14 @@ fn probe_rtt_after_ten_seconds() {
     d.ack(Duration::from_millis(50), 1_600_000, 10_000, 4 * MSS);
     let hold_start = d.t;
     // 250 ms later but no round has ended yet (a 300 ms RTT, say): stay.
-    d.ack_full(
-        Duration::from_millis(250),
-        1_600_000,
-        RTT,
-        4 * MSS,
-        4 * MSS,
-        false,
-        false,
-    );
+    d.ack_full(Duration::from_millis(250), 1_600_000, RTT, 4 * MSS, 4 * MSS, false, false);
     assert_eq!(d.bbr.state(), BbrState::ProbeRtt);
     assert_eq!(d.bbr.window(), 4 * MSS);
     // A round ends: both conditions hold, back to ProbeBW, window restored.
     d.ack(Duration::from_millis(60), 1_600_000, 4 * MSS, 4 * MSS);
     assert!(d.t - hold_start >= PROBE_RTT_DURATION);
     assert_eq!(d.bbr.state(), BbrState::ProbeBw);
-    assert!(
-        d.bbr.window() >= cwnd_cruise,
-        "{} < {cwnd_cruise}",
-        d.bbr.window()
-    );
+    assert!(d.bbr.window() >= cwnd_cruise, "{} < {cwnd_cruise}", d.bbr.window());
 }
 
 #[test]
@@ -297,15 +272,7 @@ fn new_min_rtt_postpones_probe_rtt() {
         d.ack(RTT, 1_600_000, 210_000, 210_000);
     }
     // A lower RTT at ~10 s restarts the 10 s window.
-    d.ack_full(
-        RTT,
-        1_600_000,
-        Duration::from_millis(90),
-        210_000,
-        210_000,
-        false,
-        true,
-    );
+    d.ack_full(RTT, 1_600_000, Duration::from_millis(90), 210_000, 210_000, false, true);
     assert_eq!(d.bbr.rt_prop(), Some(Duration::from_millis(90)));
     for _ in 0..50 {
         d.ack(RTT, 1_600_000, 210_000, 210_000);
@@ -351,24 +318,8 @@ fn rounds_count_by_delivered_bytes() {
     let mut d = Driver::new(0);
     d.ack(RTT, 1_000_000, 100_000, 100_000);
     // ACKs of packets sent before the round's end do not start a round.
-    d.ack_full(
-        Duration::from_millis(10),
-        1_000_000,
-        RTT,
-        100_000,
-        100_000,
-        false,
-        false,
-    );
-    d.ack_full(
-        Duration::from_millis(10),
-        1_000_000,
-        RTT,
-        100_000,
-        100_000,
-        false,
-        false,
-    );
+    d.ack_full(Duration::from_millis(10), 1_000_000, RTT, 100_000, 100_000, false, false);
+    d.ack_full(Duration::from_millis(10), 1_000_000, RTT, 100_000, 100_000, false, false);
     assert_eq!(d.bbr.round_count(), 1);
     d.ack(Duration::from_millis(10), 1_000_000, 100_000, 100_000);
     assert_eq!(d.bbr.round_count(), 2);
@@ -395,22 +346,14 @@ fn loss_conserves_then_restores() {
     // Cut to what is in flight.
     assert_eq!(d.bbr.window(), 200_000);
     // A loss of a packet sent before recovery began: same period, small cut.
-    let again = LossEvent {
-        largest_lost_sent: now - RTT / 2,
-        ..loss.clone()
-    };
+    let again = LossEvent { largest_lost_sent: now - RTT / 2, ..loss.clone() };
     d.bbr.on_loss(&again, &d.rtt, &[]);
     assert_eq!(d.bbr.window(), 200_000 - 2 * MSS);
     // An ACK of a packet sent after recovery began restores the window.
     d.ack(RTT + Duration::from_millis(1), 1_600_000, 150_000, 150_000);
     assert_eq!(d.bbr.window(), cwnd);
     // Persistent congestion: minimum window.
-    let pc = LossEvent {
-        now: d.now(),
-        largest_lost_sent: d.now(),
-        persistent_congestion: true,
-        ..loss
-    };
+    let pc = LossEvent { now: d.now(), largest_lost_sent: d.now(), persistent_congestion: true, ..loss };
     d.bbr.on_loss(&pc, &d.rtt, &[]);
     assert_eq!(d.bbr.window(), 4 * MSS);
 }

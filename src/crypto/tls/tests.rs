@@ -19,9 +19,7 @@ fn server_config(alpn: &[&[u8]]) -> TlsConfig {
 }
 
 fn client_builder(alpn: &[&[u8]]) -> TlsConfigBuilder {
-    TlsConfig::client()
-        .alpn(alpn)
-        .ca_file(certs().join("rootca.pem"))
+    TlsConfig::client().alpn(alpn).ca_file(certs().join("rootca.pem"))
 }
 
 /// One endpoint: its session and the keys it has been given, per level.
@@ -108,10 +106,7 @@ fn round_trip(w: &Keys, r: &Keys, pn: u64, path: u32) {
 fn full_handshake_with_verification() {
     let keylog = std::env::temp_dir().join(format!("mpquic-keylog-{}.txt", std::process::id()));
     let _ = std::fs::remove_file(&keylog);
-    let client_cfg = client_builder(&[b"hq-interop", b"h3"])
-        .keylog_file(&keylog)
-        .build()
-        .unwrap();
+    let client_cfg = client_builder(&[b"hq-interop", b"h3"]).keylog_file(&keylog).build().unwrap();
     let server_cfg = server_config(&[b"h3", b"hq-interop"]);
     let (mut c, mut s) = pair(&client_cfg, &server_cfg, Some("localhost"));
     handshake(&mut c, &mut s).unwrap();
@@ -127,10 +122,7 @@ fn full_handshake_with_verification() {
     assert_eq!(c.tls.server_name(), Some("localhost"));
     assert!(c.tls.peer_verified());
     assert_eq!(c.tls.verify_result(), 0);
-    assert!(
-        !s.tls.peer_verified(),
-        "server did not ask for a client certificate"
-    );
+    assert!(!s.tls.peer_verified(), "server did not ask for a client certificate");
     assert_eq!(c.tls.algorithm(), s.tls.algorithm());
     assert!(c.tls.algorithm().is_some());
     assert_eq!(c.tls.read_level(), Level::OneRtt);
@@ -155,30 +147,19 @@ fn full_handshake_with_verification() {
     let i = Level::OneRtt.index();
     let c1 = c.write[i].as_ref().unwrap().next().unwrap();
     let s1 = s.read[i].as_ref().unwrap().next().unwrap();
-    assert_ne!(
-        c1.secret.as_bytes(),
-        c.write[i].as_ref().unwrap().secret.as_bytes()
-    );
+    assert_ne!(c1.secret.as_bytes(), c.write[i].as_ref().unwrap().secret.as_bytes());
     round_trip(&c1, &s1, 100, 3);
     let mut pkt = [&[0x44u8, 1, 2][..], b"x", &[0u8; TAG_LEN]].concat();
     c1.packet.seal_packet(5, 0, &mut pkt, 3).unwrap();
     let gen0 = s.read[i].as_ref().unwrap();
-    assert_eq!(
-        gen0.packet.open_packet(5, 0, &mut pkt, 3),
-        Err(CryptoError::DecryptFailed)
-    );
+    assert_eq!(gen0.packet.open_packet(5, 0, &mut pkt, 3), Err(CryptoError::DecryptFailed));
 
     // The key log has the TLS 1.3 secrets, one per line.
     let log = std::fs::read_to_string(&keylog).unwrap();
-    for label in [
-        "CLIENT_HANDSHAKE_TRAFFIC_SECRET",
-        "SERVER_HANDSHAKE_TRAFFIC_SECRET",
-        "CLIENT_TRAFFIC_SECRET_0",
-    ] {
-        assert!(
-            log.lines().any(|l| l.starts_with(label)),
-            "{label} missing from key log"
-        );
+    for label in
+        ["CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET", "CLIENT_TRAFFIC_SECRET_0"]
+    {
+        assert!(log.lines().any(|l| l.starts_with(label)), "{label} missing from key log");
     }
     let _ = std::fs::remove_file(&keylog);
 }
@@ -196,11 +177,7 @@ fn verification_by_ip_address() {
 #[test]
 fn alpn_mismatch_is_0x178() {
     let client_cfg = client_builder(&[b"h3"]).build().unwrap();
-    let (mut c, mut s) = pair(
-        &client_cfg,
-        &server_config(&[b"hq-interop"]),
-        Some("localhost"),
-    );
+    let (mut c, mut s) = pair(&client_cfg, &server_config(&[b"hq-interop"]), Some("localhost"));
     match handshake(&mut c, &mut s) {
         Err(Failure::Server(e)) => {
             assert_eq!(e.code, ErrorCode(0x178));
@@ -213,11 +190,7 @@ fn alpn_mismatch_is_0x178() {
 
 #[test]
 fn wrong_ca_fails_with_crypto_error() {
-    let client_cfg = TlsConfig::client()
-        .alpn(&[b"h3"])
-        .ca_file(certs().join("otherca.pem"))
-        .build()
-        .unwrap();
+    let client_cfg = TlsConfig::client().alpn(&[b"h3"]).ca_file(certs().join("otherca.pem")).build().unwrap();
     let (mut c, mut s) = pair(&client_cfg, &server_config(&[b"h3"]), Some("localhost"));
     match handshake(&mut c, &mut s) {
         Err(Failure::Client(e)) => {
@@ -256,11 +229,7 @@ fn verification_opt_out() {
 
 #[test]
 fn cipher_preference_is_honoured() {
-    for alg in [
-        Algorithm::ChaCha20Poly1305,
-        Algorithm::Aes256Gcm,
-        Algorithm::Aes128Gcm,
-    ] {
+    for alg in [Algorithm::ChaCha20Poly1305, Algorithm::Aes256Gcm, Algorithm::Aes128Gcm] {
         let client_cfg = client_builder(&[b"h3"]).ciphers(&[alg]).build().unwrap();
         let (mut c, mut s) = pair(&client_cfg, &server_config(&[b"h3"]), Some("localhost"));
         handshake(&mut c, &mut s).unwrap();
@@ -301,19 +270,13 @@ fn client_certificates_when_server_verifies() {
 
 #[test]
 fn bad_configurations_and_input() {
-    assert!(
-        TlsConfig::server().alpn(&[b"h3"]).build().is_err(),
-        "server without a certificate"
-    );
+    assert!(TlsConfig::server().alpn(&[b"h3"]).build().is_err(), "server without a certificate");
     assert!(TlsConfig::server()
         .cert_chain_file(certs().join("cert.pem"))
         .private_key_file(certs().join("missing.pem"))
         .build()
         .is_err());
-    assert!(TlsConfig::client()
-        .ca_file("/nonexistent/ca.pem")
-        .build()
-        .is_err());
+    assert!(TlsConfig::client().ca_file("/nonexistent/ca.pem").build().is_err());
     assert!(TlsConfig::client().alpn(&[b""]).build().is_err());
 
     // Garbage CRYPTO data from the peer is a crypto error, not a panic.
@@ -426,10 +389,7 @@ fn quiche_client_hello_is_accepted() {
     // The server flight is ready: ServerHello at Initial, the rest at
     // Handshake, with handshake keys both ways and 1-RTT write keys.
     assert_eq!(s.tls.take_outgoing().map(|(l, _)| l), Some(Level::Initial));
-    assert_eq!(
-        s.tls.take_outgoing().map(|(l, _)| l),
-        Some(Level::Handshake)
-    );
+    assert_eq!(s.tls.take_outgoing().map(|(l, _)| l), Some(Level::Handshake));
     assert!(s.read[Level::Handshake.index()].is_some());
     assert!(s.write[Level::Handshake.index()].is_some());
     assert!(s.write[Level::OneRtt.index()].is_some());
@@ -473,9 +433,7 @@ fn long_packet(
     hdr.extend_from_slice(&pn.to_be_bytes());
     let hdr_len = hdr.len();
     let mut pkt = [hdr, payload, vec![0u8; TAG_LEN]].concat();
-    keys.packet
-        .seal_packet(u64::from(pn), 0, &mut pkt, hdr_len)
-        .unwrap();
+    keys.packet.seal_packet(u64::from(pn), 0, &mut pkt, hdr_len).unwrap();
     crate::crypto::apply_header_protection(&mut pkt, pn_offset, 4, &keys.header).unwrap();
     pkt
 }
@@ -514,11 +472,7 @@ fn feed_server_datagram(client: &mut Side, odcid: &[u8], mut dgram: &[u8]) -> Ve
         let hdr = pn_offset + pn_len;
         let n = keys.packet.open_packet(pn, 0, &mut pkt, hdr).unwrap();
         let mut f = Reader::new(&pkt[hdr..hdr + n]);
-        let level = if initial {
-            Level::Initial
-        } else {
-            Level::Handshake
-        };
+        let level = if initial { Level::Initial } else { Level::Handshake };
         while !f.is_empty() {
             match f.varint().unwrap() {
                 0x00 | 0x01 => {}
@@ -550,10 +504,8 @@ fn handshake_with_quiche_server() {
     use crate::crypto::initial_keys;
     let mut qc = quiche::Config::new(quiche::PROTOCOL_VERSION).unwrap();
     qc.set_application_protos(&[b"h3"]).unwrap();
-    qc.load_cert_chain_from_pem_file(certs().join("cert.pem").to_str().unwrap())
-        .unwrap();
-    qc.load_priv_key_from_pem_file(certs().join("key.pem").to_str().unwrap())
-        .unwrap();
+    qc.load_cert_chain_from_pem_file(certs().join("cert.pem").to_str().unwrap()).unwrap();
+    qc.load_priv_key_from_pem_file(certs().join("key.pem").to_str().unwrap()).unwrap();
     qc.set_initial_max_data(1 << 20);
     let server_addr: std::net::SocketAddr = "127.0.0.1:4433".parse().unwrap();
     let client_addr: std::net::SocketAddr = "127.0.0.1:5555".parse().unwrap();
@@ -578,20 +530,10 @@ fn handshake_with_quiche_server() {
         &mut qc,
     )
     .unwrap();
-    let info = quiche::RecvInfo {
-        from: client_addr,
-        to: server_addr,
-    };
+    let info = quiche::RecvInfo { from: client_addr, to: server_addr };
     for (i, chunk) in hello.chunks(1000).enumerate() {
-        let mut pkt = long_packet(
-            &init_local,
-            true,
-            (&odcid, &scid),
-            i as u32,
-            (i * 1000) as u64,
-            chunk,
-            1200,
-        );
+        let mut pkt =
+            long_packet(&init_local, true, (&odcid, &scid), i as u32, (i * 1000) as u64, chunk, 1200);
         server.recv(&mut pkt, info).unwrap();
     }
     let mut buf = [0u8; 1500];
@@ -611,9 +553,6 @@ fn handshake_with_quiche_server() {
     let hs = c.write[Level::Handshake.index()].as_ref().unwrap();
     let mut pkt = long_packet(hs, false, (&server_scid, &scid), 0, 0, &fin, 0);
     server.recv(&mut pkt, info).unwrap();
-    assert!(
-        server.is_established(),
-        "quiche did not accept our Finished"
-    );
+    assert!(server.is_established(), "quiche did not accept our Finished");
     assert_eq!(server.application_proto(), b"h3");
 }

@@ -66,13 +66,7 @@ pub fn decode_field_section(buf: &[u8], max_size: u64) -> Result<Vec<Header>, H3
             let (name, _) = static_entry(idx)?;
             let tail = rest.get(used..).unwrap_or_default();
             let (value, vused) = decode_string(tail, 7, buf.len() * 2).map_err(prim)?;
-            (
-                Header {
-                    name: name.to_vec(),
-                    value,
-                },
-                used + vused,
-            )
+            (Header { name: name.to_vec(), value }, used + vused)
         } else if b & 0x20 != 0 {
             // Literal Field Line with Literal Name: 001NHxxx.
             let (name, used) = decode_string(rest, 3, buf.len() * 2).map_err(prim)?;
@@ -89,10 +83,7 @@ pub fn decode_field_section(buf: &[u8], max_size: u64) -> Result<Vec<Header>, H3
             .saturating_add(header.value.len() as u64)
             .saturating_add(FIELD_OVERHEAD);
         if size > max_size {
-            return Err(H3Error::new(
-                H3Code::EXCESSIVE_LOAD,
-                "field section too large",
-            ));
+            return Err(H3Error::new(H3Code::EXCESSIVE_LOAD, "field section too large"));
         }
         out.push(header);
         pos += used;

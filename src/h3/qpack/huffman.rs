@@ -9,16 +9,16 @@ const EOS: usize = 256;
 
 /// Code length in bits of each symbol 0..=256 (RFC 7541 Appendix B).
 const LENGTHS: [u8; 257] = [
-    13, 23, 28, 28, 28, 28, 28, 28, 28, 24, 30, 28, 28, 30, 28, 28, 28, 28, 28, 28, 28, 28, 30, 28,
-    28, 28, 28, 28, 28, 28, 28, 28, 6, 10, 10, 12, 13, 6, 8, 11, 10, 10, 8, 11, 8, 6, 6, 6, 5, 5,
-    5, 6, 6, 6, 6, 6, 6, 6, 7, 8, 15, 6, 12, 10, 13, 6, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
-    7, 7, 7, 7, 7, 7, 7, 7, 8, 7, 8, 13, 19, 13, 14, 6, 15, 5, 6, 5, 6, 5, 6, 6, 6, 5, 7, 7, 6, 6,
-    6, 5, 6, 7, 6, 5, 5, 6, 7, 7, 7, 7, 7, 15, 11, 14, 13, 28, 20, 22, 20, 20, 22, 22, 22, 23, 22,
-    23, 23, 23, 23, 23, 24, 23, 24, 24, 22, 23, 24, 23, 23, 23, 23, 21, 22, 23, 22, 23, 23, 24, 22,
-    21, 20, 22, 22, 23, 23, 21, 23, 22, 22, 24, 21, 22, 23, 23, 21, 21, 22, 21, 23, 22, 23, 23, 20,
-    22, 22, 22, 23, 22, 22, 23, 26, 26, 20, 19, 22, 23, 22, 25, 26, 26, 26, 27, 27, 26, 24, 25, 19,
-    21, 26, 27, 27, 26, 27, 24, 21, 21, 26, 26, 28, 27, 27, 27, 20, 24, 20, 21, 22, 21, 21, 23, 22,
-    22, 25, 25, 24, 24, 26, 23, 26, 27, 26, 26, 27, 27, 27, 27, 27, 28, 27, 27, 27, 27, 27, 26, 30,
+    13, 23, 28, 28, 28, 28, 28, 28, 28, 24, 30, 28, 28, 30, 28, 28, 28, 28, 28, 28, 28, 28, 30, 28, 28, 28,
+    28, 28, 28, 28, 28, 28, 6, 10, 10, 12, 13, 6, 8, 11, 10, 10, 8, 11, 8, 6, 6, 6, 5, 5, 5, 6, 6, 6, 6, 6,
+    6, 6, 7, 8, 15, 6, 12, 10, 13, 6, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 8, 7,
+    8, 13, 19, 13, 14, 6, 15, 5, 6, 5, 6, 5, 6, 6, 6, 5, 7, 7, 6, 6, 6, 5, 6, 7, 6, 5, 5, 6, 7, 7, 7, 7, 7,
+    15, 11, 14, 13, 28, 20, 22, 20, 20, 22, 22, 22, 23, 22, 23, 23, 23, 23, 23, 24, 23, 24, 24, 22, 23, 24,
+    23, 23, 23, 23, 21, 22, 23, 22, 23, 23, 24, 22, 21, 20, 22, 22, 23, 23, 21, 23, 22, 22, 24, 21, 22, 23,
+    23, 21, 21, 22, 21, 23, 22, 23, 23, 20, 22, 22, 22, 23, 22, 22, 23, 26, 26, 20, 19, 22, 23, 22, 25, 26,
+    26, 26, 27, 27, 26, 24, 25, 19, 21, 26, 27, 27, 26, 27, 24, 21, 21, 26, 26, 28, 27, 27, 27, 20, 24, 20,
+    21, 22, 21, 21, 23, 22, 22, 25, 25, 24, 24, 26, 23, 26, 27, 26, 26, 27, 27, 27, 27, 27, 28, 27, 27, 27,
+    27, 27, 26, 30,
 ];
 
 /// Longest code, in bits.
@@ -165,10 +165,7 @@ mod tests {
 
     fn hex(s: &str) -> Vec<u8> {
         let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
+        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
     }
 
     #[test]
@@ -189,10 +186,7 @@ mod tests {
 
     #[test]
     fn kraft_sum_is_exactly_one() {
-        let sum: u64 = LENGTHS
-            .iter()
-            .map(|&l| 1u64 << (MAX_LEN - l as usize))
-            .sum();
+        let sum: u64 = LENGTHS.iter().map(|&l| 1u64 << (MAX_LEN - l as usize)).sum();
         assert_eq!(sum, 1u64 << MAX_LEN);
     }
 
@@ -219,10 +213,7 @@ mod tests {
         // C.6.1 (response with Huffman): a date value.
         let mut out = Vec::new();
         encode(b"Mon, 21 Oct 2013 20:13:21 GMT", &mut out);
-        assert_eq!(
-            out,
-            hex("d07a be94 1054 d444 a820 0595 040b 8166 e082 a62d 1bff")
-        );
+        assert_eq!(out, hex("d07a be94 1054 d444 a820 0595 040b 8166 e082 a62d 1bff"));
     }
 
     #[test]
@@ -249,28 +240,16 @@ mod tests {
     #[test]
     fn rejects_eos_and_bad_padding() {
         // A full EOS code (30 ones) padded to 32 bits.
-        assert_eq!(
-            decode(&[0xff, 0xff, 0xff, 0xff], &mut Vec::new()),
-            Err(HuffmanError::Eos)
-        );
+        assert_eq!(decode(&[0xff, 0xff, 0xff, 0xff], &mut Vec::new()), Err(HuffmanError::Eos));
         // 'a' (00011) then padding of zeros instead of ones.
-        assert_eq!(
-            decode(&[0b0001_1000], &mut Vec::new()),
-            Err(HuffmanError::BadPadding)
-        );
+        assert_eq!(decode(&[0b0001_1000], &mut Vec::new()), Err(HuffmanError::BadPadding));
         // 'a' then a whole extra byte of ones: 11 bits of padding.
-        assert_eq!(
-            decode(&[0b0001_1111, 0xff], &mut Vec::new()),
-            Err(HuffmanError::BadPadding)
-        );
+        assert_eq!(decode(&[0b0001_1111, 0xff], &mut Vec::new()), Err(HuffmanError::BadPadding));
         // 'a' with correct 3 bits of padding decodes.
         let mut out = Vec::new();
         decode(&[0b0001_1111], &mut out).unwrap();
         assert_eq!(out, b"a");
         // A lone byte of ones is 8 bits of padding: too long.
-        assert_eq!(
-            decode(&[0xff], &mut Vec::new()),
-            Err(HuffmanError::BadPadding)
-        );
+        assert_eq!(decode(&[0xff], &mut Vec::new()), Err(HuffmanError::BadPadding));
     }
 }

@@ -9,10 +9,7 @@ use crate::h3::message::Header;
 
 fn hex(s: &str) -> Vec<u8> {
     let s: String = s.chars().filter(|c| c.is_ascii_hexdigit()).collect();
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }
 
 const BIG: u64 = 1 << 20;
@@ -49,18 +46,11 @@ fn rfc9204_b_dynamic_sections_refused() {
 
 #[test]
 fn rfc9204_b_encoder_stream_instructions_refused() {
-    let code = |hexs: &str| {
-        EncoderStreamParser::default()
-            .feed(&hex(hexs))
-            .map_err(|e| e.code)
-    };
+    let code = |hexs: &str| EncoderStreamParser::default().feed(&hex(hexs)).map_err(|e| e.code);
     // B.2: Set Dynamic Table Capacity=220.
     assert_eq!(code("3fbd01"), Err(H3Code::QPACK_ENCODER_STREAM_ERROR));
     // B.2: Insert With Name Reference.
-    assert_eq!(
-        code("c00f 7777 772e"),
-        Err(H3Code::QPACK_ENCODER_STREAM_ERROR)
-    );
+    assert_eq!(code("c00f 7777 772e"), Err(H3Code::QPACK_ENCODER_STREAM_ERROR));
     // B.3: Insert With Literal Name.
     assert_eq!(code("4a63 7573"), Err(H3Code::QPACK_ENCODER_STREAM_ERROR));
     // B.4: Duplicate.
@@ -69,19 +59,12 @@ fn rfc9204_b_encoder_stream_instructions_refused() {
     assert_eq!(code("20 20 20"), Ok(()));
     let mut p = EncoderStreamParser::default();
     p.feed(&[0x3f]).unwrap(); // capacity needs more bytes: wait
-    assert_eq!(
-        p.feed(&[0x01]).map_err(|e| e.code),
-        Err(H3Code::QPACK_ENCODER_STREAM_ERROR)
-    );
+    assert_eq!(p.feed(&[0x01]).map_err(|e| e.code), Err(H3Code::QPACK_ENCODER_STREAM_ERROR));
 }
 
 #[test]
 fn rfc9204_b_decoder_stream_instructions() {
-    let code = |hexs: &str| {
-        DecoderStreamParser::default()
-            .feed(&hex(hexs))
-            .map_err(|e| e.code)
-    };
+    let code = |hexs: &str| DecoderStreamParser::default().feed(&hex(hexs)).map_err(|e| e.code);
     // B.2 Section Acknowledgment, B.3 Insert Count Increment: we never
     // referenced or inserted anything, so both are errors.
     assert_eq!(code("84"), Err(H3Code::QPACK_DECODER_STREAM_ERROR));
@@ -121,14 +104,8 @@ fn every_static_entry_round_trips() {
     assert_eq!(STATIC_TABLE[17], (&b":method"[..], &b"GET"[..]));
     assert_eq!(STATIC_TABLE[25], (&b":status"[..], &b"200"[..]));
     assert_eq!(STATIC_TABLE[31].1, b"gzip, deflate, br");
-    assert_eq!(
-        STATIC_TABLE[85].1,
-        b"script-src 'none'; object-src 'none'; base-uri 'none'"
-    );
-    assert_eq!(
-        STATIC_TABLE[98],
-        (&b"x-frame-options"[..], &b"sameorigin"[..])
-    );
+    assert_eq!(STATIC_TABLE[85].1, b"script-src 'none'; object-src 'none'; base-uri 'none'");
+    assert_eq!(STATIC_TABLE[98], (&b"x-frame-options"[..], &b"sameorigin"[..]));
 }
 
 #[test]
@@ -139,11 +116,7 @@ fn literal_names_and_huffman_policies() {
         Header::new("x-bin", b"\x00\x7f\xff"),
         Header::new("", ""),
     ];
-    for policy in [
-        HuffmanPolicy::Shorter,
-        HuffmanPolicy::Always,
-        HuffmanPolicy::Never,
-    ] {
+    for policy in [HuffmanPolicy::Shorter, HuffmanPolicy::Always, HuffmanPolicy::Never] {
         let mut out = Vec::new();
         encode_field_section_with(&h, policy, &mut out);
         assert_eq!(decode_field_section(&out, BIG).unwrap(), h);
@@ -191,20 +164,13 @@ fn interop_with_quiche_qpack() {
     let mut out = Vec::new();
     encode_field_section_with(&ours, HuffmanPolicy::Always, &mut out);
     let theirs = quiche::h3::qpack::Decoder::new().decode(&out, BIG).unwrap();
-    let got: Vec<Header> = theirs
-        .iter()
-        .map(|h| Header::new(h.name(), h.value()))
-        .collect();
+    let got: Vec<Header> = theirs.iter().map(|h| Header::new(h.name(), h.value())).collect();
     assert_eq!(got, ours);
     // quiche -> ours.
-    let qh: Vec<quiche::h3::Header> = ours
-        .iter()
-        .map(|h| quiche::h3::Header::new(&h.name, &h.value))
-        .collect();
+    let qh: Vec<quiche::h3::Header> =
+        ours.iter().map(|h| quiche::h3::Header::new(&h.name, &h.value)).collect();
     let mut buf = [0u8; 512];
-    let n = quiche::h3::qpack::Encoder::new()
-        .encode(&qh, &mut buf)
-        .unwrap();
+    let n = quiche::h3::qpack::Encoder::new().encode(&qh, &mut buf).unwrap();
     assert_eq!(decode_field_section(&buf[..n], BIG).unwrap(), ours);
 }
 
