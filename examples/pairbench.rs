@@ -8,6 +8,8 @@
 //! packets per side per turn, 1 GiB flow-control windows, CUBIC, pacing times
 //! ignored, peer verification off.
 
+#![allow(clippy::disallowed_methods)] // test harness: real time is fine outside the engine
+
 #[path = "../tests/common/peers.rs"]
 mod peers;
 

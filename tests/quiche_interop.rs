@@ -2,6 +2,8 @@
 //! and reordering, with Retry) and over UDP on loopback. Every transfer is
 //! 50 MB each way, checked by SHA-256.
 
+#![allow(clippy::disallowed_methods)] // test harness: real time is fine outside the engine
+
 mod common;
 
 use std::net::UdpSocket;

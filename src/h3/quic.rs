@@ -85,6 +85,7 @@ impl Transport for Quic<'_> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests take one real Instant as a base
 mod tests {
     use super::*;
     use crate::h3;
