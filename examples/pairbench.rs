@@ -13,7 +13,7 @@
 #[path = "../tests/common/peers.rs"]
 mod peers;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use peers::{Endpoint, Impl, Settings, Wire};
 
@@ -54,7 +54,6 @@ fn run(client: &mut dyn Endpoint, server: &mut dyn Endpoint, bytes: u64) -> (f64
     wire.turn(client, server);
     let mut req = [0u8; 16];
     server.stream_recv(STREAM, &mut req);
-    let _ = Duration::ZERO;
 
     let chunk = vec![0x5au8; 64 * 1024];
     let mut sink = vec![0u8; 256 * 1024];

@@ -312,7 +312,7 @@ impl Connection {
                 send_buffer_cap: config.send_buffer_limit,
             },
         );
-        let mut path0 = Path::new(PathId::ZERO, local, peer, config, now, true);
+        let mut path0 = Path::new(PathId::ZERO, local, peer, config, now);
         // The first path is validated by the handshake itself.
         path0.validated = true;
         cids.set_initial_peer_cid(if is_server { ConnectionId::EMPTY } else { dcid });

@@ -163,7 +163,6 @@ impl Path {
         peer: SocketAddr,
         config: &Config,
         now: Instant,
-        _first: bool,
     ) -> Path {
         Path::with(id, local, peer, &PathConfig::from_config(config), now)
     }

@@ -117,19 +117,14 @@ impl Connection {
             self.stats.dropped += 1;
             return Ok(plen);
         }
-        // A packet for another connection sharing the datagram is ignored.
-        if hdr.is_long() && !self.is_server && self.got_peer_packet && level == Level::Initial {
-            // Fine: the server may resend Initials.
-        }
         let path_id = if level == Level::OneRtt {
             match self.cids.path_of(&hdr.dcid) {
                 Some(p) => p,
-                None => return self.maybe_stateless_reset(&buf[..plen], first).map(|_| plen),
+                None => return self.maybe_stateless_reset(&buf[..plen]).map(|_| plen),
             }
         } else {
             PathId::ZERO
         };
-        let dcid = hdr.dcid;
         let scid = hdr.scid;
         let pn_offset = hdr.pn_offset;
         let pkt = &mut buf[..plen];
@@ -147,9 +142,6 @@ impl Connection {
         };
         let pn = packet::decode_pn(largest, truncated, (pn_len * 8) as u32);
         let first_byte = pkt[0];
-        if !packet::reserved_bits_clear(first_byte) {
-            // Checked after decryption (RFC 9000 §17.2), below.
-        }
         let hdr_len = pn_offset + pn_len;
         let nonce_path = if self.multipath { path_id.0 } else { 0 };
 
@@ -192,7 +184,7 @@ impl Connection {
                 )));
             }
             let pto = self.paths[0].recovery.rtt().pto_base();
-            self.levels.rotate(now, now + pto * 3);
+            self.levels.rotate(now + pto * 3);
         }
 
         // The first packet on a new path ID opens the path (server side).
@@ -223,7 +215,6 @@ impl Connection {
         {
             self.cids.set_initial_peer_cid(scid);
         }
-        let _ = dcid;
         self.got_peer_packet = true;
 
         // Server: a Handshake packet proves the client owns its address.
@@ -272,17 +263,10 @@ impl Connection {
         if self.is_server && level == Level::Handshake {
             self.drop_level(Level::Initial);
         }
-        if level == Level::OneRtt && !self.is_server && self.tls.is_handshake_complete() {
-            // A client considers the handshake confirmed on HANDSHAKE_DONE only.
-        }
         Ok(plen)
     }
 
-    fn maybe_stateless_reset(
-        &mut self,
-        dgram: &[u8],
-        _first: bool,
-    ) -> Result<(), Result<Drop, TransportError>> {
+    fn maybe_stateless_reset(&mut self, dgram: &[u8]) -> Result<(), Result<Drop, TransportError>> {
         if let Some(tok) = packet::stateless_reset_token(dgram) {
             if self.cids.is_stateless_reset(tok) {
                 log::debug!("stateless reset received");

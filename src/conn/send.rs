@@ -548,9 +548,8 @@ impl Connection {
             let Ok(dst) = w.reserve(chunk.len) else { break };
             self.streams.copy_data(sid, chunk.offset, dst);
             let p = &mut self.paths[pi];
-            if chunk.is_retransmit {
-                p.st.retrans_bytes += 0;
-            } else {
+            // Retransmitted bytes are counted when their loss is declared.
+            if !chunk.is_retransmit {
                 p.st.stream_bytes += chunk.len as u64;
             }
             frames.push(SentFrame::Stream {

@@ -232,10 +232,9 @@ impl CryptoLevels {
 
     /// The peer flipped the key phase and a packet decrypted with the next
     /// keys: rotate both directions (RFC 9001 §6.2).
-    pub(crate) fn rotate(&mut self, now: Instant, prev_expiry: Instant) {
+    pub(crate) fn rotate(&mut self, prev_expiry: Instant) {
         let Some(next) = self.ku.next_remote.take() else { return };
         if let Some(old) = self.remote[2].replace(next) {
-            let _ = now;
             self.ku.prev_remote = Some((old, prev_expiry));
         }
         self.ku.next_remote = self.remote[2].as_ref().and_then(|k| k.next().ok());
