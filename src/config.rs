@@ -64,6 +64,7 @@ pub struct Config {
     pub(crate) initial_max_path_id: Option<u32>,
     pub(crate) cc: String,
     pub(crate) scheduler: String,
+    pub(crate) scheduler_factory: Option<Arc<dyn crate::sched::SchedulerFactory>>,
     pub(crate) initial_rtt: Duration,
     pub(crate) send_buffer_limit: usize,
     pub(crate) pacing: bool,
@@ -104,6 +105,7 @@ impl Config {
             initial_max_path_id: None,
             cc: "cubic".into(),
             scheduler: "minrtt".into(),
+            scheduler_factory: None,
             initial_rtt: crate::rtt::INITIAL_RTT,
             send_buffer_limit: 4 << 20,
             pacing: true,
@@ -245,7 +247,14 @@ impl Config {
         crate::sched::build(name, &crate::sched::SchedParams::default())
             .map_err(|e| ConfigError::UnknownAlgorithm(UnknownAlgorithm(e.to_string())))?;
         self.scheduler = name.into();
+        self.scheduler_factory = None;
         Ok(())
+    }
+    /// A scheduler implemented outside the crate: every new connection
+    /// gets one from `factory` (replaces [`set_scheduler`](Self::set_scheduler)).
+    pub fn set_scheduler_factory(&mut self, factory: Arc<dyn crate::sched::SchedulerFactory>) {
+        self.scheduler = factory.name().to_owned();
+        self.scheduler_factory = Some(factory);
     }
     /// RTT assumed before the first sample.
     pub fn set_initial_rtt(&mut self, rtt: Duration) {

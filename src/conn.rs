@@ -126,6 +126,9 @@ pub struct Stats {
     pub dropped: u64,
     /// Paths opened over the connection's life.
     pub paths: u64,
+    /// Stream bytes received that had already been received (redundant
+    /// copies, spurious retransmissions).
+    pub dup_stream_bytes: u64,
 }
 
 /// Who closed the connection and why.
@@ -209,9 +212,23 @@ pub struct Connection {
     sched_buf: Vec<crate::sched::PathSnapshot>,
     /// Our configured initial_max_path_id (the base of `mp.local_max`).
     config_max_path_id: Option<u32>,
-    /// Set while `send` tries paths the scheduler did not choose: they may
-    /// carry ACKs and control frames but no stream data.
-    fallback: bool,
+    /// What stream data the packet being built may carry (the scheduler's
+    /// decision as executed by `send`).
+    data_mode: send::DataMode,
+    /// Redundant copies still to send: (path, the STREAM ranges to repeat).
+    copies: VecDeque<(PathId, send::CopyFrames)>,
+    /// STREAM ranges of the packet being built (collected for copies) or
+    /// to write into it (a copy).
+    copy_frames: send::CopyFrames,
+    /// Where the next copy of unacknowledged data starts (stream, offset).
+    copy_cursor: (crate::stream::StreamId, u64),
+    /// The scheduler asked to be asked again at this time.
+    sched_until: Option<Instant>,
+    /// When the first pacer-held path may take a packet again.
+    pacing_wake: Option<Instant>,
+    /// The path whose packet was last declared lost (retransmissions avoid it
+    /// under the capacity scheduler).
+    last_loss_path: Option<PathId>,
     /// Tests: raw frames to put in the next 1-RTT packet.
     #[cfg(test)]
     test_frames: Vec<Vec<u8>>,
@@ -349,12 +366,21 @@ impl Connection {
             scratch_lost: Vec::new(),
             mp: MpState { local_max: config.initial_max_path_id.unwrap_or(0), ..Default::default() },
             path_config: PathConfig::from_config(config),
-            sched: crate::sched::build(&config.scheduler, &crate::sched::SchedParams::default())
-                .or_else(|_| crate::sched::build("minrtt", &crate::sched::SchedParams::default()))
-                .map_err(|e| Error::Config(e.to_string()))?,
+            sched: match &config.scheduler_factory {
+                Some(f) => f.build(),
+                None => crate::sched::build(&config.scheduler, &crate::sched::SchedParams::default())
+                    .or_else(|_| crate::sched::build("minrtt", &crate::sched::SchedParams::default()))
+                    .map_err(|e| Error::Config(e.to_string()))?,
+            },
             sched_buf: Vec::with_capacity(4),
             config_max_path_id: config.initial_max_path_id,
-            fallback: false,
+            data_mode: send::DataMode::NORMAL,
+            copies: VecDeque::new(),
+            copy_frames: send::CopyFrames::new(),
+            copy_cursor: (crate::stream::StreamId(0), 0),
+            sched_until: None,
+            pacing_wake: None,
+            last_loss_path: None,
             #[cfg(test)]
             test_frames: Vec::new(),
         };
@@ -412,7 +438,7 @@ impl Connection {
     }
     /// Connection counters.
     pub fn stats(&self) -> Stats {
-        self.stats.clone()
+        Stats { dup_stream_bytes: self.streams.duplicate_bytes(), ..self.stats.clone() }
     }
     /// Per-path statistics (paths still known, including abandoned ones
     /// whose state is kept for 3 PTO).
@@ -422,6 +448,11 @@ impl Connection {
     /// Open paths: (ID, local address, peer address), abandoned ones left out.
     pub fn paths(&self) -> impl Iterator<Item = (PathId, SocketAddr, SocketAddr)> + '_ {
         self.paths.iter().filter(|p| !p.abandoned).map(|p| (p.id, p.local, p.peer))
+    }
+    /// Replace the path scheduler, e.g. with one implemented outside the
+    /// crate (see [`crate::sched`]). Takes effect from the next packet.
+    pub fn set_scheduler(&mut self, sched: Box<dyn crate::sched::Scheduler>) {
+        self.sched = sched;
     }
     /// Statistics of the path scheduler.
     pub fn scheduler_metrics(&self) -> crate::sched::SchedMetrics {
@@ -583,6 +614,7 @@ impl Connection {
             min(p.acks.ack_deadline());
             min(p.timer());
         }
+        min(self.sched_until);
         t
     }
 
@@ -605,6 +637,10 @@ impl Connection {
                 self.state = State::Closed;
                 return;
             }
+        }
+        if self.sched_until.is_some_and(|t| t <= now) {
+            // The next `send` asks the scheduler again.
+            self.sched_until = None;
         }
         self.on_loss_timeout(now);
         self.on_path_timers(now);

@@ -1,12 +1,15 @@
 //! Leaky-bucket pacer (RFC 9002 §7.7): credit accrues at the pacing rate up
-//! to a burst allowance, and each packet spends its size.
+//! to a burst allowance, and each packet spends its size. Credit may go
+//! negative: packets built at the same instant (the engine writes datagrams
+//! ahead of their release) queue up one interval after another instead of
+//! all leaving at the first release time.
 //!
 //! Credit is kept in byte·nanoseconds-per-second units (bytes × 10⁹) so
 //! release times are exact integers with no drift.
 
 use std::time::{Duration, Instant};
 
-const NANOS: u128 = 1_000_000_000;
+const NANOS: i128 = 1_000_000_000;
 
 /// One path's pacer.
 #[derive(Clone, Debug)]
@@ -15,8 +18,9 @@ pub struct Pacer {
     rate: u64,
     /// Bucket depth in bytes.
     burst: usize,
-    /// Current credit in bytes × 10⁹.
-    credit: u128,
+    /// Current credit in bytes × 10⁹ (negative: owed by packets already
+    /// built but not yet due).
+    credit: i128,
     last: Instant,
 }
 
@@ -24,7 +28,7 @@ impl Pacer {
     /// A pacer with a full bucket of `burst` bytes and no rate yet
     /// (unpaced until [`set_rate`](Self::set_rate)).
     pub fn new(burst: usize, now: Instant) -> Self {
-        Self { rate: 0, burst, credit: burst as u128 * NANOS, last: now }
+        Self { rate: 0, burst, credit: burst as i128 * NANOS, last: now }
     }
 
     /// Current rate in bytes/s (0 = unpaced).
@@ -40,7 +44,7 @@ impl Pacer {
     /// Change the burst allowance (e.g. a few packets for a slow path).
     pub fn set_burst(&mut self, burst: usize) {
         self.burst = burst;
-        self.credit = self.credit.min(burst as u128 * NANOS);
+        self.credit = self.credit.min(burst as i128 * NANOS);
     }
 
     /// Accrue credit up to `now` at the old rate, then switch to `rate`.
@@ -50,10 +54,10 @@ impl Pacer {
     }
 
     fn refill(&mut self, now: Instant) {
-        let cap = self.burst as u128 * NANOS;
+        let cap = self.burst as i128 * NANOS;
         if now > self.last {
-            let dt = now.duration_since(self.last).as_nanos();
-            self.credit = self.credit.saturating_add(dt.saturating_mul(self.rate as u128)).min(cap);
+            let dt = now.duration_since(self.last).as_nanos() as i128;
+            self.credit = self.credit.saturating_add(dt.saturating_mul(self.rate as i128)).min(cap);
             self.last = now;
         }
         if self.rate == 0 {
@@ -69,15 +73,16 @@ impl Pacer {
         }
         let mut credit = self.credit;
         if now > self.last {
-            let dt = now.duration_since(self.last).as_nanos();
-            credit = credit.saturating_add(dt.saturating_mul(self.rate as u128));
+            let dt = now.duration_since(self.last).as_nanos() as i128;
+            credit = credit.saturating_add(dt.saturating_mul(self.rate as i128));
         }
         // A packet larger than the bucket waits for a full bucket.
-        let need = size.min(self.burst) as u128 * NANOS;
+        let need = size.min(self.burst) as i128 * NANOS;
         if credit >= need {
             return None;
         }
-        let wait_ns = (need - credit).div_ceil(self.rate as u128);
+        // need > credit here, so the difference is positive.
+        let wait_ns = ((need - credit) as u128).div_ceil(self.rate as u128);
         let wait = Duration::from_nanos(wait_ns.min(u64::MAX as u128) as u64);
         now.max(self.last).checked_add(wait)
     }
@@ -85,7 +90,13 @@ impl Pacer {
     /// A packet of `size` bytes left at `now`.
     pub fn on_sent(&mut self, now: Instant, size: usize) {
         self.refill(now);
-        self.credit = self.credit.saturating_sub(size as u128 * NANOS);
+        self.credit = self.credit.saturating_sub(size as i128 * NANOS);
+    }
+
+    /// When the packets already charged are due: the release time of the
+    /// last one sent (`None` = now).
+    pub fn release_time(&self, now: Instant) -> Option<Instant> {
+        self.next_release(now, 0)
     }
 }
 
@@ -122,6 +133,25 @@ mod tests {
         p.on_sent(later, 1200);
         p.on_sent(later, 1200);
         assert_eq!(p.next_release(later, 1200), Some(later + Duration::from_millis(1)));
+    }
+
+    #[test]
+    fn packets_built_together_leave_one_interval_apart() {
+        let t = t0();
+        // 1.2 MB/s: 1 ms per 1200-byte packet; one packet of burst.
+        let mut p = Pacer::new(1200, t);
+        p.set_rate(t, 1_200_000);
+        p.on_sent(t, 1200);
+        assert_eq!(p.release_time(t), None);
+        p.on_sent(t, 1200);
+        assert_eq!(p.release_time(t), Some(t + Duration::from_millis(1)));
+        p.on_sent(t, 1200);
+        assert_eq!(p.release_time(t), Some(t + Duration::from_millis(2)));
+        // A fourth packet may be built when the third is due, 1 ms later still.
+        assert_eq!(p.next_release(t, 1200), Some(t + Duration::from_millis(3)));
+        // Time pays the debt off.
+        let t2 = t + Duration::from_millis(2);
+        assert_eq!(p.release_time(t2), None);
     }
 
     #[test]

@@ -40,7 +40,29 @@
 //! let paths = [mpquic::sched::PathSnapshot::new(mpquic::PathId(0))];
 //! let ctx = SchedContext::new(std::time::Instant::now(), &paths, Default::default());
 //! assert!(matches!(s.decide(&ctx), Decision::Send { .. }));
+//!
+//! // Every connection made with this configuration uses it...
+//! #[derive(Debug)]
+//! struct MostRoomFactory;
+//! impl mpquic::sched::SchedulerFactory for MostRoomFactory {
+//!     fn build(&self) -> Box<dyn Scheduler> {
+//!         Box::new(MostRoom)
+//!     }
+//!     fn name(&self) -> &str {
+//!         "most-room"
+//!     }
+//! }
+//! let mut config = mpquic::Config::new();
+//! config.set_scheduler_factory(std::sync::Arc::new(MostRoomFactory));
+//! // ...or swap it into one connection: `conn.set_scheduler(Box::new(MostRoom))`.
 //! ```
+//!
+//! The engine asks only while stream data waits (or data is in flight, for
+//! redundant copies). A path whose pacer would hold a packet for more than
+//! a millisecond is shown without window space. `Wait` is honoured: nothing
+//! but ACKs and control frames leave until the scheduler says otherwise (or
+//! `until` passes, which [`Connection::timeout`](crate::Connection::timeout)
+//! includes).
 
 use std::fmt;
 use std::time::{Duration, Instant};

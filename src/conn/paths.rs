@@ -73,6 +73,9 @@ pub struct PathStats {
     pub stream_bytes: u64,
     /// Stream bytes retransmitted on this path.
     pub retrans_bytes: u64,
+    /// Stream bytes sent on this path as redundant copies of data also
+    /// sent on another path (or earlier on this one).
+    pub redundant_bytes: u64,
     /// Congestion-controller state name.
     pub cc_state: &'static str,
 }
@@ -154,6 +157,7 @@ pub(crate) struct Counters {
     pub(crate) recv_bytes: u64,
     pub(crate) stream_bytes: u64,
     pub(crate) retrans_bytes: u64,
+    pub(crate) redundant_bytes: u64,
 }
 
 impl Path {
@@ -289,6 +293,7 @@ impl Path {
             recv_bytes: self.st.recv_bytes,
             stream_bytes: self.st.stream_bytes,
             retrans_bytes: self.st.retrans_bytes,
+            redundant_bytes: self.st.redundant_bytes,
             cc_state: cc.metrics().state,
         }
     }

@@ -579,7 +579,7 @@ impl Connection {
 
     pub(super) fn on_frame_acked(&mut self, f: SentFrame, level: Level, pi: usize) {
         match f {
-            SentFrame::Stream { id, offset, len, fin } => {
+            SentFrame::Stream { id, offset, len, fin } | SentFrame::StreamCopy { id, offset, len, fin } => {
                 self.streams.on_stream_acked(StreamId(id), offset, len as usize, fin)
             }
             SentFrame::Crypto { level, offset, len } => {
@@ -617,6 +617,7 @@ impl Connection {
                     p.st.retrans_bytes += len as u64;
                 }
                 self.streams.on_stream_lost(StreamId(id), offset, len as usize, fin);
+                self.last_loss_path = self.paths.get(pi).map(|p| p.id);
             }
             SentFrame::Crypto { level, offset, len } => {
                 self.levels.send[level_index(level)].on_lost(offset, len as usize)

@@ -8,6 +8,7 @@ use crate::crypto::{self, Level};
 use crate::frame::{self, Frame};
 use crate::packet::{self, ConnectionId, PacketType, QUIC_V1};
 use crate::recovery::{HandshakeStatus, PacketFate, SentPacket, TimeoutAction};
+use crate::sched::Decision;
 use crate::stream::ControlFrame;
 use crate::PathId;
 
@@ -19,6 +20,30 @@ use super::{Connection, Error, SendInfo, State};
 const TAG_LEN: usize = 16;
 /// Minimum size of datagrams carrying ack-eliciting Initial packets.
 const MIN_INITIAL_SIZE: usize = 1200;
+/// How far ahead of its pacer a path may be given a packet when there are
+/// several paths (the caller holds it until `SendInfo::at`).
+const PACING_HORIZON: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// What stream data the packet being built may carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum DataMode {
+    /// Retransmissions, then new data (and the frames are collected in
+    /// `copy_frames` when `collect` is set, for redundant copies).
+    Normal { collect: bool },
+    /// ACKs and control frames only: the scheduler did not pick this path.
+    NoStream,
+    /// A copy of the STREAM ranges in `copy_frames`.
+    Copy,
+    /// A copy of the oldest unacknowledged data from `copy_cursor` on.
+    Redundant,
+}
+
+impl DataMode {
+    pub(super) const NORMAL: DataMode = DataMode::Normal { collect: false };
+}
+
+/// STREAM ranges (id, offset, len, fin) of one packet.
+pub(super) type CopyFrames = smallvec::SmallVec<[(u64, u64, u32, bool); 2]>;
 
 impl Connection {
     /// Write the next datagram into `out`. `None` means there is nothing to
@@ -27,25 +52,60 @@ impl Connection {
         if self.paths.len() == 1 {
             return self.send_on_index(out, 0, now);
         }
-        let pi = self.pick_path(now);
-        if let Some(r) = self.send_on_index(out, pi, now)? {
-            return Ok(Some(r));
+        // Redundant copies of the previous packet first (same instant).
+        while let Some((path, frames)) = self.copies.pop_front() {
+            let Some(pi) = self.path_index(path) else { continue };
+            self.copy_frames = frames;
+            let r = self.send_in_mode(out, pi, DataMode::Copy, now)?;
+            if r.is_some() {
+                return Ok(r);
+            }
         }
-        // The chosen path had nothing it may send (cwnd, pacing, no CID):
-        // another path may still owe ACKs or control frames.
-        self.fallback = true;
-        for i in 0..self.paths.len() {
-            if i != pi {
-                match self.send_on_index(out, i, now) {
-                    Ok(None) => {}
-                    r => {
-                        self.fallback = false;
-                        return r;
+        // Path validation and probes are not the scheduler's business.
+        if let Some(pi) = self
+            .paths
+            .iter()
+            .position(|p| !p.abandoned && (!p.responses.is_empty() || p.challenge_pending || p.probes > 0))
+        {
+            if let Some(r) = self.send_on_index(out, pi, now)? {
+                return Ok(Some(r));
+            }
+        }
+        self.sched_until = None;
+        if self.streams.has_pending_data() || self.needs_redundancy_check() {
+            match self.decide(now) {
+                Decision::Send { path, also } => {
+                    if let Some(pi) = self.path_index(path) {
+                        let collect = !also.is_empty();
+                        let r = self.send_in_mode(out, pi, DataMode::Normal { collect }, now)?;
+                        if collect && !self.copy_frames.is_empty() {
+                            for &p in also.as_slice().iter().filter(|&&p| p != path) {
+                                self.copies.push_back((p, self.copy_frames.clone()));
+                            }
+                        }
+                        if r.is_some() {
+                            return Ok(r);
+                        }
                     }
+                }
+                Decision::Redundant { path } => {
+                    if let Some(pi) = self.path_index(path) {
+                        if let Some(r) = self.send_in_mode(out, pi, DataMode::Redundant, now)? {
+                            return Ok(Some(r));
+                        }
+                    }
+                }
+                Decision::Wait { until } => {
+                    self.sched_until = until.or(self.pacing_wake).filter(|&t| t > now)
                 }
             }
         }
-        self.fallback = false;
+        // ACKs and control frames may go on any path.
+        for pi in 0..self.paths.len() {
+            if let Some(r) = self.send_in_mode(out, pi, DataMode::NoStream, now)? {
+                return Ok(Some(r));
+            }
+        }
         Ok(None)
     }
 
@@ -60,32 +120,60 @@ impl Connection {
         self.send_on_index(out, pi, now)
     }
 
-    /// Paths owing path-validation traffic or probes first, then the
-    /// scheduler's choice among usable paths.
-    pub(super) fn pick_path(&mut self, now: Instant) -> usize {
-        if let Some(i) = self
-            .paths
-            .iter()
-            .position(|p| !p.abandoned && (!p.responses.is_empty() || p.challenge_pending || p.probes > 0))
-        {
-            return i;
+    fn send_in_mode(
+        &mut self,
+        out: &mut [u8],
+        pi: usize,
+        mode: DataMode,
+        now: Instant,
+    ) -> Result<Option<(usize, SendInfo)>, Error> {
+        self.data_mode = mode;
+        if let DataMode::Normal { collect: true } = mode {
+            self.copy_frames.clear();
         }
+        let r = self.send_on_index(out, pi, now);
+        self.data_mode = DataMode::NORMAL;
+        if mode == DataMode::Copy {
+            self.copy_frames.clear();
+        }
+        r
+    }
+
+    /// Redundant schedulers may want to send copies even with no new data.
+    fn needs_redundancy_check(&self) -> bool {
+        self.paths.iter().any(|p| p.recovery.bytes_in_flight() > 0)
+            && self.paths.iter().filter(|p| p.usable()).count() > 1
+    }
+
+    /// Ask the scheduler, describing what is pending. A path whose pacer
+    /// would hold a new packet beyond [`PACING_HORIZON`] is shown without
+    /// window space, so that every scheduler sends where a packet can leave
+    /// now instead of queueing behind one path's pacer; `pacing_wake` is
+    /// when the first such path frees up.
+    fn decide(&mut self, now: Instant) -> Decision {
         self.sched_buf.clear();
+        self.pacing_wake = None;
+        let mut unacked = 0u64;
         for p in self.paths.iter().filter(|p| !p.abandoned) {
-            self.sched_buf.push(p.snapshot(now));
+            let mut s = p.snapshot(now);
+            if let Some(t) = s.next_release.filter(|&t| self.pacing && t > now + PACING_HORIZON) {
+                s.bytes_in_flight = s.bytes_in_flight.max(s.cwnd);
+                let wake = t - PACING_HORIZON;
+                self.pacing_wake = Some(self.pacing_wake.map_or(wake, |w| w.min(wake)));
+            }
+            self.sched_buf.push(s);
+            unacked += p.recovery.bytes_in_flight() as u64;
         }
+        let (new_bytes, retransmit_bytes) = self.streams.pending_bytes();
         let pending = crate::sched::PendingInfo {
-            new_bytes: u64::from(self.streams.has_pending_data()),
-            ..Default::default()
+            new_bytes,
+            retransmit_bytes,
+            retransmit_origin: if retransmit_bytes > 0 { self.last_loss_path } else { None },
+            unacked_bytes: unacked,
+            peer_recv_window: Some(self.streams.send_credit()),
         };
         let ctx = crate::sched::SchedContext::new(now, &self.sched_buf, pending);
-        let d = self.sched.decide(&ctx);
-        // Redundant copies (`also`, Decision::Redundant) are not made: the
-        // primary path carries the packet.
-        if let Some(i) = d.path().and_then(|id| self.path_index(id)) {
-            return i;
-        }
-        self.paths.iter().position(|p| p.usable()).unwrap_or(0)
+        self.sched.decide(&ctx)
     }
 
     pub(super) fn send_on_index(
@@ -179,10 +267,11 @@ impl Connection {
         path.st.sent_bytes += written as u64;
         self.stats.sent += 1;
         self.stats.sent_bytes += written as u64;
-        let at = if self.pacing { path.recovery.next_send_time(now, written).unwrap_or(now) } else { now };
+        let at = if self.pacing { path.recovery.next_send_time(now).unwrap_or(now) } else { now };
         let info = SendInfo { from: path.local, to: path.peer, path_id: path.id, at };
         if self.multipath {
-            self.sched.on_sent(info.path_id, written, false);
+            let redundant = matches!(self.data_mode, DataMode::Copy | DataMode::Redundant);
+            self.sched.on_sent(info.path_id, written, redundant);
         }
         Ok(Some((written, info)))
     }
@@ -291,6 +380,8 @@ impl Connection {
         let payload_end = total - TAG_LEN;
         let mut frames = SentFrames::new();
         let mut ack_eliciting = false;
+        // Our ACK's timer is reset only if the packet is really sent.
+        let mut ack_written = false;
 
         // ACK first: it is never congestion controlled.
         if ack_due || (has_data && may_send_data) {
@@ -303,7 +394,7 @@ impl Connection {
                     if let Some(largest) = acks.ranges().max() {
                         frames.push(SentFrame::Ack { largest });
                     }
-                    acks.on_ack_sent();
+                    ack_written = true;
                 }
             }
             if is_data && self.multipath && self.paths.len() > 1 {
@@ -381,8 +472,18 @@ impl Connection {
                 ack_eliciting = true;
             }
         }
-        if w.pos() == hdr_len {
+        // Nothing went in but an ACK that was not due (the data or control
+        // frames expected did not materialise): sending it would only repeat
+        // the last ACK, and a caller looping on `send` would never stop.
+        if w.pos() == hdr_len || (is_data && !ack_eliciting && !ack_due && probes == 0) {
             return Ok(None);
+        }
+        if ack_written {
+            if is_data {
+                self.paths[pi].acks.on_ack_sent();
+            } else {
+                self.hs[li].acks.on_ack_sent();
+            }
         }
         if probes > 0 && ack_eliciting {
             if is_data {
@@ -452,8 +553,19 @@ impl Connection {
             return true;
         }
         li == 2
-            && ((self.streams.has_pending_data() && !self.fallback)
-                || self.streams.has_pending_control()
+            && (match self.data_mode {
+                DataMode::Normal { .. } => self.streams.has_sendable_data(),
+                DataMode::NoStream => false,
+                // Only if something is left to copy: otherwise the packet
+                // would repeat an ACK and never end the send loop.
+                DataMode::Copy => self.copy_frames.iter().any(|&(id, off, len, _)| {
+                    let sid = crate::stream::StreamId(id);
+                    self.streams
+                        .unacked_chunk((sid, off), len as usize)
+                        .is_some_and(|(c, k)| c == sid && k.offset < off + len as u64)
+                }),
+                DataMode::Redundant => self.streams.unacked_chunk(self.copy_cursor, 1).is_some(),
+            } || self.streams.has_pending_control()
                 || self.handshake_done_pending
                 || self.cids.retire_pending.len() > 0
                 || self.cids.local.iter().any(|c| c.announce_pending)
@@ -531,8 +643,29 @@ impl Connection {
             frames.push(SentFrame::Control(c));
             eliciting = true;
         }
-        // Stream data, round-robin across streams.
-        while !self.fallback {
+        match self.data_mode {
+            DataMode::Normal { collect } => {
+                eliciting |= self.write_stream_frames(w, end, pi, frames, collect)
+            }
+            DataMode::NoStream => {}
+            DataMode::Copy => eliciting |= self.write_copies(w, end, pi, frames),
+            DataMode::Redundant => eliciting |= self.write_redundant(w, end, pi, frames),
+        }
+        eliciting
+    }
+
+    /// Stream data, retransmissions first, then new data round-robin across
+    /// streams. With `collect`, the ranges are kept for redundant copies.
+    fn write_stream_frames(
+        &mut self,
+        w: &mut Writer<'_>,
+        end: usize,
+        pi: usize,
+        frames: &mut SentFrames,
+        collect: bool,
+    ) -> bool {
+        let mut eliciting = false;
+        loop {
             let room = end.saturating_sub(w.pos());
             if room < 24 {
                 break;
@@ -552,6 +685,9 @@ impl Connection {
             if !chunk.is_retransmit {
                 p.st.stream_bytes += chunk.len as u64;
             }
+            if collect {
+                self.copy_frames.push((id, chunk.offset, chunk.len as u32, chunk.fin));
+            }
             frames.push(SentFrame::Stream {
                 id,
                 offset: chunk.offset,
@@ -561,6 +697,82 @@ impl Connection {
             eliciting = true;
         }
         eliciting
+    }
+
+    /// A copy of the ranges in `copy_frames` (those still unacknowledged;
+    /// cut to the room left when this path's header is longer).
+    fn write_copies(&mut self, w: &mut Writer<'_>, end: usize, pi: usize, frames: &mut SentFrames) -> bool {
+        let mut eliciting = false;
+        let copies = std::mem::take(&mut self.copy_frames);
+        for &(id, offset, len, fin) in &copies {
+            let sid = crate::stream::StreamId(id);
+            let room = end.saturating_sub(w.pos());
+            if room < 24 {
+                break;
+            }
+            let max = frame::stream_max_data_len(room, id, offset);
+            let range_end = offset + len as u64;
+            // What of the range is still unacknowledged (none: skip it).
+            let Some((cid, c)) = self.streams.unacked_chunk((sid, offset), len as usize) else { continue };
+            if cid != sid || c.offset >= range_end {
+                continue;
+            }
+            let n = c.len.min(max).min((range_end - c.offset) as usize);
+            let fin = fin && c.offset + n as u64 == range_end;
+            eliciting |= self.write_copy(w, pi, frames, sid, c.offset, n, fin);
+        }
+        self.copy_frames = copies;
+        eliciting
+    }
+
+    /// Copies of the oldest data still unacknowledged, from the copy cursor.
+    fn write_redundant(
+        &mut self,
+        w: &mut Writer<'_>,
+        end: usize,
+        pi: usize,
+        frames: &mut SentFrames,
+    ) -> bool {
+        let mut eliciting = false;
+        loop {
+            let room = end.saturating_sub(w.pos());
+            if room < 24 {
+                break;
+            }
+            // Sized for the longest header, as the chunk's stream is not known yet.
+            let max = frame::stream_max_data_len(room, 1 << 40, 1 << 40);
+            let Some((sid, c)) = self.streams.unacked_chunk(self.copy_cursor, max) else { break };
+            self.copy_cursor = (sid, c.offset + c.len as u64);
+            if !self.write_copy(w, pi, frames, sid, c.offset, c.len, c.fin) {
+                break;
+            }
+            eliciting = true;
+        }
+        eliciting
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write_copy(
+        &mut self,
+        w: &mut Writer<'_>,
+        pi: usize,
+        frames: &mut SentFrames,
+        sid: crate::stream::StreamId,
+        offset: u64,
+        len: usize,
+        fin: bool,
+    ) -> bool {
+        if len == 0 && !fin {
+            return false;
+        }
+        if frame::encode_stream_header(w, sid.0, offset, len, fin, true).is_err() {
+            return false;
+        }
+        let Ok(dst) = w.reserve(len) else { return false };
+        self.streams.copy_data(sid, offset, dst);
+        self.paths[pi].st.redundant_bytes += len as u64;
+        frames.push(SentFrame::StreamCopy { id: sid.0, offset, len: len as u32, fin });
+        true
     }
 
     /// A packet carrying only CONNECTION_CLOSE.

@@ -12,6 +12,9 @@ use crate::PathId;
 pub(crate) enum SentFrame {
     /// STREAM data.
     Stream { id: u64, offset: u64, len: u32, fin: bool },
+    /// A redundant copy of STREAM data carried (reliably) by another
+    /// packet: its acknowledgement counts, its loss does not.
+    StreamCopy { id: u64, offset: u64, len: u32, fin: bool },
     /// CRYPTO data at an encryption level.
     Crypto { level: Level, offset: u64, len: u32 },
     /// A flow-control / stream-state frame; resent with current values.

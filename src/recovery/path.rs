@@ -178,12 +178,13 @@ impl PathRecovery {
         r.min(u64::MAX as u128) as u64
     }
 
-    /// When a packet of `size` bytes may leave under pacing; `None` = now.
-    /// Refreshes the pacer's rate from [`pacing_rate`](Self::pacing_rate).
-    pub fn next_send_time(&mut self, now: Instant, size: usize) -> Option<Instant> {
+    /// When the packets built so far may leave under pacing (the last one's
+    /// release time); `None` = now. Refreshes the pacer's rate from
+    /// [`pacing_rate`](Self::pacing_rate).
+    pub fn next_send_time(&mut self, now: Instant) -> Option<Instant> {
         let rate = self.pacing_rate();
         self.pacer.set_rate(now, rate);
-        self.pacer.next_release(now, size)
+        self.pacer.release_time(now)
     }
 
     /// The sender had nothing to send although the window allowed it: open

@@ -139,6 +139,8 @@ pub struct Streams {
     pending_max_data: bool,
     pending_max_streams: [bool; 2],
     pending_msd: BTreeSet<StreamId>,
+    /// Received stream bytes we already had (copies, spurious retransmits).
+    dup_bytes: u64,
 }
 
 impl Streams {
@@ -167,6 +169,7 @@ impl Streams {
             pending_max_data: false,
             pending_max_streams: [false; 2],
             pending_msd: BTreeSet::new(),
+            dup_bytes: 0,
         }
     }
 
@@ -479,6 +482,11 @@ impl Streams {
         self.map.values().filter_map(|s| s.recv.as_ref()).map(|r| r.out_of_order_bytes()).sum()
     }
 
+    /// Received stream bytes that were duplicates of bytes already received.
+    pub fn duplicate_bytes(&self) -> u64 {
+        self.dup_bytes
+    }
+
     /// A stream, for inspection.
     pub fn get(&self, id: StreamId) -> Option<&Stream> {
         self.map.get(&id)
@@ -523,8 +531,12 @@ impl Streams {
         let Some(r) = s.recv.as_mut() else {
             return Ok(());
         };
+        let held = r.buffered();
         let delta = r.on_data(offset, data, fin)?;
+        // What was not stored was already held or read.
+        let dup = if r.is_discarding() { 0 } else { (data.len() as u64).saturating_sub(r.buffered() - held) };
         let readable = r.is_readable();
+        self.dup_bytes += dup;
         self.check_conn_flow(delta, F_STREAM)?;
         if readable {
             self.readable.insert(id);
@@ -724,6 +736,42 @@ impl Streams {
     /// Whether any stream has lost or new data ready (ignoring flow control).
     pub fn has_pending_data(&self) -> bool {
         !self.retx_q.is_empty() || !self.send_q.is_empty()
+    }
+
+    /// New bytes ready to send within flow control, and bytes waiting for
+    /// retransmission: what the path scheduler is told is pending.
+    pub fn pending_bytes(&self) -> (u64, u64) {
+        let send = |id: &StreamId| self.map.get(id).and_then(|s| s.send.as_ref());
+        let new: u64 = self.send_q.iter().filter_map(send).map(SendStream::sendable_new).sum();
+        let retx: u64 = self.retx_q.iter().filter_map(send).map(SendStream::lost_bytes).sum();
+        (new.min(self.conn_send.available()), retx)
+    }
+
+    /// The connection-level credit the peer still grants us.
+    pub fn send_credit(&self) -> u64 {
+        self.conn_send.available()
+    }
+
+    /// The first sent, unacknowledged stream range at or after `from`
+    /// (stream, offset), in stream-ID order: the source of redundant copies.
+    pub fn unacked_chunk(&self, from: (StreamId, u64), max_len: usize) -> Option<(StreamId, Chunk)> {
+        self.map.range(from.0..).find_map(|(&id, s)| {
+            let start = if id == from.0 { from.1 } else { 0 };
+            s.send.as_ref()?.unacked_range(start, max_len).map(|c| (id, c))
+        })
+    }
+
+    /// Whether a STREAM frame can be sent now: lost data, or new data (or a
+    /// FIN) within flow control. Unlike [`has_pending_data`](Self::has_pending_data)
+    /// this is false while the connection-level limit blocks everything.
+    pub fn has_sendable_data(&self) -> bool {
+        if !self.retx_q.is_empty() {
+            return true;
+        }
+        let credit = self.conn_send.available();
+        self.send_q.iter().any(|id| {
+            self.map.get(id).and_then(|s| s.send.as_ref()).is_some_and(|x| x.peek_chunk(1, credit).is_some())
+        })
     }
 
     /// A STREAM frame we sent was acknowledged.

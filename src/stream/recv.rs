@@ -327,6 +327,11 @@ impl RecvStream {
         self.buffered - (self.contig_end - self.read_off)
     }
 
+    /// Data arriving now is dropped (reset or STOP_SENDING).
+    pub fn is_discarding(&self) -> bool {
+        self.reset.is_some() || self.stop_code.is_some()
+    }
+
     /// Bytes held in the reassembly buffer.
     pub fn buffered(&self) -> u64 {
         self.buffered

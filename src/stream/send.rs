@@ -326,6 +326,55 @@ impl SendStream {
         self.has_lost()
     }
 
+    /// Bytes waiting for retransmission.
+    pub fn lost_bytes(&self) -> u64 {
+        if self.reset.is_some() {
+            return 0;
+        }
+        self.lost.iter().map(|r| r.end - r.start).sum()
+    }
+
+    /// Never-sent bytes the peer's stream limit allows now.
+    pub fn sendable_new(&self) -> u64 {
+        if self.reset.is_some() {
+            return 0;
+        }
+        self.buf.end.min(self.credit.max()).saturating_sub(self.send_off)
+    }
+
+    /// The first sent, unacknowledged range at or after `from`, at most
+    /// `max_len` bytes: what a redundant copy duplicates. The FIN flag is
+    /// set when the range ends at a FIN already sent.
+    pub fn unacked_range(&self, from: u64, max_len: usize) -> Option<Chunk> {
+        if self.reset.is_some() || max_len == 0 {
+            return None;
+        }
+        let mut start = from.max(self.acked_prefix);
+        let mut end_limit = self.send_off;
+        let acked = self.acked.iter().as_slice();
+        let i = acked.partition_point(|r| r.end <= start);
+        if let Some(r) = acked.get(i) {
+            if r.start <= start {
+                start = r.end;
+                if let Some(next) = acked.get(i + 1) {
+                    end_limit = end_limit.min(next.start);
+                }
+            } else {
+                end_limit = end_limit.min(r.start);
+            }
+        }
+        if start >= end_limit {
+            return None;
+        }
+        let end = end_limit.min(start.saturating_add(max_len as u64));
+        Some(Chunk {
+            offset: start,
+            len: (end - start) as usize,
+            fin: self.fin_sent && self.fin_off == Some(end),
+            is_retransmit: true,
+        })
+    }
+
     /// Whether lost data or a lost FIN waits for retransmission.
     pub fn has_lost(&self) -> bool {
         self.reset.is_none() && (!self.lost.is_empty() || (self.fin_lost && !self.fin_acked))
