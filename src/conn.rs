@@ -644,6 +644,9 @@ impl Connection {
         }
         self.on_loss_timeout(now);
         self.on_path_timers(now);
+        if self.multipath {
+            self.probe_quiet_paths(now);
+        }
     }
 }
 

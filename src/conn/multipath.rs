@@ -368,24 +368,107 @@ impl Connection {
         if !others_ok {
             return;
         }
-        let p = &mut self.paths[pi];
-        p.silent_ptos += 1;
-        let mut requeue = Vec::new();
-        for pkt in p.space.iter() {
-            for f in pkt.data.iter() {
-                if let SentFrame::Stream { .. } = f {
-                    requeue.push(f.clone());
-                }
-            }
-        }
-        for f in requeue {
-            if let SentFrame::Stream { id, offset, len, fin } = f {
-                self.streams.on_stream_lost(crate::stream::StreamId(id), offset, len as usize, fin);
-            }
-        }
+        self.paths[pi].silent_ptos += 1;
+        self.requeue_path_data(pi);
         if self.paths[pi].silent_ptos >= SILENT_PTO_LIMIT && !self.paths[pi].abandoned {
             log::debug!("path {:?} stopped answering; abandoning it", self.paths[pi].id);
             self.abandon_internal(pi, ErrorCode::PATH_UNSTABLE_OR_POOR.0, now);
+        }
+    }
+
+    /// Queue the unacknowledged stream data of a path for retransmission on
+    /// any path (its packets stay in flight: if they are acknowledged after
+    /// all, the copies sent meanwhile are merely redundant).
+    fn requeue_path_data(&mut self, pi: usize) {
+        let mut requeue = Vec::new();
+        for pkt in self.paths[pi].space.iter() {
+            for f in pkt.data.iter() {
+                if let SentFrame::Stream { id, offset, len, fin } = *f {
+                    requeue.push((id, offset, len, fin));
+                }
+            }
+        }
+        for (id, offset, len, fin) in requeue {
+            self.streams.on_stream_lost(crate::stream::StreamId(id), offset, len as usize, fin);
+        }
+    }
+
+    /// Cross-path evidence of a dead path. A black-holed path acknowledges
+    /// nothing, so RFC 9002's thresholds (which need a later packet of the
+    /// same path acknowledged) never fire and only its PTO notices; by then
+    /// the peer may hold a whole window of data received on the other paths
+    /// behind the hole. Here, once path `acked_on` has acknowledged a packet
+    /// sent at `newest_sent`, any other path whose oldest outstanding packet
+    /// was sent before that and is older than that path's loss delay, plus
+    /// the time the peer may hold its ACK back, becomes suspect: its data is queued again for the other paths, and
+    /// it gets no new data until it acknowledges something.
+    pub(super) fn check_silent_paths(&mut self, acked_on: usize, newest_sent: Instant, now: Instant) {
+        if !self.multipath || self.paths.len() < 2 {
+            return;
+        }
+        for j in 0..self.paths.len() {
+            let p = &self.paths[j];
+            if j == acked_on || p.abandoned || p.suspect || !p.validated {
+                continue;
+            }
+            let (oldest, next) = {
+                let mut eliciting =
+                    p.space.iter().filter(|k| k.ack_eliciting && k.in_flight).map(|k| k.time_sent);
+                (eliciting.next(), eliciting.next())
+            };
+            let Some(oldest) = oldest.filter(|&t| t < newest_sent) else { continue };
+            // The peer acknowledges at the latest when the next ack-eliciting
+            // packet arrives, or after its max_ack_delay.
+            let mad = p.recovery.max_ack_delay();
+            let ack_wait = next.map_or(mad, |t| t.saturating_duration_since(oldest).min(mad));
+            let rtt = p.recovery.rtt();
+            let wait = rtt.loss_delay() + (rtt.var() * 4).max(crate::rtt::GRANULARITY) + ack_wait;
+            if now.saturating_duration_since(oldest) <= wait {
+                continue;
+            }
+            log::debug!(
+                "path {:?} silent for {:?} while {:?} answers: suspect",
+                p.id,
+                now - oldest,
+                acked_on
+            );
+            self.paths[j].suspect = true;
+            self.paths[j].st.suspicions += 1;
+            self.requeue_path_data(j);
+        }
+    }
+
+    /// A receiver only sends ACKs, which are not acknowledged, so a path
+    /// that went dead in both directions would never be noticed on this
+    /// side, and the peer may keep waiting on it. When a path has brought
+    /// nothing for two of its PTOs (`quiet_at`) while another path did, or
+    /// while we wait for missing stream data, and nothing of ours is in
+    /// flight on it, it gets a PING: unanswered, its PTOs count towards
+    /// abandoning it (and the peer learns of it through PATH_ABANDON).
+    /// Each quiet period is checked once, so idle connections stay idle.
+    pub(super) fn probe_quiet_paths(&mut self, now: Instant) {
+        if !self.paths.iter().any(|p| p.quiet_at.is_some_and(|t| t <= now)) {
+            return;
+        }
+        let waiting = self.streams.out_of_order_bytes() > 0;
+        for j in 0..self.paths.len() {
+            let p = &self.paths[j];
+            let Some(t) = p.quiet_at.filter(|&t| t <= now) else { continue };
+            let since = now.saturating_duration_since(t);
+            let others_live = self.paths.iter().enumerate().any(|(k, o)| {
+                k != j
+                    && !o.abandoned
+                    && o.last_recv.is_some_and(|r| p.last_recv.is_none_or(|l| r > l + since))
+            });
+            let p = &mut self.paths[j];
+            p.quiet_at = None;
+            if p.abandoned || !p.validated || p.probes > 0 || p.space.ack_eliciting_in_flight() > 0 {
+                continue;
+            }
+            if waiting || others_live {
+                log::debug!("path {:?} quiet; probing it", p.id);
+                p.probes = 1;
+            }
         }
     }
 

@@ -76,6 +76,9 @@ pub struct PathStats {
     /// Stream bytes sent on this path as redundant copies of data also
     /// sent on another path (or earlier on this one).
     pub redundant_bytes: u64,
+    /// Times the path went silent while another path answered, and its
+    /// data was sent again elsewhere.
+    pub suspicions: u64,
     /// Congestion-controller state name.
     pub cc_state: &'static str,
 }
@@ -144,6 +147,13 @@ pub(crate) struct Path {
     pub(crate) drop_at: Option<Instant>,
     /// Consecutive PTOs without an acknowledgement on this path.
     pub(crate) silent_ptos: u32,
+    /// No new data: the other paths answer and this one stopped (see
+    /// `check_silent_paths`); cleared by its next acknowledgement.
+    pub(crate) suspect: bool,
+    /// When a packet last arrived on this path.
+    pub(crate) last_recv: Option<Instant>,
+    /// When this path has been quiet long enough to be checked (multipath).
+    pub(crate) quiet_at: Option<Instant>,
     /// Maximum datagram payload on this path.
     pub(crate) mss: usize,
 }
@@ -158,6 +168,7 @@ pub(crate) struct Counters {
     pub(crate) stream_bytes: u64,
     pub(crate) retrans_bytes: u64,
     pub(crate) redundant_bytes: u64,
+    pub(crate) suspicions: u64,
 }
 
 impl Path {
@@ -214,6 +225,9 @@ impl Path {
             abandon_sent: false,
             drop_at: None,
             silent_ptos: 0,
+            suspect: false,
+            last_recv: None,
+            quiet_at: None,
             mss,
         }
     }
@@ -228,7 +242,7 @@ impl Path {
         let a = self.challenge.map(|(_, t)| t);
         let b = self.challenge_deadline;
         let c = self.drop_at;
-        [a, b, c].into_iter().flatten().min()
+        [a, b, c, self.quiet_at].into_iter().flatten().min()
     }
 
     /// The status the scheduler sees: backup if either side asked for it.
@@ -246,7 +260,7 @@ impl Path {
         let cc = self.recovery.cc();
         let mut s = crate::sched::PathSnapshot::new(self.id);
         s.status = self.effective_status();
-        s.usable = self.usable();
+        s.usable = self.usable() && !self.suspect;
         s.srtt = rtt.smoothed();
         s.min_rtt = rtt.min();
         s.rttvar = rtt.var();
@@ -294,6 +308,7 @@ impl Path {
             stream_bytes: self.st.stream_bytes,
             retrans_bytes: self.st.retrans_bytes,
             redundant_bytes: self.st.redundant_bytes,
+            suspicions: self.st.suspicions,
             cc_state: cc.metrics().state,
         }
     }

@@ -252,6 +252,11 @@ impl Connection {
             p.st.recv += 1;
             p.st.recv_bytes += plen as u64;
             p.amp_recv += plen as u64;
+            p.last_recv = Some(now);
+            if self.multipath {
+                // Re-armed by every packet: see `probe_quiet_paths`.
+                p.quiet_at = Some(now + p.recovery.pto_period(crate::recovery::SpaceKind::Data) * 2);
+            }
         } else {
             let sp = &mut self.hs[level_index(level)];
             sp.acks.on_packet_received(pn, now, facts.ack_eliciting, Ecn::NotEct);
@@ -526,6 +531,7 @@ impl Connection {
             if r.as_ref().is_ok_and(|s| s.newly_acked > 0) {
                 p.probes = 0;
                 p.silent_ptos = 0;
+                p.suspect = false;
             }
             r
         } else {
@@ -547,6 +553,11 @@ impl Connection {
         let pi = self.path_index(path).unwrap_or(0);
         let mp = self.multipath;
         let pid = self.paths.get(pi).map(|p| p.id).unwrap_or(PathId::ZERO);
+        if mp && level == Level::OneRtt {
+            if let Some(newest) = acked.iter().map(|p| p.time_sent).max() {
+                self.check_silent_paths(pi, newest, now);
+            }
+        }
         for pkt in acked.drain(..) {
             if mp {
                 self.sched.on_ack(pid, pkt.size);

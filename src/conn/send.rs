@@ -67,7 +67,10 @@ impl Connection {
             .iter()
             .position(|p| !p.abandoned && (!p.responses.is_empty() || p.challenge_pending || p.probes > 0))
         {
-            if let Some(r) = self.send_on_index(out, pi, now)? {
+            // Probes only need an acknowledgement (a PING if nothing else);
+            // stream data is the scheduler's business, and a PTO already
+            // queued this path's data again for any path.
+            if let Some(r) = self.send_in_mode(out, pi, DataMode::NoStream, now)? {
                 return Ok(Some(r));
             }
         }

@@ -697,7 +697,8 @@ fn redundant_copies_are_sent_counted_and_harmless() {
     let dup = p.c.stats().dup_stream_bytes;
     assert!(copies > 20_000, "redundant bytes sent: {copies}");
     // Copies that arrived after the original count as duplicates there.
-    assert!(dup > 0 && dup <= copies, "duplicates received {dup}, copies sent {copies}");
+    let sus: Vec<_> = p.s.path_stats().map(|s| (s.id, s.suspicions, s.retrans_bytes, s.lost)).collect();
+    assert!(dup > 0 && dup <= copies, "duplicates received {dup}, copies sent {copies} {sus:?}");
     let m = p.s.scheduler_metrics();
     assert!(m.paths.iter().any(|x| x.redundant_bytes > 0), "{m:?}");
 }
