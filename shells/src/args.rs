@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use emu::queue::{QueueConfig, QueueKind};
 
+use crate::mahimahi::Backend;
+
 /// A usage error: the message to print before the usage text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UsageError(pub String);
@@ -242,6 +244,8 @@ pub struct MpShellArgs {
     pub source: PathSource,
     /// Seed for the loss RNGs (default: random).
     pub seed: Option<u64>,
+    /// Which emulation runs the paths (`--backend`).
+    pub backend: Backend,
     /// Command to run (empty: the user's `$SHELL`).
     pub command: Vec<String>,
 }
@@ -275,6 +279,7 @@ pub fn parse_mpshell(args: &[String]) -> Result<MpShellArgs, UsageError> {
     let mut paths = Vec::new();
     let mut scenario = None;
     let mut seed = None;
+    let mut backend = Backend::Builtin;
     let mut command = Vec::new();
     let mut i = 0;
     while let Some(arg) = args.get(i) {
@@ -298,6 +303,7 @@ pub fn parse_mpshell(args: &[String]) -> Result<MpShellArgs, UsageError> {
         match name {
             "--path" => paths.push(parse_path_spec(&value()?)?),
             "--scenario" => scenario = Some(value()?),
+            "--backend" => backend = Backend::parse(&value()?)?,
             "--seed" => {
                 let v = value()?;
                 seed = Some(v.parse().map_err(|_| usage(format!("bad --seed {v:?}")))?);
@@ -315,7 +321,17 @@ pub fn parse_mpshell(args: &[String]) -> Result<MpShellArgs, UsageError> {
         (Some(_), false) => return Err(usage("give either --path or --scenario, not both")),
         (None, true) => return Err(usage("need at least one --path or a --scenario")),
     };
-    Ok(MpShellArgs { source, seed, command })
+    if backend == Backend::Mahimahi {
+        if matches!(source, PathSource::Scenario(_)) {
+            return Err(usage(
+                "--backend mahimahi needs --path specs: a scenario's schedules and loss models cannot be expressed with mm-link",
+            ));
+        }
+        if seed.is_some() {
+            return Err(usage("--seed has no effect with --backend mahimahi (mm-loss seeds itself)"));
+        }
+    }
+    Ok(MpShellArgs { source, seed, backend, command })
 }
 
 #[cfg(test)]
@@ -407,5 +423,17 @@ mod tests {
         assert!(parse_mpshell(&v("--path a,b,c,1,2")).is_err());
         assert!(parse_mpshell(&v("--scenario x --path a,b,c,1")).is_err());
         assert!(parse_mpshell(&v("--seed")).is_err());
+        assert_eq!(a.backend, Backend::Builtin);
+    }
+
+    #[test]
+    fn mpshell_backend_option() {
+        let a = parse_mpshell(&v("--backend mahimahi --path a,u,d,10 -- sh")).unwrap();
+        assert_eq!(a.backend, Backend::Mahimahi);
+        assert_eq!(parse_mpshell(&v("--backend=auto --scenario x")).unwrap().backend, Backend::Auto);
+        let e = |s: &str| parse_mpshell(&v(s)).unwrap_err().0;
+        assert!(e("--backend mm --path a,u,d,1").contains("builtin, mahimahi or auto"));
+        assert!(e("--backend mahimahi --scenario x").contains("needs --path"));
+        assert!(e("--backend mahimahi --seed 3 --path a,u,d,1").contains("--seed"));
     }
 }

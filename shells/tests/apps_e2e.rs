@@ -2,7 +2,10 @@
 //! binaries, the client inside `mpquic-mpshell` with two paths of different traces
 //! (constant 12 Mbit/s; the generated time-varying 6 Mbit/s LTE trace), downloading a
 //! file of several MB. Checks the SHA-256 of the download and, from the client's
-//! `--json` summary, that both paths carried data.
+//! `--json` summary, that both paths carried data. Run with both backends: built-in
+//! (one namespace, one interface per path) and `--backend mahimahi` with this crate's
+//! Mahimahi-compatible `mm-delay`/`mm-link` put first on `PATH` (the client then binds
+//! path i's socket in shell i's namespace via `MPSHELL_LOCAL_i`).
 //!
 //! Wiring: the server must own an address that every path reaches with the same
 //! peer address, or the client would see replies from another address on path 1. So
@@ -36,11 +39,11 @@ until grep -q serving "$DIR/server.log" 2>/dev/null; do
     sleep 0.05
 done
 export server_addr
-"$BIN/mpquic-mpshell" \
+PATH="$BIN:$PATH" "$BIN/mpquic-mpshell" --backend "$BACKEND" \
     --path "fixed12,$TRACE0_UP,$TRACE0_DOWN,10" \
     --path "lte6,$TRACE1_UP,$TRACE1_DOWN,20" \
     -- sh -c '"$BIN/mpquic-client" "https://$server_addr:4433/file.bin" \
-        --local "$MPSHELL_ADDR_0" --local "$MPSHELL_ADDR_1" --cc "$CC" \
+        --local "$MPSHELL_LOCAL_0" --local "$MPSHELL_LOCAL_1" --cc "$CC" \
         --insecure --json --timeout 20 -o "$DIR/out.bin"'
 rc=$?
 kill "$server" 2>/dev/null
@@ -74,8 +77,17 @@ fn sha256(data: &[u8]) -> String {
 
 #[test]
 fn http3_download_through_mpshell_uses_both_paths() {
+    download_through_mpshell("http3_download_through_mpshell_uses_both_paths", "builtin");
+}
+
+#[test]
+fn http3_download_through_mahimahi_backend_uses_both_paths() {
+    download_through_mpshell("http3_download_through_mahimahi_backend_uses_both_paths", "mahimahi");
+}
+
+fn download_through_mpshell(test: &str, backend: &str) {
     if let Err(why) = shells::netns::check_privileges() {
-        println!("SKIPPED http3_download_through_mpshell_uses_both_paths: {why}");
+        println!("SKIPPED {test}: {why}");
         return;
     }
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_mpquic-mpshell")).parent().expect("target dir").to_path_buf();
@@ -86,7 +98,7 @@ fn http3_download_through_mpshell_uses_both_paths() {
             bin_dir.display()
         );
     }
-    let dir = std::env::temp_dir().join(format!("mpquic-apps-e2e-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("mpquic-apps-e2e-{backend}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("root")).unwrap();
     let data = content(FILE_BYTES);
@@ -102,6 +114,7 @@ fn http3_download_through_mpshell_uses_both_paths() {
         .env("DIR", &dir)
         .env("CERTS", repo("tests/certs"))
         .env("CC", "cubic")
+        .env("BACKEND", backend)
         .env("TRACE0_UP", trace("shells/tests/data/12mbps.trace"))
         .env("TRACE0_DOWN", trace("shells/tests/data/12mbps.trace"))
         .env("TRACE1_UP", trace("shells/tests/data/6mbps.trace"))
@@ -131,8 +144,13 @@ fn http3_download_through_mpshell_uses_both_paths() {
     assert_eq!(j["downloads"][0]["status"], 200);
     let paths = j["paths"].as_array().expect("paths");
     assert_eq!(paths.len(), 2, "{j}");
+    assert!(stderr.contains(if backend == "mahimahi" {
+        "/ns/net (MPSHELL_LOCAL_0)"
+    } else {
+        "(MPSHELL_ADDR_0)"
+    }));
     println!(
-        "8 MB over fixed 12 + LTE 6 Mbit/s: {:.2} s, goodput {:.2} Mbit/s",
+        "{backend}: 8 MB over fixed 12 + LTE 6 Mbit/s: {:.2} s, goodput {:.2} Mbit/s",
         j["time_s"].as_f64().unwrap_or(0.0),
         j["goodput_mbps"].as_f64().unwrap_or(0.0)
     );
