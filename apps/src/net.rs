@@ -1,8 +1,10 @@
 //! UDP sockets for the event loop (mio), datagram routing helpers, and a
 //! paced sender that honours [`mpquic::SendInfo::at`].
 
+use std::fs::File;
 use std::io;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use mio::net::UdpSocket;
@@ -43,15 +45,63 @@ fn grow_buffers(sock: &UdpSocket) {
     }
 }
 
+/// Binds a UDP socket to `addr` inside the network namespace `netns` (a file such as
+/// `/proc/PID/ns/net`). A socket stays in the namespace it was created in, so one
+/// process can hold sockets in several namespaces: the thread enters `netns`, binds,
+/// and returns to its own namespace. Needs CAP_SYS_ADMIN.
+pub fn bind_in_netns(addr: SocketAddr, netns: &Path) -> io::Result<std::net::UdpSocket> {
+    use std::os::fd::AsRawFd;
+    let ctx = |what: &str, e: io::Error| io::Error::new(e.kind(), format!("{what}: {e}"));
+    let home = File::open("/proc/thread-self/ns/net").map_err(|e| ctx("own network namespace", e))?;
+    let target = File::open(netns).map_err(|e| ctx(&format!("network namespace {}", netns.display()), e))?;
+    // SAFETY: setns on valid, open namespace file descriptors.
+    if unsafe { libc::setns(target.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        let e = io::Error::last_os_error();
+        return Err(ctx(&format!("entering network namespace {} (needs root)", netns.display()), e));
+    }
+    let sock = std::net::UdpSocket::bind(addr);
+    // SAFETY: as above; returning home must not fail silently, or every later socket
+    // and DNS lookup of this thread would happen in the wrong namespace.
+    if unsafe { libc::setns(home.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        let e = io::Error::last_os_error();
+        eprintln!("cannot return to the original network namespace: {e}");
+        std::process::abort();
+    }
+    sock.map_err(|e| ctx(&format!("bind {addr} in {}", netns.display()), e))
+}
+
+/// Where one path's socket is bound: an address, optionally inside another network
+/// namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalSpec {
+    /// Local address (port 0: any free port).
+    pub addr: SocketAddr,
+    /// Network namespace file to bind in (`None`: the process's own).
+    pub netns: Option<PathBuf>,
+}
+
 impl Sockets {
     /// Bind one socket per address (port 0 picks a free port).
     pub fn bind(addrs: &[SocketAddr]) -> io::Result<Sockets> {
+        let specs: Vec<LocalSpec> = addrs.iter().map(|&addr| LocalSpec { addr, netns: None }).collect();
+        Sockets::bind_specs(&specs)
+    }
+
+    /// Bind one socket per spec, each in its own network namespace if it names one.
+    pub fn bind_specs(specs: &[LocalSpec]) -> io::Result<Sockets> {
         let poll = Poll::new()?;
         let mut socks = Vec::new();
         let mut bound = Vec::new();
-        for (i, a) in addrs.iter().enumerate() {
-            let mut s =
-                UdpSocket::bind(*a).map_err(|e| io::Error::new(e.kind(), format!("bind {a}: {e}")))?;
+        for (i, spec) in specs.iter().enumerate() {
+            let a = spec.addr;
+            let mut s = match &spec.netns {
+                None => UdpSocket::bind(a).map_err(|e| io::Error::new(e.kind(), format!("bind {a}: {e}")))?,
+                Some(ns) => {
+                    let std_sock = bind_in_netns(a, ns)?;
+                    std_sock.set_nonblocking(true)?;
+                    UdpSocket::from_std(std_sock)
+                }
+            };
             grow_buffers(&s);
             poll.registry().register(&mut s, Token(i), Interest::READABLE)?;
             bound.push(s.local_addr()?);

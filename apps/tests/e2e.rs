@@ -183,3 +183,43 @@ fn two_paths_over_loopback() {
     let total: f64 = paths.iter().map(|p| p["share"].as_f64().unwrap()).sum();
     assert!((total - 1.0).abs() < 1e-9);
 }
+
+#[test]
+fn local_in_another_network_namespace() {
+    // Bad `--local ADDR@NETNS` forms are usage errors that name the problem.
+    let r = client(&["https://127.0.0.1:4433/x", "--local", "127.0.0.1@/no/such/netns", "--insecure"]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("/no/such/netns"));
+    let r = client(&["https://127.0.0.1:4433/x", "--local", "lo@/proc/self/ns/net", "--insecure"]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("must be an IP"));
+    let r = client(&["https://127.0.0.1:4433/x", "--local", "127.0.0.1@", "--insecure"]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("empty network namespace"));
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("SKIPPED the download part of local_in_another_network_namespace: needs root (setns)");
+        return;
+    }
+    // Our own namespace named by its file: setns there and back, then a normal download
+    // on two paths, one of them bound through the namespace file.
+    let (root, sum) = served("netns");
+    let srv = ServerProc::start(&root, &[]);
+    let out = root.with_extension("out");
+    let r = client(&[
+        &srv.url("/big.bin"),
+        "--ca",
+        &cert("rootca.pem"),
+        "--local",
+        "127.0.0.1@/proc/self/ns/net",
+        "--local",
+        "127.0.0.2",
+        "--json",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.status.code(), Some(0));
+    assert_eq!(sha256_file(&out), sum);
+    let j: serde_json::Value = serde_json::from_slice(&r.stdout).expect("JSON summary");
+    assert!(j["paths"][0]["local"].as_str().unwrap_or_default().starts_with("127.0.0.1:"), "{j}");
+}

@@ -9,6 +9,7 @@
 //! - [`trace`]: parsing Mahimahi trace files (one millisecond offset per line).
 //! - [`stage`]: the [`Stage`](stage::Stage) trait and its implementations (queue +
 //!   trace-driven service, fixed delay, random loss), composed by wrapping.
+//! - [`aqm`]: CoDel and PIE for the link queue.
 //! - [`profile`]: piecewise time-varying parameters (delay spikes, loss ramps, rate
 //!   scaling, outages).
 //! - [`link`]: [`Link`](link::Link), one direction of one path, and
@@ -16,6 +17,7 @@
 //! - [`scenario`]: TOML scenario files describing several paths.
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod aqm;
 pub mod link;
 pub mod loss;
 pub mod profile;

@@ -87,6 +87,8 @@ impl Link {
             loss.add_profile(p.clone());
         }
         let mut service = TraceStage::new(cfg.trace.clone(), cfg.queue);
+        // PIE's random drops get their own stream, independent of the loss RNG.
+        service.set_seed(cfg.seed ^ 0x5049_455f_5345_4544);
         for p in &cfg.rate_scale {
             service.add_rate_scale(p.clone());
         }

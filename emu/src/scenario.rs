@@ -14,6 +14,8 @@
 //! delay_ms = 25.0          # one-way, each direction (mm-delay)
 //! loss = { model = "bernoulli", p = 0.0001 }        # both directions; or loss_up / loss_down
 //! queue = { kind = "droptail", packets = 200 }      # or bytes = N; kind = infinite | drophead
+//! # queue = { kind = "codel", packets = 100, target = 5, interval = 100 }        # ms
+//! # queue = { kind = "pie", packets = 100, qdelay_ref = 15, max_burst = 150 }    # ms
 //!
 //! [[path.schedule]]
 //! param = "outage"         # loss | delay_ms | rate | outage
@@ -41,7 +43,7 @@ use serde::Deserialize;
 use crate::link::{Link, LinkConfig, PathLinks};
 use crate::loss::LossModel;
 use crate::profile::{Interp, Profile};
-use crate::queue::{QueueConfig, QueueKind};
+use crate::queue::{QueueArgs, QueueConfig};
 use crate::trace::{Trace, TraceError};
 
 /// An error loading a scenario.
@@ -146,6 +148,10 @@ struct RawQueue {
     kind: String,
     packets: Option<u64>,
     bytes: Option<u64>,
+    target: Option<u64>,
+    interval: Option<u64>,
+    qdelay_ref: Option<u64>,
+    max_burst: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -373,23 +379,15 @@ fn parse_queue(raw: Option<&RawQueue>) -> Result<QueueConfig, String> {
     let Some(r) = raw else {
         return Ok(QueueConfig::default());
     };
-    let kind = match r.kind.as_str() {
-        "infinite" => QueueKind::Infinite,
-        "droptail" => QueueKind::DropTail,
-        "drophead" => QueueKind::DropHead,
-        other => {
-            return Err(format!("unknown queue kind {other:?} (expected infinite, droptail or drophead)"))
-        }
+    let args = QueueArgs {
+        packets: r.packets,
+        bytes: r.bytes,
+        target: r.target,
+        interval: r.interval,
+        qdelay_ref: r.qdelay_ref,
+        max_burst: r.max_burst,
     };
-    match kind {
-        QueueKind::Infinite if r.packets.is_some() || r.bytes.is_some() => {
-            Err("an infinite queue takes no packets/bytes limit".into())
-        }
-        QueueKind::DropTail | QueueKind::DropHead if r.packets.is_none() && r.bytes.is_none() => {
-            Err(format!("{} needs packets = N and/or bytes = N", r.kind))
-        }
-        _ => Ok(QueueConfig { kind, packets: r.packets, bytes: r.bytes }),
-    }
+    args.build(&r.kind)
 }
 
 fn apply_schedule(s: &RawSchedule, up: &mut LinkConfig, down: &mut LinkConfig) -> Result<(), String> {

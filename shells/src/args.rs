@@ -5,7 +5,9 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use emu::queue::{QueueConfig, QueueKind};
+use emu::queue::{QueueArgs, QueueConfig};
+
+use crate::mahimahi::Backend;
 
 /// A usage error: the message to print before the usage text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,20 +108,9 @@ pub struct LinkArgs {
     pub command: Vec<String>,
 }
 
-/// Parses a queue type name (`infinite`, `droptail`, `drophead`).
-pub fn parse_queue_kind(s: &str) -> Result<QueueKind, UsageError> {
-    match s {
-        "infinite" => Ok(QueueKind::Infinite),
-        "droptail" => Ok(QueueKind::DropTail),
-        "drophead" => Ok(QueueKind::DropHead),
-        "codel" | "pie" => Err(usage(format!("queue type {s:?} is not supported here"))),
-        other => Err(usage(format!("unknown queue type {other:?}"))),
-    }
-}
-
-/// Applies Mahimahi queue arguments `NAME=NUMBER[, NAME2=NUMBER2 ...]` (names `packets`,
-/// `bytes`) to `cfg`.
-pub fn parse_queue_args(s: &str, cfg: &mut QueueConfig) -> Result<(), UsageError> {
+/// Applies Mahimahi queue arguments `NAME=NUMBER[, NAME2=NUMBER2 ...]` to `args`
+/// (`packets`, `bytes`; CoDel `target`, `interval`; PIE `qdelay_ref`, `max_burst`, in ms).
+pub fn parse_queue_args(s: &str, args: &mut QueueArgs) -> Result<(), UsageError> {
     for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
         let (name, value) = item
             .split_once('=')
@@ -128,33 +119,15 @@ pub fn parse_queue_args(s: &str, cfg: &mut QueueConfig) -> Result<(), UsageError
             .trim()
             .parse()
             .map_err(|_| usage(format!("queue argument value is not a number: {item:?}")))?;
-        match name.trim() {
-            "packets" => cfg.packets = Some(n),
-            "bytes" => cfg.bytes = Some(n),
-            other => {
-                return Err(usage(format!("queue argument {other:?} is not supported (packets, bytes)")))
-            }
-        }
+        args.set(name.trim(), n).map_err(usage)?;
     }
     Ok(())
 }
 
-fn finish_queue(kind: QueueKind, mut cfg: QueueConfig, dir: &str) -> Result<QueueConfig, UsageError> {
-    cfg.kind = kind;
-    match kind {
-        QueueKind::Infinite => {
-            cfg.packets = None;
-            cfg.bytes = None;
-        }
-        QueueKind::DropTail | QueueKind::DropHead => {
-            if cfg.packets.is_none() && cfg.bytes.is_none() {
-                return Err(usage(format!(
-                    "--{dir}-queue needs --{dir}-queue-args=packets=N and/or bytes=N"
-                )));
-            }
-        }
-    }
-    Ok(cfg)
+/// The queue of discipline `kind` (`infinite`, `droptail`, `drophead`, `codel`, `pie`)
+/// with its arguments, for direction `dir` (`uplink`/`downlink`, for messages).
+pub fn build_queue(kind: &str, args: &QueueArgs, dir: &str) -> Result<QueueConfig, UsageError> {
+    args.build(kind).map_err(|e| usage(format!("--{dir}-queue={kind}: {e}")))
 }
 
 /// Parses `mm-link` arguments (without the program name). Options may come before,
@@ -163,8 +136,8 @@ fn finish_queue(kind: QueueKind, mut cfg: QueueConfig, dir: &str) -> Result<Queu
 pub fn parse_link(args: &[String]) -> Result<LinkArgs, UsageError> {
     let mut traces = Vec::new();
     let mut once = false;
-    let (mut up_kind, mut down_kind) = (QueueKind::Infinite, QueueKind::Infinite);
-    let (mut up_q, mut down_q) = (QueueConfig::default(), QueueConfig::default());
+    let (mut up_kind, mut down_kind) = ("infinite".to_string(), "infinite".to_string());
+    let (mut up_q, mut down_q) = (QueueArgs::default(), QueueArgs::default());
     let mut command = Vec::new();
     let mut i = 0;
     while let Some(arg) = args.get(i) {
@@ -181,8 +154,8 @@ pub fn parse_link(args: &[String]) -> Result<LinkArgs, UsageError> {
             let need = || value.ok_or_else(|| usage(format!("--{name} needs =VALUE")));
             match name {
                 "once" if value.is_none() => once = true,
-                "uplink-queue" => up_kind = parse_queue_kind(need()?)?,
-                "downlink-queue" => down_kind = parse_queue_kind(need()?)?,
+                "uplink-queue" => up_kind = need()?.to_string(),
+                "downlink-queue" => down_kind = need()?.to_string(),
                 "uplink-queue-args" => parse_queue_args(need()?, &mut up_q)?,
                 "downlink-queue-args" => parse_queue_args(need()?, &mut down_q)?,
                 n if n.starts_with("meter") || n.ends_with("-log") => {
@@ -204,8 +177,8 @@ pub fn parse_link(args: &[String]) -> Result<LinkArgs, UsageError> {
     Ok(LinkArgs {
         uplink_trace: up,
         downlink_trace: down,
-        uplink_queue: finish_queue(up_kind, up_q, "uplink")?,
-        downlink_queue: finish_queue(down_kind, down_q, "downlink")?,
+        uplink_queue: build_queue(&up_kind, &up_q, "uplink")?,
+        downlink_queue: build_queue(&down_kind, &down_q, "downlink")?,
         once,
         command,
     })
@@ -242,6 +215,8 @@ pub struct MpShellArgs {
     pub source: PathSource,
     /// Seed for the loss RNGs (default: random).
     pub seed: Option<u64>,
+    /// Which emulation runs the paths (`--backend`).
+    pub backend: Backend,
     /// Command to run (empty: the user's `$SHELL`).
     pub command: Vec<String>,
 }
@@ -275,6 +250,7 @@ pub fn parse_mpshell(args: &[String]) -> Result<MpShellArgs, UsageError> {
     let mut paths = Vec::new();
     let mut scenario = None;
     let mut seed = None;
+    let mut backend = Backend::Builtin;
     let mut command = Vec::new();
     let mut i = 0;
     while let Some(arg) = args.get(i) {
@@ -298,6 +274,7 @@ pub fn parse_mpshell(args: &[String]) -> Result<MpShellArgs, UsageError> {
         match name {
             "--path" => paths.push(parse_path_spec(&value()?)?),
             "--scenario" => scenario = Some(value()?),
+            "--backend" => backend = Backend::parse(&value()?)?,
             "--seed" => {
                 let v = value()?;
                 seed = Some(v.parse().map_err(|_| usage(format!("bad --seed {v:?}")))?);
@@ -315,12 +292,23 @@ pub fn parse_mpshell(args: &[String]) -> Result<MpShellArgs, UsageError> {
         (Some(_), false) => return Err(usage("give either --path or --scenario, not both")),
         (None, true) => return Err(usage("need at least one --path or a --scenario")),
     };
-    Ok(MpShellArgs { source, seed, command })
+    if backend == Backend::Mahimahi {
+        if matches!(source, PathSource::Scenario(_)) {
+            return Err(usage(
+                "--backend mahimahi needs --path specs: a scenario's schedules and loss models cannot be expressed with mm-link",
+            ));
+        }
+        if seed.is_some() {
+            return Err(usage("--seed has no effect with --backend mahimahi (mm-loss seeds itself)"));
+        }
+    }
+    Ok(MpShellArgs { source, seed, backend, command })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use emu::queue::QueueKind;
 
     fn v(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
@@ -372,15 +360,44 @@ mod tests {
         assert!(!b.once);
         assert_eq!(b.command, v("ls --once"));
         // Mahimahi writes "packets=1, bytes=2" with a space too.
-        let mut q = QueueConfig::default();
+        let mut q = QueueArgs::default();
         parse_queue_args("packets=1, bytes=2", &mut q).unwrap();
         assert_eq!((q.packets, q.bytes), (Some(1), Some(2)));
         assert!(parse_link(&v("u")).is_err());
         assert!(parse_link(&v("u d --uplink-queue=droptail")).is_err());
-        assert!(parse_link(&v("u d --uplink-queue=codel")).is_err());
         assert!(parse_link(&v("u d --meter-all")).is_err());
         assert!(parse_link(&v("u d --bogus")).is_err());
         assert!(parse_link(&v("u d --uplink-queue-args=packets=x")).is_err());
+    }
+
+    #[test]
+    fn link_aqm_queues() {
+        use emu::aqm::{CodelParams, PieParams};
+        let ms = Duration::from_millis;
+        let a = parse_link(&v(
+            "u d --uplink-queue=codel --uplink-queue-args=packets=100,target=5,interval=100 --downlink-queue=pie --downlink-queue-args=packets=200,qdelay_ref=20,max_burst=100 -- sh",
+        ))
+        .unwrap();
+        assert_eq!(a.uplink_queue.kind, QueueKind::CoDel(CodelParams { target: ms(5), interval: ms(100) }));
+        assert_eq!(a.uplink_queue.packets, Some(100));
+        assert_eq!(
+            a.downlink_queue.kind,
+            QueueKind::Pie(PieParams { qdelay_ref: ms(20), max_burst: ms(100) })
+        );
+        assert_eq!(a.downlink_queue.packets, Some(200));
+        // Arguments may come before the type; a bare type takes the RFC defaults.
+        let b = parse_link(&v("u d --uplink-queue-args=target=10 --uplink-queue=codel")).unwrap();
+        assert_eq!(b.uplink_queue.kind, QueueKind::CoDel(CodelParams { target: ms(10), interval: ms(100) }));
+        let e = |s: &str| parse_link(&v(s)).unwrap_err().0;
+        assert!(e("u d --uplink-queue=codel --uplink-queue-args=target=0")
+            .contains("target must be at least 1 ms"));
+        assert!(e("u d --uplink-queue=codel --uplink-queue-args=qdelay_ref=5").contains("PIE arguments"));
+        assert!(
+            e("u d --downlink-queue=pie --downlink-queue-args=interval=5").contains("--downlink-queue=pie")
+        );
+        assert!(e("u d --uplink-queue=pie --uplink-queue-args=burst=5").contains("unknown queue argument"));
+        assert!(e("u d --uplink-queue=red").contains("unknown queue type"));
+        assert!(e("u d --uplink-queue-args=packets=10").contains("infinite queue"));
     }
 
     #[test]
@@ -407,5 +424,17 @@ mod tests {
         assert!(parse_mpshell(&v("--path a,b,c,1,2")).is_err());
         assert!(parse_mpshell(&v("--scenario x --path a,b,c,1")).is_err());
         assert!(parse_mpshell(&v("--seed")).is_err());
+        assert_eq!(a.backend, Backend::Builtin);
+    }
+
+    #[test]
+    fn mpshell_backend_option() {
+        let a = parse_mpshell(&v("--backend mahimahi --path a,u,d,10 -- sh")).unwrap();
+        assert_eq!(a.backend, Backend::Mahimahi);
+        assert_eq!(parse_mpshell(&v("--backend=auto --scenario x")).unwrap().backend, Backend::Auto);
+        let e = |s: &str| parse_mpshell(&v(s)).unwrap_err().0;
+        assert!(e("--backend mm --path a,u,d,1").contains("builtin, mahimahi or auto"));
+        assert!(e("--backend mahimahi --scenario x").contains("needs --path"));
+        assert!(e("--backend mahimahi --seed 3 --path a,u,d,1").contains("--seed"));
     }
 }

@@ -3,6 +3,7 @@
 //!
 //! - [`shell`]: the packet-shell template every binary uses ([`shell::run`]).
 //! - [`args`]: Mahimahi-compatible command-line parsing.
+//! - [`mahimahi`]: `mpquic-mpshell --backend mahimahi`, one real Mahimahi shell per path.
 //! - [`netns`]: namespaces, `ip`, address allocation.
 //! - [`tun`]: TUN devices.
 //!
@@ -10,6 +11,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod args;
+pub mod mahimahi;
 pub mod netns;
 pub mod shell;
 pub mod tun;

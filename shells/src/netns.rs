@@ -31,6 +31,13 @@ impl NetNs {
         Ok(NetNs { file: File::open(format!("/proc/{pid}/ns/net"))? })
     }
 
+    /// The network namespace named by a file such as `/proc/PID/ns/net`.
+    pub fn open(path: &std::path::Path) -> io::Result<NetNs> {
+        let file =
+            File::open(path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        Ok(NetNs { file })
+    }
+
     /// Moves the calling thread into this namespace.
     pub fn enter(&self) -> io::Result<()> {
         setns(self.file.as_fd(), CloneFlags::CLONE_NEWNET).map_err(io::Error::from)

@@ -136,7 +136,9 @@ impl Drop for AncestorRoutes {
 /// Environment of the command: `MAHIMAHI_BASE` (path 0's outside address, unless an
 /// enclosing shell already set it: as in Mahimahi it names the outermost host side),
 /// `MPSHELL_ADDR_i` / `MPSHELL_PEER_i` (inside / outside address of path i),
-/// `MPSHELL_PATHS` (count) and the chain of enclosing shells.
+/// `MPSHELL_LOCAL_i` (what to give `mpquic-client --local` for path i: here the address;
+/// with `--backend mahimahi`, `ADDR@NETNS`), `MPSHELL_PATHS` (count) and the chain of
+/// enclosing shells.
 pub fn command_env(subnets: &[Subnet], chain: &str, outer_base: Option<String>) -> Vec<(String, String)> {
     let mut env = Vec::new();
     let base =
@@ -148,6 +150,7 @@ pub fn command_env(subnets: &[Subnet], chain: &str, outer_base: Option<String>) 
     for (i, s) in subnets.iter().enumerate() {
         env.push((format!("MPSHELL_ADDR_{i}"), s.inner().to_string()));
         env.push((format!("MPSHELL_PEER_{i}"), s.outer().to_string()));
+        env.push((format!("MPSHELL_LOCAL_{i}"), s.inner().to_string()));
     }
     env.push((CHAIN_ENV.to_string(), chain.to_string()));
     env
@@ -425,6 +428,7 @@ mod tests {
         assert_eq!(get("MPSHELL_PATHS"), "2");
         assert_eq!(get("MPSHELL_ADDR_1"), "100.64.0.22");
         assert_eq!(get("MPSHELL_PEER_1"), "100.64.0.21");
+        assert_eq!(get("MPSHELL_LOCAL_1"), "100.64.0.22");
         assert_eq!(get(CHAIN_ENV), "1:x");
         let nested = command_env(&subs, "", Some("100.64.9.1".into()));
         assert!(nested.contains(&("MAHIMAHI_BASE".into(), "100.64.9.1".into())));

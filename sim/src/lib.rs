@@ -5,12 +5,15 @@
 //! offset from it, so a 60 s experiment runs as fast as the CPU allows and the outcome
 //! depends only on the configuration and seed.
 //!
+//! - `app`: the client and server applications (HTTP/3 or plain streams) and the
+//!   generated, receiver-checked body.
 //! - [`net`]: building paths programmatically (constant-rate links, loss, queues).
 //! - [`sim`]: the event loop ([`Sim`], [`SimConfig`], [`FlowSpec`]).
 //! - [`report`]: time series ([`Sample`]) and summaries ([`FlowSummary`]).
 //! - [`output`]: CSV, JSON and a text table.
 #![warn(missing_docs, unreachable_pub)]
 
+mod app;
 pub mod net;
 pub mod output;
 pub mod report;

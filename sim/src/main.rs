@@ -2,8 +2,9 @@
 //!
 //! ```text
 //! mpquic-sim --scenario NAME_OR_FILE [--cc X] [--scheduler Y] [--seed N] [--duration S]
-//!            [--bytes N] [--upload] [--interval MS] [--fail PATH@SECONDS] [--out DIR] [--json]
-//! mpquic-sim --bench
+//!            [--bytes N] [--workload h3|stream|upload] [--interval MS] [--fail PATH@SECONDS]
+//!            [--out DIR] [--json]
+//! mpquic-sim --bench [--workload W]
 //! ```
 
 use std::io::{IsTerminal, Write};
@@ -15,9 +16,9 @@ use emu::scenario::Scenario;
 use sim::{output, Failure, Sim, SimConfig, Workload};
 
 const USAGE: &str = "usage: mpquic-sim --scenario NAME_OR_FILE [--cc NAME] [--scheduler NAME] [--seed N]
-                  [--duration SECONDS] [--bytes N] [--upload] [--interval MS]
-                  [--fail PATH@SECONDS]... [--out DIR] [--json]
-       mpquic-sim --bench     (60 s on testbed-2x100, prints wall time)
+                  [--duration SECONDS] [--bytes N] [--workload h3|stream|upload]
+                  [--interval MS] [--fail PATH@SECONDS]... [--out DIR] [--json]
+       mpquic-sim --bench [--workload W]   (60 s on testbed-2x100, prints wall time)
 
   --scenario   a scenario name from traces/ (e.g. testbed-2x100) or a .toml file
   --cc         newreno | cubic | bbr | coupled-bbr | lia | olia | balia (default cubic)
@@ -25,7 +26,9 @@ const USAGE: &str = "usage: mpquic-sim --scenario NAME_OR_FILE [--cc NAME] [--sc
   --seed       seed of the links' loss processes (default: the scenario's)
   --duration   simulated seconds (default: the scenario's; with --bytes, 10x it)
   --bytes      transfer this many bytes and stop when done (default: unbounded)
-  --upload     the client sends instead of downloading
+  --workload   h3: HTTP/3 GET of a generated body (default); stream: the same download
+               on a plain QUIC stream; upload: the client sends on a plain stream
+  --upload     same as --workload upload
   --interval   time-series sampling interval in ms (default 100)
   --fail       black-hole path PATH (name or index) from SECONDS on
   --out        write summary.json, series.json and series.csv into DIR
@@ -38,7 +41,7 @@ struct Args {
     seed: Option<u64>,
     duration: Option<f64>,
     bytes: Option<u64>,
-    upload: bool,
+    workload: Workload,
     interval_ms: u64,
     fails: Vec<(String, f64)>,
     out: Option<PathBuf>,
@@ -54,7 +57,7 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
         seed: None,
         duration: None,
         bytes: None,
-        upload: false,
+        workload: Workload::H3,
         interval_ms: 100,
         fails: Vec::new(),
         out: None,
@@ -90,7 +93,10 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
                 }
                 a.bytes = Some(b);
             }
-            "--upload" => a.upload = true,
+            "--upload" => a.workload = Workload::Upload,
+            "--workload" => {
+                a.workload = Workload::parse(&val(arg)?).map_err(|e| format!("--workload: {e}"))?
+            }
             "--interval" => {
                 let v = val(arg)?;
                 let ms: u64 = v.parse().map_err(|_| format!("--interval: not an integer: {v:?}"))?;
@@ -124,7 +130,7 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
 
 fn run(a: Args) -> Result<(), String> {
     if a.bench {
-        return bench();
+        return bench(a.workload);
     }
     let name = a.scenario.clone().unwrap_or_default();
     let scenario = Scenario::find(&name).map_err(|e| format!("scenario {name:?}: {e}"))?;
@@ -140,7 +146,7 @@ fn run(a: Args) -> Result<(), String> {
         f.cc = a.cc.clone();
         f.scheduler = a.scheduler.clone();
         f.bytes = a.bytes;
-        f.workload = if a.upload { Workload::Upload } else { Workload::Download };
+        f.workload = a.workload;
     }
     for (p, t) in &a.fails {
         let idx = scenario
@@ -191,11 +197,12 @@ fn run(a: Args) -> Result<(), String> {
 
 /// 60 s of one unbounded download on `testbed-2x100` (both paths when multipath is
 /// available), timed on the wall clock.
-fn bench() -> Result<(), String> {
+fn bench(workload: Workload) -> Result<(), String> {
     let scenario = Scenario::find("testbed-2x100").map_err(|e| e.to_string())?;
     let mut cfg = SimConfig::new("bench testbed-2x100", scenario.paths.len(), Duration::from_secs(60));
     for f in &mut cfg.flows {
         f.cc = "cubic".into();
+        f.workload = workload;
     }
     let mut sim = Sim::from_scenario(&scenario, 1, cfg).map_err(|e| e.to_string())?;
     #[allow(clippy::disallowed_methods)]

@@ -39,6 +39,9 @@ pub struct PathParams {
     pub queue_bytes: Option<u64>,
     /// Drop-tail queue limit in packets (`None`: no packet limit).
     pub queue_packets: Option<u64>,
+    /// An AQM instead of drop-tail (`QueueKind::CoDel` or `QueueKind::Pie`); the limits
+    /// above still apply (tail drop at the limit).
+    pub aqm: Option<QueueKind>,
 }
 
 impl PathParams {
@@ -52,6 +55,7 @@ impl PathParams {
             loss: 0.0,
             queue_bytes: Some(bdp.max(15_000)),
             queue_packets: None,
+            aqm: None,
         }
     }
 
@@ -63,7 +67,9 @@ impl PathParams {
         cfg.loss = if self.loss > 0.0 { LossModel::Bernoulli { p: self.loss } } else { LossModel::None };
         cfg.queue =
             QueueConfig { kind: QueueKind::DropTail, packets: self.queue_packets, bytes: self.queue_bytes };
-        if self.queue_bytes.is_none() && self.queue_packets.is_none() {
+        if let Some(kind) = self.aqm {
+            cfg.queue.kind = kind;
+        } else if self.queue_bytes.is_none() && self.queue_packets.is_none() {
             cfg.queue.kind = QueueKind::Infinite;
         }
         let mut up = cfg.clone();

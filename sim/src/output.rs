@@ -77,8 +77,11 @@ pub fn summary_json(report: &Report) -> String {
         }
         let _ = write!(
             s,
-            "{{\"flow\":{},\"cc\":{},\"scheduler\":{},\"established\":{},\"multipath\":{},\"app_bytes\":{},\"goodput_bps\":{},\"completion_s\":{},\"retrans_bytes\":{},\"redundant_bytes\":{},\"ooo_mean\":{},\"ooo_p95\":{},\"ooo_max\":{},\"error\":{},\"paths\":[",
+            "{{\"flow\":{},\"workload\":{},\"status\":{},\"body_mismatches\":{},\"cc\":{},\"scheduler\":{},\"established\":{},\"multipath\":{},\"app_bytes\":{},\"goodput_bps\":{},\"completion_s\":{},\"retrans_bytes\":{},\"redundant_bytes\":{},\"ooo_mean\":{},\"ooo_p95\":{},\"ooo_max\":{},\"error\":{},\"paths\":[",
             f.flow,
+            json_str(&f.workload),
+            f.status.map(|v| v.to_string()).unwrap_or_else(|| "null".into()),
+            f.body_mismatches,
             json_str(&f.cc),
             json_str(&f.scheduler),
             f.established,
@@ -170,13 +173,16 @@ pub fn table(report: &Report) -> String {
     for f in &report.flows {
         let _ = writeln!(
             s,
-            "flow {} [{} / {}{}]: goodput {:.2} Mbit/s, {} bytes, completion {}, retrans {} B, redundant {} B, out-of-order mean {:.0} / p95 {} / max {} B",
+            "flow {} [{} / {} / {}{}]: goodput {:.2} Mbit/s, {} bytes{}{}, completion {}, retrans {} B, redundant {} B, out-of-order mean {:.0} / p95 {} / max {} B",
             f.flow,
+            f.workload,
             f.cc,
             f.scheduler,
             if f.multipath { ", multipath" } else { "" },
             mbps(f.goodput_bps),
             f.app_bytes,
+            if f.body_mismatches == 0 { " (body check ok)" } else { " (body check FAILED)" },
+            f.status.map(|c| format!(", HTTP {c}")).unwrap_or_default(),
             f.completion.map(|c| format!("{:.3} s", c.as_secs_f64())).unwrap_or_else(|| "-".into()),
             f.retrans_bytes,
             f.redundant_bytes,
@@ -184,6 +190,13 @@ pub fn table(report: &Report) -> String {
             f.ooo_p95,
             f.ooo_max
         );
+        if f.body_mismatches > 0 {
+            let _ = writeln!(
+                s,
+                "  body check FAILED: {} bytes differ from the generated body",
+                f.body_mismatches
+            );
+        }
         if let Some(e) = &f.error {
             let _ = writeln!(s, "  error: {e}");
         }

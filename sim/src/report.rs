@@ -86,6 +86,13 @@ pub struct FlowSummary {
     pub ooo_p95: u64,
     /// Maximum out-of-order bytes (exact, checked after every datagram).
     pub ooo_max: u64,
+    /// Workload name (`h3`, `stream`, `upload`).
+    pub workload: String,
+    /// Received body bytes that differed from the generated body (0 for a correct
+    /// transfer).
+    pub body_mismatches: u64,
+    /// HTTP/3 response status the client got (`None` for plain streams or no response).
+    pub status: Option<u16>,
     /// Per path.
     pub paths: Vec<PathSummary>,
     /// First setup or send error of the flow, if any.

@@ -21,26 +21,55 @@ use emu::scenario::Scenario;
 use emu::stage::{Packet, Stage};
 use mpquic::{Config, Connection, PathError, RecvInfo};
 
+use crate::app::{App, Body, CHUNK};
 use crate::report::{quantile, FlowSummary, PathSample, PathSummary, Report, Sample};
 
 /// Bytes of IPv4 + UDP headers the links charge on top of each UDP payload.
 pub const HEADER_BYTES: u32 = 28;
 /// Interval of the out-of-order byte sampler used for the summary statistics.
 const OOO_TICK: Duration = Duration::from_millis(10);
-/// Stream carrying the transfer (the client's first bidirectional stream).
-const STREAM: u64 = 0;
 /// After this many steps without the clock moving, the loop nudges it forward by 1 µs
 /// (a guard against a timer that stays due; counted in [`Report`]'s `stalls`).
 const SAME_TIME_LIMIT: u32 = 10_000;
 
-/// What a flow transfers.
+/// What a flow transfers. Every body is generated and checked byte by byte on the
+/// receiving side ([`FlowSummary::body_mismatches`](crate::FlowSummary)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Workload {
-    /// The client requests, the server sends (a file download).
+    /// HTTP/3 download: the client sends `GET /bytes/N`, the server answers 200 with an
+    /// N-byte body (unbounded flows: no content-length, the body never ends).
     #[default]
+    H3,
+    /// Plain-stream download: a 3-byte request, then the body on the same stream.
     Download,
-    /// The client sends, the server receives.
+    /// Plain-stream upload: the client sends, the server receives.
     Upload,
+}
+
+impl Workload {
+    /// `h3`, `stream` (plain-stream download) or `upload`.
+    pub fn parse(name: &str) -> Result<Workload, SimError> {
+        match name {
+            "h3" => Ok(Workload::H3),
+            "stream" => Ok(Workload::Download),
+            "upload" => Ok(Workload::Upload),
+            _ => Err(SimError::Invalid(format!("unknown workload {name:?} (h3, stream, upload)"))),
+        }
+    }
+
+    /// The name [`Workload::parse`] accepts.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::H3 => "h3",
+            Workload::Download => "stream",
+            Workload::Upload => "upload",
+        }
+    }
+
+    /// Whether the server sends the data.
+    pub fn is_download(self) -> bool {
+        self != Workload::Upload
+    }
 }
 
 /// One client/server connection pair.
@@ -62,7 +91,7 @@ pub struct FlowSpec {
 }
 
 impl FlowSpec {
-    /// A download over `paths` with CUBIC and minRTT, starting at 0, unlimited.
+    /// An HTTP/3 download over `paths` with CUBIC and minRTT, starting at 0, unlimited.
     pub fn new(paths: Vec<usize>) -> FlowSpec {
         FlowSpec {
             cc: "cubic".into(),
@@ -70,8 +99,20 @@ impl FlowSpec {
             paths,
             start: Duration::ZERO,
             bytes: None,
-            workload: Workload::Download,
+            workload: Workload::H3,
         }
+    }
+
+    /// Sets the workload (builder style).
+    pub fn workload(mut self, w: Workload) -> FlowSpec {
+        self.workload = w;
+        self
+    }
+
+    /// Sets the transfer size (builder style).
+    pub fn bytes(mut self, n: u64) -> FlowSpec {
+        self.bytes = Some(n);
+        self
     }
 
     /// Sets the controller (builder style).
@@ -184,9 +225,6 @@ impl Endpoint {
 #[derive(Default)]
 struct FlowState {
     started: bool,
-    request_sent: bool,
-    sending: bool,
-    remaining: u64,
     app_bytes: u64,
     app_bytes_last: u64,
     done_at: Option<Duration>,
@@ -212,30 +250,30 @@ struct Flow {
     server: Option<Endpoint>,
     /// (client, server) address per flow path.
     addrs: Vec<(SocketAddr, SocketAddr)>,
+    app: App,
     st: FlowState,
 }
 
 impl Flow {
     fn receiver(&mut self) -> Option<&mut Connection> {
-        match self.spec.workload {
-            Workload::Download => self.client.as_mut().map(|e| &mut e.conn),
-            Workload::Upload => self.server.as_mut().map(|e| &mut e.conn),
+        if self.spec.workload.is_download() {
+            self.client.as_mut().map(|e| &mut e.conn)
+        } else {
+            self.server.as_mut().map(|e| &mut e.conn)
         }
     }
 
     fn sender(&self) -> Option<&Connection> {
-        match self.spec.workload {
-            Workload::Download => self.server.as_ref().map(|e| &e.conn),
-            Workload::Upload => self.client.as_ref().map(|e| &e.conn),
+        if self.spec.workload.is_download() {
+            self.server.as_ref().map(|e| &e.conn)
+        } else {
+            self.client.as_ref().map(|e| &e.conn)
         }
     }
 
     /// Flow path index of a sender-side path, by its client address.
     fn path_of_stats(&self, ps: &mpquic::PathStats) -> Option<usize> {
-        let client = match self.spec.workload {
-            Workload::Download => ps.peer,
-            Workload::Upload => ps.local,
-        };
+        let client = if self.spec.workload.is_download() { ps.peer } else { ps.local };
         self.addrs.iter().position(|a| a.0 == client)
     }
 
@@ -261,7 +299,7 @@ pub struct Sim {
     scratch: Vec<Packet>,
     due: Vec<(usize, Packet)>,
     sink: Vec<u8>,
-    chunk: Vec<u8>,
+    body: Body,
     samples: Vec<Sample>,
     datagrams: u64,
     stalls: u64,
@@ -274,7 +312,8 @@ fn cert_file(name: &str) -> String {
 fn make_config(server: bool, spec: &FlowSpec, max_udp_payload: usize) -> Result<Config, SimError> {
     let err = |e: mpquic::ConfigError| SimError::Config(e.to_string());
     let mut c = Config::new();
-    c.set_application_protos(&[b"mpquic-sim"]).map_err(err)?;
+    let alpn: &[u8] = if spec.workload == Workload::H3 { b"h3" } else { b"mpquic-sim" };
+    c.set_application_protos(&[alpn]).map_err(err)?;
     if server {
         c.load_cert_chain_from_pem_file(&cert_file("cert.pem")).map_err(err)?;
         c.load_priv_key_from_pem_file(&cert_file("key.pem")).map_err(err)?;
@@ -339,8 +378,12 @@ impl Sim {
                 client: None,
                 server: None,
                 addrs: (0..n).map(|k| (addr(i, k, 2, 50_000), addr(i, k, 1, 443))).collect(),
+                app: match spec.workload {
+                    Workload::H3 => App::h3(),
+                    Workload::Download => App::stream(false),
+                    Workload::Upload => App::stream(true),
+                },
                 st: FlowState {
-                    remaining: spec.bytes.unwrap_or(u64::MAX),
                     next_path: 1,
                     data_bytes: vec![0; n],
                     data_bytes_last: vec![0; n],
@@ -369,8 +412,8 @@ impl Sim {
             pool: Vec::new(),
             scratch: Vec::new(),
             due: Vec::new(),
-            sink: vec![0; 256 * 1024],
-            chunk: vec![0x5a; 256 * 1024],
+            sink: vec![0; CHUNK],
+            body: Body::new(),
             samples: Vec::new(),
             datagrams: 0,
             stalls: 0,
@@ -540,7 +583,7 @@ impl Sim {
         };
         let len = pkt.data.len() as u64;
         if to_server {
-            if f.spec.workload == Workload::Upload {
+            if !f.spec.workload.is_download() {
                 f.st.data_bytes[k] += len;
             }
             if f.server.is_none() {
@@ -555,7 +598,7 @@ impl Sim {
                 let _ = s.conn.recv(&mut pkt.data, RecvInfo { from: caddr, to: saddr }, now);
             }
         } else {
-            if f.spec.workload == Workload::Download {
+            if f.spec.workload.is_download() {
                 f.st.data_bytes[k] += len;
             }
             if let Some(c) = f.client.as_mut() {
@@ -569,79 +612,24 @@ impl Sim {
 
     fn apps(&mut self) {
         let now = self.now;
-        let base = self.base;
-        let chunk = &self.chunk;
+        let at = self.base + now;
+        let body = &self.body;
         let sink = &mut self.sink;
         for f in &mut self.flows {
-            if f.client.as_ref().is_some_and(|c| c.conn.is_established()) {
-                if !f.st.request_sent {
-                    f.st.request_sent = true;
-                    match f.spec.workload {
-                        Workload::Download => {
-                            if let Some(c) = f.client.as_mut() {
-                                let _ = c.conn.stream_send(STREAM, b"GET", true);
-                            }
-                        }
-                        Workload::Upload => f.st.sending = true,
-                    }
-                }
-                if !f.st.paths_opened {
-                    open_extra_paths(f, base + now);
-                }
+            if !f.st.paths_opened && f.client.as_ref().is_some_and(|c| c.conn.is_established()) {
+                open_extra_paths(f, at);
             }
-            if f.spec.workload == Workload::Download && !f.st.sending {
-                if let Some(s) = f.server.as_mut() {
-                    if s.conn.stream_readable(STREAM) {
-                        while let Ok((n, _)) = s.conn.stream_recv(STREAM, sink) {
-                            if n == 0 {
-                                break;
-                            }
-                        }
-                        f.st.sending = true;
+            let client = f.client.as_mut().map(|e| &mut e.conn);
+            let server = f.server.as_mut().map(|e| &mut e.conn);
+            match f.app.step(client, server, f.spec.bytes, body, sink, at) {
+                Ok(d) => {
+                    f.st.app_bytes += d.bytes;
+                    if d.finished && f.st.done_at.is_none() {
+                        f.st.done_at = Some(now.saturating_sub(f.spec.start));
                     }
                 }
-            }
-            if f.st.sending && f.st.remaining > 0 {
-                let sender = match f.spec.workload {
-                    Workload::Download => f.server.as_mut(),
-                    Workload::Upload => f.client.as_mut(),
-                };
-                if let Some(e) = sender {
-                    loop {
-                        let cap = e.conn.stream_capacity(STREAM).unwrap_or(0);
-                        if cap == 0 {
-                            break;
-                        }
-                        let n = (cap.min(chunk.len()) as u64).min(f.st.remaining) as usize;
-                        let fin = n as u64 == f.st.remaining;
-                        match e.conn.stream_send(STREAM, &chunk[..n], fin) {
-                            Ok(w) if w > 0 => {
-                                // u64::MAX marks an unbounded transfer: never counts down.
-                                if f.spec.bytes.is_some() {
-                                    f.st.remaining -= w as u64;
-                                }
-                            }
-                            _ => break,
-                        }
-                    }
-                }
-            }
-            if let Some(r) = f.receiver() {
-                let mut got = 0u64;
-                let mut fin_seen = false;
-                while let Ok((n, fin)) = r.stream_recv(STREAM, sink) {
-                    got += n as u64;
-                    fin_seen |= fin;
-                    if n == 0 || fin {
-                        break;
-                    }
-                }
-                // The server of a download also reads the request on this stream.
-                if f.spec.workload == Workload::Download || f.st.sending {
-                    f.st.app_bytes += got;
-                }
-                if fin_seen && f.st.done_at.is_none() {
-                    f.st.done_at = Some(now.saturating_sub(f.spec.start));
+                Err(e) => {
+                    f.st.error.get_or_insert(e);
                 }
             }
         }
@@ -804,10 +792,7 @@ impl Sim {
                 .map(|k| {
                     let net = f.spec.paths[k];
                     let link = &self.links[net];
-                    let l = match f.spec.workload {
-                        Workload::Download => &link.down,
-                        Workload::Upload => &link.up,
-                    };
+                    let l = if f.spec.workload.is_download() { &link.down } else { &link.up };
                     let ls = l.stats();
                     PathSummary {
                         name: link.name.clone(),
@@ -859,6 +844,9 @@ impl Sim {
                 },
                 ooo_p95: quantile(ooo, 0.95),
                 ooo_max: f.st.ooo_max,
+                workload: f.spec.workload.name().into(),
+                body_mismatches: f.app.mismatches(),
+                status: f.app.status(),
                 paths,
                 error: f.st.error.clone(),
             });

@@ -60,3 +60,48 @@ fn bounded_download_completes() {
     // The run stops at completion, not at the 30 s limit.
     assert!(r.duration < Duration::from_secs(7));
 }
+
+/// A bulk CUBIC download through a deep drop-tail buffer (1000 packets on 20 Mbit/s:
+/// 600 ms) against the same buffer managed by CoDel or PIE.
+fn deep_buffer_run(aqm: Option<emu::queue::QueueKind>) -> Report {
+    let mut p = PathParams::new("p", 20, Duration::from_millis(20));
+    p.queue_bytes = None;
+    p.queue_packets = Some(1000);
+    p.aqm = aqm;
+    let mut cfg = SimConfig::new("deep-buffer", 1, Duration::from_secs(20));
+    cfg.flows = vec![FlowSpec::new(vec![0]).cc("cubic")];
+    Sim::new(vec![p.build(3).unwrap()], cfg).unwrap().run(&mut |_, _| {})
+}
+
+#[test]
+fn codel_and_pie_remove_the_standing_queue_of_a_cubic_flow() {
+    use emu::aqm::{CodelParams, PieParams};
+    use emu::queue::QueueKind;
+    let tail = deep_buffer_run(None);
+    let codel = deep_buffer_run(Some(QueueKind::CoDel(CodelParams::default())));
+    let pie = deep_buffer_run(Some(QueueKind::Pie(PieParams::default())));
+    let show = |name: &str, r: &Report| {
+        let f = &r.flows[0];
+        println!(
+            "{name:>8}: goodput {:.2} Mbit/s, mean srtt {:.1} ms (base 40), link drops {}",
+            f.goodput_bps / 1e6,
+            f.paths[0].srtt_mean_ms,
+            f.paths[0].link_drops
+        );
+    };
+    show("droptail", &tail);
+    show("codel", &codel);
+    show("pie", &pie);
+    let srtt = |r: &Report| r.flows[0].paths[0].srtt_mean_ms;
+    assert!(srtt(&tail) > 150.0, "drop-tail should bloat: {:.1} ms", srtt(&tail));
+    for (name, r) in [("codel", &codel), ("pie", &pie)] {
+        assert!(
+            srtt(r) < srtt(&tail) / 2.0,
+            "{name}: srtt {:.1} ms vs drop-tail {:.1}",
+            srtt(r),
+            srtt(&tail)
+        );
+        assert!(r.flows[0].paths[0].link_drops > 0, "{name} never dropped");
+        assert!(r.flows[0].goodput_bps > 0.8 * tail.flows[0].goodput_bps, "{name} starves the link");
+    }
+}

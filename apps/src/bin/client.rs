@@ -13,7 +13,7 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use mpquic::h3::{self, quic::Quic, Header};
 use mpquic::Connection;
-use mpquic_apps::net::{self, Outbox, Sockets};
+use mpquic_apps::net::{self, LocalSpec, Outbox, Sockets};
 use mpquic_apps::stats::{human_bytes, Samples};
 use mpquic_apps::target::{self, Target};
 use mpquic_apps::{exit, H3_NO_ERROR};
@@ -26,7 +26,9 @@ struct Args {
     /// https:// URLs to fetch (all from the same server).
     #[arg(required = true)]
     urls: Vec<String>,
-    /// Local address (IP or IP:PORT) or interface name; one path each.
+    /// Local address (IP or IP:PORT) or interface name; one path each. `ADDR@NETNS`
+    /// binds ADDR inside the network namespace file NETNS (e.g. `/proc/PID/ns/net`;
+    /// root only), as `mpquic-mpshell --backend mahimahi` sets in `MPSHELL_LOCAL_i`.
     #[arg(long = "local")]
     locals: Vec<String>,
     /// Congestion controller.
@@ -74,6 +76,22 @@ struct Download {
     content_length: Option<u64>,
     bytes: u64,
     done: bool,
+}
+
+/// Resolve `--local`: `ADDR@NETNS` (ADDR an IP or IP:PORT inside the network
+/// namespace file NETNS), or [`local_addr`]'s forms.
+fn local_spec(spec: &str, peer: &SocketAddr) -> Result<LocalSpec, String> {
+    let Some((addr, ns)) = spec.split_once('@') else {
+        return Ok(LocalSpec { addr: local_addr(spec, peer)?, netns: None });
+    };
+    if ns.is_empty() {
+        return Err(format!("--local {spec}: empty network namespace after '@'"));
+    }
+    let addr = addr
+        .parse::<SocketAddr>()
+        .or_else(|_| addr.parse::<IpAddr>().map(|ip| SocketAddr::new(ip, 0)))
+        .map_err(|_| format!("--local {spec}: with @NETNS the address must be an IP or IP:PORT"))?;
+    Ok(LocalSpec { addr, netns: Some(ns.into()) })
 }
 
 /// Resolve `--local`: an IP, IP:PORT, or an interface name (its first
@@ -145,14 +163,14 @@ fn main() {
         Ok(mut a) => a.next().unwrap_or_else(|| fail(exit::NETWORK, format!("{}: no address", first.host))),
         Err(e) => fail(exit::NETWORK, format!("cannot resolve {}: {e}", first.host)),
     };
-    let mut locals: Vec<SocketAddr> =
-        args.locals.iter().map(|l| local_addr(l, &peer).unwrap_or_else(|e| fail(exit::USAGE, e))).collect();
+    let mut locals: Vec<LocalSpec> =
+        args.locals.iter().map(|l| local_spec(l, &peer).unwrap_or_else(|e| fail(exit::USAGE, e))).collect();
     if locals.is_empty() {
         let any: IpAddr =
             if peer.is_ipv4() { [0, 0, 0, 0].into() } else { std::net::Ipv6Addr::UNSPECIFIED.into() };
-        locals.push(SocketAddr::new(any, 0));
+        locals.push(LocalSpec { addr: SocketAddr::new(any, 0), netns: None });
     }
-    let socks = Sockets::bind(&locals).unwrap_or_else(|e| fail(exit::USAGE, format!("--local: {e}")));
+    let socks = Sockets::bind_specs(&locals).unwrap_or_else(|e| fail(exit::USAGE, format!("--local: {e}")));
 
     let mut downloads = Vec::new();
     for (i, t) in targets.into_iter().enumerate() {

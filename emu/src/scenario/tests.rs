@@ -1,4 +1,6 @@
 use super::*;
+use crate::aqm::{CodelParams, PieParams};
+use crate::queue::QueueKind;
 
 fn dir() -> PathBuf {
     let d = std::env::temp_dir().join(format!("emu-scenario-test-{}", std::process::id()));
@@ -70,6 +72,34 @@ fn loads_valid_scenario() {
 }
 
 #[test]
+fn aqm_queues_in_scenarios() {
+    let base = "duration = 10.0\n[[path]]\nname = \"a\"\nup = \"c.up\"\ndown = \"c.down\"\n";
+    let codel =
+        parse(&format!("{base}queue = {{ kind = \"codel\", packets = 100, target = 5, interval = 100 }}\n"))
+            .unwrap();
+    let q = codel.paths[0].up.queue;
+    assert_eq!(q.packets, Some(100));
+    assert_eq!(
+        q.kind,
+        QueueKind::CoDel(CodelParams {
+            target: Duration::from_millis(5),
+            interval: Duration::from_millis(100)
+        })
+    );
+    let pie = parse(&format!(
+        "{base}queue = {{ kind = \"pie\", packets = 80, qdelay_ref = 20, max_burst = 100 }}\n"
+    ))
+    .unwrap();
+    assert_eq!(
+        pie.paths[0].down.queue.kind,
+        QueueKind::Pie(PieParams {
+            qdelay_ref: Duration::from_millis(20),
+            max_burst: Duration::from_millis(100)
+        })
+    );
+}
+
+#[test]
 fn rejects_bad_scenarios() {
     let base = "duration = 10.0\n[[path]]\nname = \"a\"\nup = \"c.up\"\ndown = \"c.down\"\n";
     assert!(err(&format!("{base}colour = 3\n")).contains("colour"));
@@ -82,6 +112,9 @@ fn rejects_bad_scenarios() {
         .contains("loss_bad"));
     assert!(err(&format!("{base}queue = {{ kind = \"droptail\" }}\n")).contains("packets"));
     assert!(err(&format!("{base}queue = {{ kind = \"red\" }}\n")).contains("unknown queue"));
+    assert!(err(&format!("{base}queue = {{ kind = \"codel\", target = 0 }}\n")).contains("target must be"));
+    assert!(err(&format!("{base}queue = {{ kind = \"pie\", interval = 10 }}\n")).contains("CoDel arguments"));
+    assert!(err(&format!("{base}queue = {{ kind = \"pie\", flows = 10 }}\n")).contains("flows"));
     assert!(err(&format!("{base}[[path.schedule]]\nparam = \"loss\"\npoints = [[0.0, 2.0]]\n"))
         .contains("out of range"));
     assert!(err(&format!("{base}[[path.schedule]]\nparam = \"jitter\"\npoints = [[0.0, 2.0]]\n"))

@@ -7,7 +7,7 @@ use std::time::Duration;
 use emu::queue::TraceStage;
 use emu::Trace;
 use shells::args::parse_link;
-use shells::shell::{main_with, PathStages, ShellConfig};
+use shells::shell::{loss_seed, main_with, PathStages, ShellConfig};
 
 const USAGE: &str = "Usage: mm-link UPLINK_TRACE DOWNLINK_TRACE [OPTION]... [command...]
 
@@ -15,9 +15,10 @@ Options = --once
           --uplink-queue=QUEUE_TYPE --downlink-queue=QUEUE_TYPE
           --uplink-queue-args=QUEUE_ARGS --downlink-queue-args=QUEUE_ARGS
 
-          QUEUE_TYPE = infinite | droptail | drophead
+          QUEUE_TYPE = infinite | droptail | drophead | codel | pie
           QUEUE_ARGS = \"NAME=NUMBER[, NAME2=NUMBER2, ...]\"
-              (with NAME = bytes | packets)";
+              (with NAME = bytes | packets; codel: target | interval;
+               pie: qdelay_ref | max_burst; times in ms)";
 
 fn load(path: &std::path::Path) -> Arc<Trace> {
     match Trace::load(path) {
@@ -42,12 +43,15 @@ fn main() {
     let down = load(&a.downlink_trace);
     // --once: the shell ends when both traces have played through.
     let stop_after = a.once.then(|| Duration::from_millis(up.period_ms().max(down.period_ms())));
+    let mut up_stage = TraceStage::new(up, a.uplink_queue);
+    let mut down_stage = TraceStage::new(down, a.downlink_queue);
+    // PIE's random drops: a fresh seed per run (MPQUIC_SHELL_SEED fixes it).
+    let seed = loss_seed();
+    up_stage.set_seed(seed);
+    down_stage.set_seed(seed ^ 1);
     let cfg = ShellConfig {
         kind: "link",
-        paths: vec![PathStages {
-            up: Box::new(TraceStage::new(up, a.uplink_queue)),
-            down: Box::new(TraceStage::new(down, a.downlink_queue)),
-        }],
+        paths: vec![PathStages { up: Box::new(up_stage), down: Box::new(down_stage) }],
         stop_after,
         command: a.command,
         announce: false,

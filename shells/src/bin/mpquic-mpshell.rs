@@ -2,6 +2,10 @@
 //! or `mpquic-mpshell --scenario FILE_OR_NAME [--seed N] [-- command...]`: one namespace
 //! with one interface per path, each behind its own emulated link, and source-address
 //! routing so a socket bound to `MPSHELL_ADDR_i` uses path i.
+//!
+//! `--backend mahimahi` (or `auto` with `mm-link` on `PATH`) runs each path in its own
+//! Mahimahi shell chain instead, and the command opens path i's socket in namespace
+//! `MPSHELL_NETNS_i` (see `shells::mahimahi`).
 
 use std::sync::Arc;
 
@@ -10,9 +14,12 @@ use emu::loss::LossModel;
 use emu::scenario::Scenario;
 use emu::Trace;
 use shells::args::{parse_mpshell, PathSource};
+use shells::mahimahi::{self, Backend};
 use shells::shell::{loss_seed, main_with, PathStages, ShellConfig};
 
-const USAGE: &str = "Usage: mpquic-mpshell --path NAME,UP_TRACE,DOWN_TRACE,DELAY_MS[,LOSS] [--path ...] [--seed N] [-- command...]
+const USAGE: &str =
+    "Usage: mpquic-mpshell --path NAME,UP_TRACE,DOWN_TRACE,DELAY_MS[,LOSS] [--path ...] [--seed N]
+                      [--backend builtin|mahimahi|auto] [-- command...]
        mpquic-mpshell --scenario FILE_OR_NAME [--seed N] [-- command...]";
 
 fn fail(msg: impl std::fmt::Display) -> ! {
@@ -22,6 +29,10 @@ fn fail(msg: impl std::fmt::Display) -> ! {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // Internal: this binary running inside a path's Mahimahi shells.
+    if args.first().map(String::as_str) == Some("--mahimahi-holder") {
+        std::process::exit(mahimahi::holder_main(&args[1..]));
+    }
     let a = match parse_mpshell(&args) {
         Ok(a) => a,
         Err(e) => {
@@ -29,6 +40,22 @@ fn main() {
             std::process::exit(2);
         }
     };
+    let use_mahimahi = match a.backend {
+        Backend::Mahimahi => true,
+        Backend::Builtin => false,
+        Backend::Auto => {
+            matches!(a.source, PathSource::Paths(_)) && a.seed.is_none() && mahimahi::available()
+        }
+    };
+    if use_mahimahi {
+        let PathSource::Paths(paths) = &a.source else {
+            fail("--backend mahimahi needs --path specs");
+        };
+        match mahimahi::run(paths, &a.command, true) {
+            Ok(code) => std::process::exit(code),
+            Err(e) => fail(e),
+        }
+    }
     let seed = a.seed.unwrap_or_else(loss_seed);
     let (names, configs): (Vec<String>, Vec<(LinkConfig, LinkConfig)>) = match a.source {
         PathSource::Scenario(s) => {
