@@ -68,6 +68,7 @@ pub struct Config {
     pub(crate) initial_rtt: Duration,
     pub(crate) send_buffer_limit: usize,
     pub(crate) pacing: bool,
+    pub(crate) qlog: bool,
     tls_cache: Mutex<Option<(bool, Arc<TlsConfig>)>>,
 }
 
@@ -109,6 +110,7 @@ impl Config {
             initial_rtt: crate::rtt::INITIAL_RTT,
             send_buffer_limit: 4 << 20,
             pacing: true,
+            qlog: false,
             tls_cache: Mutex::new(None),
         }
     }
@@ -268,6 +270,11 @@ impl Config {
     /// Whether `SendInfo::at` carries pacing release times.
     pub fn enable_pacing(&mut self, v: bool) {
         self.pacing = v;
+    }
+    /// Queue qlog-style events in each connection (see [`crate::qlog`]);
+    /// drain them with [`Connection::qlog_next`](crate::Connection::qlog_next).
+    pub fn enable_qlog(&mut self, v: bool) {
+        self.qlog = v;
     }
 
     /// The TLS context for one role, built once and shared.

@@ -226,6 +226,11 @@ pub struct Connection {
     sched_until: Option<Instant>,
     /// When the first pacer-held path may take a packet again.
     pacing_wake: Option<Instant>,
+    /// qlog-style events, when enabled.
+    qlog: Option<crate::qlog::Qlog>,
+    /// The time of the latest call that gave one (for events raised where
+    /// no `now` is at hand).
+    last_now: Instant,
     /// The path whose packet was last declared lost (retransmissions avoid it
     /// under the capacity scheduler).
     last_loss_path: Option<PathId>,
@@ -380,6 +385,8 @@ impl Connection {
             copy_cursor: (crate::stream::StreamId(0), 0),
             sched_until: None,
             pacing_wake: None,
+            qlog: config.qlog.then(|| crate::qlog::Qlog::new(now)),
+            last_now: now,
             last_loss_path: None,
             #[cfg(test)]
             test_frames: Vec::new(),
@@ -448,6 +455,63 @@ impl Connection {
     /// Open paths: (ID, local address, peer address), abandoned ones left out.
     pub fn paths(&self) -> impl Iterator<Item = (PathId, SocketAddr, SocketAddr)> + '_ {
         self.paths.iter().filter(|p| !p.abandoned).map(|p| (p.id, p.local, p.peer))
+    }
+    /// The next queued qlog event (one JSON object), if qlog is enabled
+    /// ([`Config::enable_qlog`]).
+    pub fn qlog_next(&mut self) -> Option<String> {
+        self.qlog.as_mut()?.next()
+    }
+    /// qlog events dropped because nobody drained them (the queue is bounded).
+    pub fn qlog_dropped(&self) -> u64 {
+        self.qlog.as_ref().map_or(0, |q| q.dropped)
+    }
+    /// Record a path event for the application (and the qlog).
+    pub(crate) fn push_event(&mut self, e: PathEvent) {
+        if let Some(q) = &mut self.qlog {
+            let (id, kind) = match e {
+                PathEvent::New(id, ..) => (id, "new"),
+                PathEvent::Validated(id) => (id, "validated"),
+                PathEvent::FailedValidation(id) => (id, "failed_validation"),
+                PathEvent::Abandoned(id) => (id, "abandoned"),
+                PathEvent::StatusChanged(id, crate::sched::PathStatus::Backup) => (id, "status_backup"),
+                PathEvent::StatusChanged(id, _) => (id, "status_available"),
+            };
+            q.path_event(self.last_now, id, kind);
+        }
+        self.events.push_back(e);
+    }
+    /// Log a path's recovery metrics if they changed (qlog enabled only).
+    pub(crate) fn qlog_metrics(&mut self, pi: usize, now: Instant) {
+        let Some(q) = &mut self.qlog else { return };
+        let Some(p) = self.paths.get(pi) else { return };
+        let r = &p.recovery;
+        let cm = r.cc().metrics();
+        if !q.metrics_due(p.id, now, r.cwnd(), cm.state, r.rtt().smoothed()) {
+            return;
+        }
+        let role =
+            self.sched.metrics().paths.iter().find(|x| x.id == p.id).and_then(|x| x.role).map(|r| match r {
+                crate::sched::PathRole::NonRedundant => "non_redundant",
+                crate::sched::PathRole::Redundant => "redundant",
+                crate::sched::PathRole::Unused => "unused",
+            });
+        let m = crate::qlog::Metrics {
+            cwnd: r.cwnd(),
+            bytes_in_flight: r.bytes_in_flight(),
+            smoothed_rtt: r.rtt().smoothed(),
+            min_rtt: r.rtt().min(),
+            latest_rtt: r.rtt().latest(),
+            pacing_rate: r.pacing_rate(),
+            bandwidth: cm.bandwidth.unwrap_or(0),
+            cc_state: cm.state,
+            pacing_gain: cm.pacing_gain,
+            sent_bytes: p.st.sent_bytes,
+            acked_bytes: p.st.acked_bytes,
+            lost_bytes: r.lost_bytes(),
+            redundant_bytes: p.st.redundant_bytes,
+            role,
+        };
+        q.metrics_updated(now, p.id, &m);
     }
     /// Replace the path scheduler, e.g. with one implemented outside the
     /// crate (see [`crate::sched`]). Takes effect from the next packet.
@@ -621,6 +685,7 @@ impl Connection {
     /// Handle timer expiry: loss detection, PTO, ACK delay, idle timeout,
     /// path validation and close timers.
     pub fn on_timeout(&mut self, now: Instant) {
+        self.last_now = now;
         match self.state {
             State::Closed => return,
             State::Closing { until } | State::Draining { until } => {

@@ -18,6 +18,7 @@ pub mod frame;
 pub mod h3;
 pub mod pacer;
 pub mod packet;
+pub mod qlog;
 pub mod ranges;
 pub mod recovery;
 pub mod rtt;

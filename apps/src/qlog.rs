@@ -1,10 +1,12 @@
 //! Per-connection event log (`--qlog-dir`).
 //!
-//! The engine has no qlog support yet, so this is not the qlog schema: it is
-//! JSON lines the application can produce from the public API — one
-//! `path_stats` record per path every 100 ms, plus `path_event`, `request`
-//! and `closed` records. Every line has `t_ms` (milliseconds since the
-//! connection started) and `event`.
+//! JSON lines of two kinds. The engine's qlog-style events
+//! ([`mpquic::qlog`]: `recovery:metrics_updated`, `recovery:packet_lost`,
+//! `multipath:path_event`, `multipath:path_suspect`) are copied as they are
+//! (fields `time`, `name`, `data`). The application adds its own records
+//! from the public API — one `path_stats` record per path every 100 ms, plus
+//! `path_event`, `request` and `closed` records — each with `t_ms`
+//! (milliseconds since the connection started) and `event`.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -70,6 +72,13 @@ impl EventLog {
             );
         }
         self.event(now, "out_of_order", json!({ "bytes": conn.out_of_order_bytes() }));
+    }
+
+    /// Copy the engine's queued qlog events.
+    pub fn engine_events(&mut self, conn: &mut Connection) {
+        while let Some(line) = conn.qlog_next() {
+            let _ = writeln!(self.w, "{line}");
+        }
     }
 
     /// Flush buffered records.

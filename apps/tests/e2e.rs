@@ -49,6 +49,14 @@ fn download_20mb_with_summary_and_access_log() {
     let f = std::fs::read_dir(&qdir).unwrap().next().unwrap().unwrap().path();
     let text = std::fs::read_to_string(f).unwrap();
     assert!(text.lines().any(|l| l.contains("\"event\":\"path_stats\"")));
+    // ...and the engine's qlog events, each a JSON object.
+    let metrics: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["name"] == "recovery:metrics_updated")
+        .collect();
+    assert!(!metrics.is_empty(), "no engine metrics in the event log");
+    assert!(metrics.iter().all(|m| m["data"]["congestion_window"].as_u64().is_some_and(|c| c > 0)));
 }
 
 #[test]
@@ -64,6 +72,7 @@ fn json_summary_and_no_retry() {
     assert_eq!(j["downloads"][0]["status"], 200);
     assert_eq!(j["paths"][0]["share"], 1.0);
     assert!(j["out_of_order_bytes"]["p95"].is_u64());
+    assert_eq!(j["duplicate_bytes"], 0, "a lossless single-path download has no duplicates");
 }
 
 #[test]

@@ -195,7 +195,7 @@ impl Connection {
                 path.peer_status_seq = Some(seq);
                 if path.peer_status != status {
                     path.peer_status = status;
-                    self.events.push_back(PathEvent::StatusChanged(id, status));
+                    self.push_event(PathEvent::StatusChanged(id, status));
                 }
             }
             None => {
@@ -267,7 +267,7 @@ impl Connection {
         self.cids.assign_dcid(id);
         self.paths.push(p);
         self.stats.paths += 1;
-        self.events.push_back(PathEvent::New(id, info.to, info.from));
+        self.push_event(PathEvent::New(id, info.to, info.from));
         Some(self.paths.len() - 1)
     }
 
@@ -311,7 +311,7 @@ impl Connection {
         }
         self.scratch_lost = lost;
         self.sched.on_path_closed(id);
-        self.events.push_back(PathEvent::Abandoned(id));
+        self.push_event(PathEvent::Abandoned(id));
     }
 
     /// The largest PTO among open paths (draft-21 §2.5, §2.6).
@@ -345,11 +345,12 @@ impl Connection {
             }
             if p.challenge_deadline.is_some_and(|t| now >= t) && !p.validated && !p.abandoned {
                 let id = p.id;
-                self.events.push_back(PathEvent::FailedValidation(id));
+                if !(self.multipath && id != PathId::ZERO) {
+                    p.abandoned = true;
+                }
+                self.push_event(PathEvent::FailedValidation(id));
                 if self.multipath && id != PathId::ZERO {
                     self.abandon_internal(i, ErrorCode::NO_ERROR.0, now);
-                } else {
-                    p.abandoned = true;
                 }
             }
             i += 1;
@@ -432,6 +433,9 @@ impl Connection {
                 now - oldest,
                 acked_on
             );
+            if let Some(q) = &mut self.qlog {
+                q.path_suspect(now, self.paths[j].id, now - oldest);
+            }
             self.paths[j].suspect = true;
             self.paths[j].st.suspicions += 1;
             self.requeue_path_data(j);

@@ -79,6 +79,10 @@ pub struct PathStats {
     /// Times the path went silent while another path answered, and its
     /// data was sent again elsewhere.
     pub suspicions: u64,
+    /// Bytes of packets sent on this path and acknowledged.
+    pub acked_bytes: u64,
+    /// Bytes of packets sent on this path and declared lost.
+    pub lost_bytes: u64,
     /// Congestion-controller state name.
     pub cc_state: &'static str,
 }
@@ -169,6 +173,7 @@ pub(crate) struct Counters {
     pub(crate) retrans_bytes: u64,
     pub(crate) redundant_bytes: u64,
     pub(crate) suspicions: u64,
+    pub(crate) acked_bytes: u64,
 }
 
 impl Path {
@@ -309,6 +314,8 @@ impl Path {
             retrans_bytes: self.st.retrans_bytes,
             redundant_bytes: self.st.redundant_bytes,
             suspicions: self.st.suspicions,
+            acked_bytes: self.st.acked_bytes,
+            lost_bytes: self.recovery.lost_bytes(),
             cc_state: cc.metrics().state,
         }
     }

@@ -48,6 +48,7 @@ impl Connection {
             return Err(Error::Closed);
         }
         let len = buf.len();
+        self.last_now = now;
         self.stats.recv += 1;
         self.stats.recv_bytes += len as u64;
         if let State::Draining { .. } = self.state {
@@ -462,7 +463,8 @@ impl Connection {
                         p.challenge_deadline = None;
                         if !p.validated {
                             p.validated = true;
-                            self.events.push_back(PathEvent::Validated(p.id));
+                            let id = p.id;
+                            self.push_event(PathEvent::Validated(id));
                         }
                     }
                 }
@@ -563,6 +565,9 @@ impl Connection {
                 self.sched.on_ack(pid, pkt.size);
             }
             if level == Level::OneRtt {
+                self.paths[pi].st.acked_bytes += pkt.size as u64;
+            }
+            if level == Level::OneRtt {
                 if let Some(first) = self.levels.ku.first_pn_in_phase {
                     if pkt.pn >= first {
                         self.levels.ku.phase_acked = true;
@@ -579,9 +584,15 @@ impl Connection {
             }
             self.stats.lost += 1;
             self.paths[pi].st.lost += 1;
+            if let Some(q) = &mut self.qlog {
+                q.packet_lost(now, pid, pkt.pn, pkt.size);
+            }
             for f in pkt.data {
                 self.on_frame_lost(f, level, pi);
             }
+        }
+        if level == Level::OneRtt {
+            self.qlog_metrics(pi, now);
         }
         self.scratch_acked = acked;
         self.scratch_lost = lost;

@@ -930,6 +930,9 @@ impl Connection {
             for pkt in lost.drain(..) {
                 self.stats.lost += 1;
                 self.paths[pi].st.lost += 1;
+                if let Some(q) = &mut self.qlog {
+                    q.packet_lost(now, self.paths[pi].id, pkt.pn, pkt.size);
+                }
                 for f in pkt.data {
                     self.on_frame_lost(f, Level::OneRtt, pi);
                 }

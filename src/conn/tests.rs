@@ -702,3 +702,42 @@ fn redundant_copies_are_sent_counted_and_harmless() {
     let m = p.s.scheduler_metrics();
     assert!(m.paths.iter().any(|x| x.redundant_bytes > 0), "{m:?}");
 }
+
+#[test]
+fn qlog_events_describe_paths_losses_and_metrics() {
+    let mut ccfg = mp_config(false);
+    ccfg.enable_qlog(true);
+    let mut scfg = mp_config(true);
+    scfg.enable_qlog(true);
+    scfg.set_scheduler("rr").unwrap();
+    let mut p = Pair::new(&ccfg, &scfg);
+    p.handshake();
+    p.run_for(Duration::from_millis(100));
+    p.open_second_path();
+    p.loss = 0.02;
+    let data = pattern(1 << 20);
+    assert!(p.transfer(0, &data) == data);
+    let events: Vec<serde_json::Value> = std::iter::from_fn(|| p.s.qlog_next())
+        .map(|l| serde_json::from_str(&l).unwrap_or_else(|e| panic!("bad JSON {l}: {e}")))
+        .collect();
+    let named = |n: &str| events.iter().filter(|e| e["name"] == n).collect::<Vec<_>>();
+    let metrics = named("recovery:metrics_updated");
+    for path in [0, 1] {
+        let m: Vec<_> = metrics.iter().filter(|e| e["data"]["path_id"] == path).collect();
+        assert!(m.len() > 2, "path {path}: {} metrics events", m.len());
+        let last = &m[m.len() - 1]["data"];
+        assert!(last["congestion_window"].as_u64().unwrap() > 0);
+        assert!(last["smoothed_rtt"].as_f64().unwrap() > 0.0);
+        assert!(last["bytes_acked"].as_u64().unwrap() > 0);
+    }
+    let lost = named("recovery:packet_lost");
+    assert_eq!(lost.len() as u64, p.s.stats().lost, "one event per lost packet");
+    assert!(named("multipath:path_event").iter().any(|e| e["data"]["event"] == "new"));
+    // Times never go backwards.
+    let times: Vec<f64> = events.iter().map(|e| e["time"].as_f64().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]));
+    // The client validated the path it opened.
+    let c: Vec<String> = std::iter::from_fn(|| p.c.qlog_next()).collect();
+    assert!(c.iter().any(|l| l.contains("\"event\":\"validated\"")));
+    assert_eq!(p.s.qlog_dropped(), 0);
+}

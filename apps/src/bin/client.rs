@@ -547,6 +547,7 @@ impl Client {
                     "lost_packets": p.lost, "retrans_bytes": p.retrans_bytes, "cwnd": p.cwnd })).collect::<Vec<_>>(),
                 "lost_packets": stats.lost, "retrans_bytes": stats.retrans_bytes,
                 "overhead_bytes": overhead, "dropped_packets": stats.dropped,
+                "duplicate_bytes": stats.dup_stream_bytes,
                 "out_of_order_bytes": { "samples": ooo.count, "mean": ooo.mean, "p95": ooo.p95, "max": ooo.max },
             });
             println!("{j}");
@@ -597,6 +598,11 @@ impl Client {
             human_bytes(overhead),
             stats.lost,
             human_bytes(stats.retrans_bytes)
+        );
+        let _ = writeln!(
+            e,
+            "duplicate stream bytes received {} (redundant copies, spurious retransmissions)",
+            human_bytes(stats.dup_stream_bytes)
         );
         let _ = writeln!(
             e,

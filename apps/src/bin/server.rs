@@ -138,6 +138,8 @@ fn main() {
     config.set_max_connection_window(32 << 20);
     config.set_max_stream_window(32 << 20);
     config.set_stream_send_buffer(1 << 20);
+    // The engine's own events (metrics, losses, path events) join the log.
+    config.enable_qlog(args.qlog_dir.is_some());
     // Fail on a bad certificate now, not at the first client.
     if let Err(e) = mpquic::accept(
         &mpquic::random_cid(CID_LEN),
@@ -370,6 +372,7 @@ impl Server {
         }
         if let Some(l) = c.log.as_mut() {
             l.sample(&c.conn, now);
+            l.engine_events(&mut c.conn);
         }
         match c.out.flush(&mut c.conn, &self.socks, out, now) {
             Ok(w) => c.wake = w,
