@@ -160,10 +160,19 @@ impl Sockets {
 }
 
 /// Datagrams of one connection, held back until their pacing time.
+///
+/// With several paths, a datagram held for one path's pacer must not hold
+/// up the others: the engine keeps giving packets for paths that may send
+/// now (it shows a path whose pacer runs more than a millisecond ahead as
+/// full), and held datagrams leave in order when due. A single path stops
+/// at its first held datagram, as the engine does not gate it.
 #[derive(Default)]
 pub struct Outbox {
-    held: Option<(Vec<u8>, SendInfo)>,
+    held: Vec<(Vec<u8>, SendInfo)>,
 }
+
+/// Bound on datagrams held at once (a few per path).
+const MAX_HELD: usize = 32;
 
 impl Outbox {
     /// Send what `conn` has to send now. Returns when to call again if a
@@ -175,29 +184,27 @@ impl Outbox {
         buf: &mut [u8],
         now: Instant,
     ) -> Result<Option<Instant>, mpquic::Error> {
-        if let Some((d, info)) = self.held.take() {
+        // Due datagrams, oldest first (a path's datagrams keep their order).
+        self.held.retain(|(d, info)| {
             if info.at > now + PACING_SLACK {
-                let at = info.at;
-                self.held = Some((d, info));
-                return Ok(Some(at));
+                return true;
             }
-            let _ = socks.send(&d, &info);
-        }
-        loop {
-            match conn.send(buf, now)? {
-                None => return Ok(None),
-                Some((n, info)) => {
-                    let d = buf.get(..n).unwrap_or_default();
-                    if info.at > now + PACING_SLACK {
-                        self.held = Some((d.to_vec(), info));
-                        return Ok(Some(info.at));
-                    }
-                    // Socket errors other than a full buffer mean the local
-                    // address went away; the path will fail on its own.
-                    let _ = socks.send(d, &info);
-                }
+            // Socket errors other than a full buffer mean the local
+            // address went away; the path will fail on its own.
+            let _ = socks.send(d, info);
+            false
+        });
+        let one_path = conn.paths().count() <= 1;
+        while self.held.len() < MAX_HELD && !(one_path && !self.held.is_empty()) {
+            let Some((n, info)) = conn.send(buf, now)? else { break };
+            let d = buf.get(..n).unwrap_or_default();
+            if info.at > now + PACING_SLACK {
+                self.held.push((d.to_vec(), info));
+            } else {
+                let _ = socks.send(d, &info);
             }
         }
+        Ok(self.held.iter().map(|(_, i)| i.at).min())
     }
 }
 
