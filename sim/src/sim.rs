@@ -216,9 +216,24 @@ impl Endpoint {
         self.held.iter().filter_map(|q| q.front().map(|h| h.at)).min()
     }
 
-    /// Some path already holds a datagram beyond the one in its pacing slot.
+    /// How many paced datagrams a path may hold before the endpoint stops
+    /// asking for more. One path: the engine does not gate on pacing, so
+    /// stop at the second. Several: the engine itself gives no packet to a
+    /// path whose pacer runs more than a millisecond ahead, so queues stay
+    /// short, and stopping early would let one path's pacer starve the
+    /// others.
+    fn hold_limit(&self) -> usize {
+        if self.held.len() > 1 {
+            64
+        } else {
+            2
+        }
+    }
+
+    /// Some path holds as many paced datagrams as it may.
     fn blocked(&self) -> bool {
-        self.held.iter().any(|q| q.len() >= 2)
+        let limit = self.hold_limit();
+        self.held.iter().any(|q| q.len() >= limit)
     }
 }
 
@@ -698,9 +713,10 @@ impl Sim {
                     let pkt = Packet { size: len as u32 + HEADER_BYTES, data: buf, tag, time: self.now };
                     let at = info.at.saturating_duration_since(self.base);
                     if at > self.now {
+                        let limit = ep.hold_limit();
                         if let Some(q) = ep.held.get_mut(k) {
                             q.push_back(Held { at, pkt });
-                            if q.len() >= 2 {
+                            if q.len() >= limit {
                                 return;
                             }
                         }

@@ -68,7 +68,8 @@ impl CoupledBbr {
     /// Recompute α from the active paths' BtlBw, this path's own value taken
     /// from its controller (its view may lag by one event).
     fn recouple(&mut self, paths: &[PathView]) {
-        let mut bws: Vec<f64> =
+        // Per ACK: no heap allocation for the usual handful of paths.
+        let mut bws: smallvec::SmallVec<[f64; 8]> =
             paths.iter().filter(|p| p.active && p.id != self.id).map(|p| p.bandwidth as f64).collect();
         let me = bws.len();
         bws.push(self.bbr.btl_bw() as f64);
