@@ -228,6 +228,10 @@ pub struct Connection {
     pacing_wake: Option<Instant>,
     /// qlog-style events, when enabled.
     qlog: Option<crate::qlog::Qlog>,
+    /// We offered the rec extension: PATH_DSR frames are welcome.
+    accept_dsr: bool,
+    /// The peer offered it (and multipath is on): we send PATH_DSR.
+    send_dsr: bool,
     /// The time of the latest call that gave one (for events raised where
     /// no `now` is at hand).
     last_now: Instant,
@@ -304,6 +308,11 @@ impl Connection {
         params.disable_active_migration = config.disable_active_migration;
         params.initial_source_connection_id = Some(*scid);
         params.initial_max_path_id = config.initial_max_path_id.map(u64::from);
+        // The rec scheduler asks the peer for per-path desired sending rates.
+        let wants_dsr = config.scheduler_factory.is_none() && config.scheduler.starts_with("rec");
+        if wants_dsr {
+            params.extra.push((crate::sched::rec_wire::REC_TRANSPORT_PARAM_ID, Vec::new()));
+        }
         if is_server {
             params.original_destination_connection_id = Some(dcid);
             params.retry_source_connection_id = retry_scid;
@@ -386,6 +395,8 @@ impl Connection {
             sched_until: None,
             pacing_wake: None,
             qlog: config.qlog.then(|| crate::qlog::Qlog::new(now)),
+            accept_dsr: wants_dsr,
+            send_dsr: false,
             last_now: now,
             last_loss_path: None,
             #[cfg(test)]

@@ -238,6 +238,14 @@ pub enum Frame<'a> {
         /// Next sequence number expected to be issued.
         next_seq: u64,
     },
+    /// PATH_DSR (0x3f5ec000), the rec extension's desired sending rate
+    /// ([`crate::sched::rec_wire`]); only valid if we offered the extension.
+    PathDsr {
+        /// Path the rate applies to.
+        path_id: u64,
+        /// Desired sending rate, bytes/s.
+        dsr: u64,
+    },
 }
 
 /// Read a path ID: any value above 2^32-1 exceeds every possible limit.
@@ -387,6 +395,10 @@ impl<'a> Frame<'a> {
             ty::PATH_CIDS_BLOCKED => {
                 Frame::PathCidsBlocked { path_id: read_path_id(r)?, next_seq: r.varint()? }
             }
+            crate::sched::rec_wire::PATH_DSR_FRAME_TYPE => {
+                let f = crate::sched::rec_wire::PathDsrFrame::decode_body(r)?;
+                Frame::PathDsr { path_id: u64::from(f.path_id.0), dsr: f.dsr }
+            }
             _ => return Err(TransportError::encoding("unknown frame type")),
         })
     }
@@ -432,6 +444,7 @@ impl<'a> Frame<'a> {
             Frame::MaxPathId(_) => ty::MAX_PATH_ID,
             Frame::PathsBlocked(_) => ty::PATHS_BLOCKED,
             Frame::PathCidsBlocked { .. } => ty::PATH_CIDS_BLOCKED,
+            Frame::PathDsr { .. } => crate::sched::rec_wire::PATH_DSR_FRAME_TYPE,
         }
     }
 
@@ -448,6 +461,7 @@ impl<'a> Frame<'a> {
                 | Frame::MaxPathId(_)
                 | Frame::PathsBlocked(_)
                 | Frame::PathCidsBlocked { .. }
+                | Frame::PathDsr { .. }
         )
     }
 
@@ -531,7 +545,8 @@ impl<'a> Frame<'a> {
             | Frame::PathAbandon { path_id: a, error_code: b }
             | Frame::PathStatusBackup { path_id: a, seq: b }
             | Frame::PathStatusAvailable { path_id: a, seq: b }
-            | Frame::PathCidsBlocked { path_id: a, next_seq: b } => varint_len(a) + varint_len(b),
+            | Frame::PathCidsBlocked { path_id: a, next_seq: b }
+            | Frame::PathDsr { path_id: a, dsr: b } => varint_len(a) + varint_len(b),
             Frame::NewConnectionId { path_id, seq, retire_prior_to, cid, .. } => {
                 path_id.map_or(0, varint_len)
                     + varint_len(seq)
@@ -603,7 +618,8 @@ impl<'a> Frame<'a> {
             | Frame::PathAbandon { path_id: a, error_code: b }
             | Frame::PathStatusBackup { path_id: a, seq: b }
             | Frame::PathStatusAvailable { path_id: a, seq: b }
-            | Frame::PathCidsBlocked { path_id: a, next_seq: b } => {
+            | Frame::PathCidsBlocked { path_id: a, next_seq: b }
+            | Frame::PathDsr { path_id: a, dsr: b } => {
                 w.varint(a)?;
                 w.varint(b)?;
             }

@@ -88,6 +88,9 @@ pub struct FlowSpec {
     pub bytes: Option<u64>,
     /// Direction of the transfer.
     pub workload: Workload,
+    /// Receive window of the receiving endpoint (connection and stream), in
+    /// bytes; `None`: large enough never to limit (128 MiB).
+    pub recv_window: Option<u64>,
 }
 
 impl FlowSpec {
@@ -100,7 +103,14 @@ impl FlowSpec {
             start: Duration::ZERO,
             bytes: None,
             workload: Workload::H3,
+            recv_window: None,
         }
+    }
+
+    /// Sets the receiver's window (builder style).
+    pub fn recv_window(mut self, bytes: u64) -> FlowSpec {
+        self.recv_window = Some(bytes);
+        self
     }
 
     /// Sets the workload (builder style).
@@ -344,6 +354,14 @@ fn make_config(server: bool, spec: &FlowSpec, max_udp_payload: usize) -> Result<
     c.set_max_connection_window(128 << 20);
     c.set_max_stream_window(128 << 20);
     c.set_stream_send_buffer(32 << 20);
+    if let Some(w) = spec.recv_window {
+        // A small receive buffer (seed 003): the window stays fixed.
+        c.set_initial_max_data(w);
+        c.set_initial_max_stream_data_bidi_local(w);
+        c.set_initial_max_stream_data_bidi_remote(w);
+        c.set_max_connection_window(w);
+        c.set_max_stream_window(w);
+    }
     c.set_max_send_udp_payload_size(max_udp_payload);
     c.set_max_idle_timeout(60_000);
     if spec.paths.len() > 1 {

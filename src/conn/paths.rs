@@ -158,6 +158,11 @@ pub(crate) struct Path {
     pub(crate) last_recv: Option<Instant>,
     /// When this path has been quiet long enough to be checked (multipath).
     pub(crate) quiet_at: Option<Instant>,
+    /// rec extension, receiver side: this path's rate estimator, the end of
+    /// its current round, and a PATH_DSR value waiting to be sent.
+    pub(crate) dsr: crate::sched::DsrEstimator,
+    pub(crate) dsr_round_end: Option<Instant>,
+    pub(crate) dsr_pending: Option<u64>,
     /// Maximum datagram payload on this path.
     pub(crate) mss: usize,
 }
@@ -233,6 +238,9 @@ impl Path {
             suspect: false,
             last_recv: None,
             quiet_at: None,
+            dsr: crate::sched::DsrEstimator::default(),
+            dsr_round_end: None,
+            dsr_pending: None,
             mss,
         }
     }

@@ -254,6 +254,19 @@ impl Connection {
             p.st.recv_bytes += plen as u64;
             p.amp_recv += plen as u64;
             p.last_recv = Some(now);
+            if self.send_dsr {
+                // rec (seed 003): one desired-sending-rate sample per round.
+                p.dsr.on_packet(plen);
+                let rtt = p.recovery.rtt().smoothed();
+                match p.dsr_round_end {
+                    Some(end) if now >= end => {
+                        p.dsr_pending = Some(p.dsr.end_round(rtt));
+                        p.dsr_round_end = Some(now + rtt);
+                    }
+                    None => p.dsr_round_end = Some(now + rtt),
+                    _ => {}
+                }
+            }
             if self.multipath {
                 // Re-armed by every packet: see `probe_quiet_paths`.
                 p.quiet_at = Some(now + p.recovery.pto_period(crate::recovery::SpaceKind::Data) * 2);
@@ -495,6 +508,16 @@ impl Connection {
             Frame::MaxPathId(v) => self.on_max_path_id(v)?,
             Frame::PathsBlocked(v) => self.on_paths_blocked(v)?,
             Frame::PathCidsBlocked { path_id: p, next_seq } => self.on_path_cids_blocked(p, next_seq)?,
+            Frame::PathDsr { path_id: p, dsr } => {
+                if !self.accept_dsr || !self.multipath {
+                    return Err(TransportError::encoding("PATH_DSR without the rec extension"));
+                }
+                // A rate for a path we no longer have is stale: ignore it.
+                if let Some(i) = u32::try_from(p).ok().and_then(|p| self.path_index(PathId(p))) {
+                    let id = self.paths[i].id;
+                    self.sched.on_rate_feedback(id, dsr);
+                }
+            }
         }
         Ok(())
     }
@@ -809,6 +832,10 @@ impl Connection {
         self.max_udp_payload = self.max_udp_payload.min(params.max_udp_payload_size as usize);
         self.cids.issue(PathId::ZERO);
         self.mp_on_handshake(&params).map_err(Error::Transport)?;
+        if let Some(v) = params.extra_param(crate::sched::rec_wire::REC_TRANSPORT_PARAM_ID) {
+            crate::sched::rec_wire::decode_transport_param(v).map_err(Error::Transport)?;
+            self.send_dsr = self.multipath;
+        }
         self.peer_params = Some(params);
         self.state = State::Established;
         if self.is_server {

@@ -575,6 +575,7 @@ impl Connection {
                 || self.paths[pi].challenge_pending
                 || !self.paths[pi].responses.is_empty()
                 || self.mp_frames_pending()
+                || (self.send_dsr && self.paths.iter().any(|p| p.dsr_pending.is_some()))
                 || self.test_frames_pending())
     }
 
@@ -627,6 +628,19 @@ impl Connection {
         }
         if self.multipath && self.mp_frames_pending() {
             eliciting |= self.write_mp_frames(w, end, frames);
+        }
+        if self.send_dsr {
+            for p in self.paths.iter_mut() {
+                let Some(dsr) = p.dsr_pending else { continue };
+                let f = Frame::PathDsr { path_id: u64::from(p.id.0), dsr };
+                if f.encoded_len() > end.saturating_sub(w.pos()) || f.encode(w).is_err() {
+                    break;
+                }
+                // Not repeated if lost: the next round brings a fresh value.
+                p.dsr_pending = None;
+                frames.push(SentFrame::Ping);
+                eliciting = true;
+            }
         }
         #[cfg(test)]
         while let Some(f) = self.test_frames.pop() {

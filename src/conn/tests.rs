@@ -587,6 +587,10 @@ fn exceeding_max_path_id_and_cid_limits_are_errors() {
     // PATHS_BLOCKED above our limit.
     let r = server_error_for(true, vec![Frame::PathsBlocked(7)]);
     assert_eq!(r, Some((ErrorCode::PROTOCOL_VIOLATION.0, Some(crate::frame::ty::PATHS_BLOCKED))));
+    // PATH_DSR although we did not offer the rec extension.
+    let r = server_error_for(true, vec![Frame::PathDsr { path_id: 0, dsr: 1000 }]);
+    let dsr_ty = crate::sched::rec_wire::PATH_DSR_FRAME_TYPE;
+    assert_eq!(r, Some((ErrorCode::FRAME_ENCODING_ERROR.0, Some(dsr_ty))));
 }
 
 #[test]
@@ -740,4 +744,24 @@ fn qlog_events_describe_paths_losses_and_metrics() {
     let c: Vec<String> = std::iter::from_fn(|| p.c.qlog_next()).collect();
     assert!(c.iter().any(|l| l.contains("\"event\":\"validated\"")));
     assert_eq!(p.s.qlog_dropped(), 0);
+}
+
+#[test]
+fn rec_scheduler_gets_desired_rates_from_the_peer() {
+    let ccfg = mp_config(false);
+    let mut scfg = mp_config(true);
+    scfg.set_scheduler("rec").unwrap();
+    let mut p = Pair::new(&ccfg, &scfg);
+    p.handshake();
+    p.run_for(Duration::from_millis(100));
+    p.open_second_path();
+    let data = pattern(2 << 20);
+    assert!(p.transfer(0, &data) == data);
+    // The client (not running rec) sent PATH_DSR because the server asked.
+    let m = p.s.scheduler_metrics();
+    assert_eq!(m.name, "rec");
+    let rates: Vec<_> = m.paths.iter().map(|x| (x.id, x.dsr)).collect();
+    assert!(rates.len() == 2 && rates.iter().all(|(_, d)| d.is_some_and(|d| d > 0)), "{rates:?}");
+    // The other way round nothing is asked, so nothing is sent.
+    assert!(p.c.scheduler_metrics().paths.iter().all(|x| x.dsr.is_none()));
 }
