@@ -107,6 +107,7 @@ fn round_trip_every_frame_type() {
         Frame::MaxPathId(u32::MAX as u64),
         Frame::PathsBlocked(4),
         Frame::PathCidsBlocked { path_id: 2, next_seq: 9 },
+        Frame::PathDsr { path_id: 1, dsr: 1_250_000 },
     ];
     for f in &frames {
         round_trip(f);
