@@ -83,6 +83,9 @@ pub struct PathStats {
     pub acked_bytes: u64,
     /// Bytes of packets sent on this path and declared lost.
     pub lost_bytes: u64,
+    /// The controller's current pacing gain (BBR family), e.g. Coupled
+    /// BBR's α in its cruising phases.
+    pub pacing_gain: Option<f64>,
     /// Congestion-controller state name.
     pub cc_state: &'static str,
 }
@@ -324,6 +327,7 @@ impl Path {
             suspicions: self.st.suspicions,
             acked_bytes: self.st.acked_bytes,
             lost_bytes: self.recovery.lost_bytes(),
+            pacing_gain: cc.metrics().pacing_gain,
             cc_state: cc.metrics().state,
         }
     }
