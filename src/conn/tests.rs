@@ -334,6 +334,15 @@ impl Pair {
         p
     }
 
+    /// A multipath pair from these configurations with a second path open.
+    fn two_paths(ccfg: &Config, scfg: &Config) -> Pair {
+        let mut p = Pair::new(ccfg, scfg);
+        p.handshake();
+        p.run_for(Duration::from_millis(100));
+        p.open_second_path();
+        p
+    }
+
     /// Client opens a second path from C2; waits for its validation.
     fn open_second_path(&mut self) -> PathId {
         let local: SocketAddr = C2.parse().unwrap();
@@ -690,10 +699,7 @@ fn redundant_copies_are_sent_counted_and_harmless() {
     ccfg.set_scheduler("redundant").unwrap();
     let mut scfg = mp_config(true);
     scfg.set_scheduler("redundant").unwrap();
-    let mut p = Pair::new(&ccfg, &scfg);
-    p.handshake();
-    p.run_for(Duration::from_millis(100));
-    p.open_second_path();
+    let mut p = Pair::two_paths(&ccfg, &scfg);
     let data = pattern(1 << 20);
     let got = p.transfer(0, &data);
     assert!(got == data);
@@ -714,10 +720,7 @@ fn qlog_events_describe_paths_losses_and_metrics() {
     let mut scfg = mp_config(true);
     scfg.enable_qlog(true);
     scfg.set_scheduler("rr").unwrap();
-    let mut p = Pair::new(&ccfg, &scfg);
-    p.handshake();
-    p.run_for(Duration::from_millis(100));
-    p.open_second_path();
+    let mut p = Pair::two_paths(&ccfg, &scfg);
     p.loss = 0.02;
     let data = pattern(1 << 20);
     assert!(p.transfer(0, &data) == data);
@@ -751,10 +754,7 @@ fn rec_scheduler_gets_desired_rates_from_the_peer() {
     let ccfg = mp_config(false);
     let mut scfg = mp_config(true);
     scfg.set_scheduler("rec").unwrap();
-    let mut p = Pair::new(&ccfg, &scfg);
-    p.handshake();
-    p.run_for(Duration::from_millis(100));
-    p.open_second_path();
+    let mut p = Pair::two_paths(&ccfg, &scfg);
     let data = pattern(2 << 20);
     assert!(p.transfer(0, &data) == data);
     // The client (not running rec) sent PATH_DSR because the server asked.
