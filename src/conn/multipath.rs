@@ -401,8 +401,9 @@ impl Connection {
     /// behind the hole. Here, once path `acked_on` has acknowledged a packet
     /// sent at `newest_sent`, any other path whose oldest outstanding packet
     /// was sent before that and is older than that path's loss delay, plus
-    /// the time the peer may hold its ACK back, becomes suspect: its data is queued again for the other paths, and
-    /// it gets no new data until it acknowledges something.
+    /// the time the peer may hold its ACK back, becomes suspect: its data is
+    /// queued again for the other paths, and it gets no new data until it
+    /// acknowledges something.
     pub(super) fn check_silent_paths(&mut self, acked_on: usize, newest_sent: Instant, now: Instant) {
         if !self.multipath || self.paths.len() < 2 {
             return;
