@@ -8,6 +8,10 @@ use mpquic::transport_params::TransportParams;
 fuzz_target!(|data: &[u8]| {
     for from_server in [false, true] {
         if let Ok(p) = TransportParams::decode(data, from_server) {
+            // The rec extension's parameter (kept as an unknown one) must be empty.
+            if let Some(v) = p.extra_param(mpquic::sched::rec_wire::REC_TRANSPORT_PARAM_ID) {
+                assert_eq!(mpquic::sched::rec_wire::decode_transport_param(v).is_ok(), v.is_empty());
+            }
             let mut out = Vec::new();
             p.encode(&mut out);
             let q = TransportParams::decode(&out, from_server).expect("re-encoded params decode");
