@@ -77,7 +77,14 @@ pub fn content_type(p: &Path) -> &'static str {
 mod tests {
     use super::*;
 
+    /// Built once per test process: parallel tests rewriting the same files
+    /// could read them while truncated.
     fn tree() -> (PathBuf, PathBuf) {
+        static TREE: std::sync::OnceLock<(PathBuf, PathBuf)> = std::sync::OnceLock::new();
+        TREE.get_or_init(make_tree).clone()
+    }
+
+    fn make_tree() -> (PathBuf, PathBuf) {
         let base = std::env::temp_dir().join(format!("mpquic-files-{}", std::process::id()));
         let root = base.join("root");
         std::fs::create_dir_all(root.join("sub")).unwrap();

@@ -2,13 +2,20 @@ use super::*;
 use crate::aqm::{CodelParams, PieParams};
 use crate::queue::QueueKind;
 
+/// The trace files the scenarios name, written once per test process: tests
+/// run in parallel, and rewriting a file while another test reads it would
+/// let that test see it empty.
 fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("emu-scenario-test-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join("c.up"), "1\n").unwrap();
-    std::fs::write(d.join("c.down"), "1\n1\n").unwrap();
-    std::fs::write(d.join("bad.down"), "1\n3\n2\n").unwrap();
-    d
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = std::env::temp_dir().join(format!("emu-scenario-test-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("c.up"), "1\n").unwrap();
+        std::fs::write(d.join("c.down"), "1\n1\n").unwrap();
+        std::fs::write(d.join("bad.down"), "1\n3\n2\n").unwrap();
+        d
+    })
+    .clone()
 }
 
 fn parse(text: &str) -> Result<Scenario, ScenarioError> {
