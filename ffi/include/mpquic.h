@@ -210,6 +210,9 @@ typedef struct mpquic_stats {
   uint64_t dropped;
   // Paths opened over the connection's life.
   uint64_t paths;
+  // Stream bytes received that had already been received (redundant
+  // copies, spurious retransmissions).
+  uint64_t dup_stream_bytes;
 } mpquic_stats;
 
 // Per-path statistics.
@@ -256,6 +259,14 @@ typedef struct mpquic_path_stats {
   uint64_t stream_bytes;
   // Stream bytes retransmitted on this path.
   uint64_t retrans_bytes;
+  // Stream bytes sent on this path as redundant copies.
+  uint64_t redundant_bytes;
+  // Bytes of this path's packets acknowledged.
+  uint64_t acked_bytes;
+  // Bytes of this path's packets declared lost.
+  uint64_t lost_bytes;
+  // Times the path went silent while another answered (data resent elsewhere).
+  uint64_t suspicions;
   // Congestion-controller state name, NUL-terminated (truncated to fit).
   char cc_state[32];
 } mpquic_path_stats;

@@ -126,6 +126,9 @@ pub struct mpquic_stats {
     pub dropped: u64,
     /// Paths opened over the connection's life.
     pub paths: u64,
+    /// Stream bytes received that had already been received (redundant
+    /// copies, spurious retransmissions).
+    pub dup_stream_bytes: u64,
 }
 
 /// Per-path statistics.
@@ -173,6 +176,14 @@ pub struct mpquic_path_stats {
     pub stream_bytes: u64,
     /// Stream bytes retransmitted on this path.
     pub retrans_bytes: u64,
+    /// Stream bytes sent on this path as redundant copies.
+    pub redundant_bytes: u64,
+    /// Bytes of this path's packets acknowledged.
+    pub acked_bytes: u64,
+    /// Bytes of this path's packets declared lost.
+    pub lost_bytes: u64,
+    /// Times the path went silent while another answered (data resent elsewhere).
+    pub suspicions: u64,
     /// Congestion-controller state name, NUL-terminated (truncated to fit).
     pub cc_state: [c_char; 32],
 }
@@ -792,6 +803,7 @@ pub unsafe extern "C" fn mpquic_conn_stats(conn: *const mpquic_conn, out: *mut m
                 retrans_bytes: s.retrans_bytes,
                 dropped: s.dropped,
                 paths: s.paths,
+                dup_stream_bytes: s.dup_stream_bytes,
             };
             0
         })
@@ -851,6 +863,10 @@ pub unsafe extern "C" fn mpquic_conn_path_stats(
                 recv_bytes: p.recv_bytes,
                 stream_bytes: p.stream_bytes,
                 retrans_bytes: p.retrans_bytes,
+                redundant_bytes: p.redundant_bytes,
+                acked_bytes: p.acked_bytes,
+                lost_bytes: p.lost_bytes,
+                suspicions: p.suspicions,
                 cc_state,
             };
             0

@@ -122,6 +122,7 @@ pub(crate) fn download<'py>(
     d.set_item("multipath", outcome.multipath)?;
     d.set_item("lost_packets", outcome.stats.lost)?;
     d.set_item("retrans_bytes", outcome.stats.retrans_bytes)?;
+    d.set_item("duplicate_bytes", outcome.stats.dup_stream_bytes)?;
     d.set_item("recv_bytes", outcome.stats.recv_bytes)?;
     d.set_item("ooo_mean", outcome.ooo.mean)?;
     d.set_item("ooo_p95", outcome.ooo.p95)?;
@@ -142,6 +143,7 @@ pub(crate) fn download<'py>(
         pd.set_item("min_rtt_ms", p.min_rtt.as_secs_f64() * 1e3)?;
         pd.set_item("lost_packets", p.lost)?;
         pd.set_item("retrans_bytes", p.retrans_bytes)?;
+        pd.set_item("redundant_bytes", p.redundant_bytes)?;
         pd.set_item("cwnd", p.cwnd)?;
         paths.append(pd)?;
     }

@@ -14,6 +14,8 @@ def test_download(server, tmp_path):
     assert hashlib.sha256(out.read_bytes()).digest() == hashlib.sha256(server["blob"]).digest()
     assert s["goodput_bps"] > 0 and s["seconds"] > 0
     assert s["cc"] == "bbr" and s["paths"] and s["paths"][0]["recv_bytes"] > s["bytes"]
+    # One lossless path: nothing arrived twice, and the client sent no copies.
+    assert s["duplicate_bytes"] == 0 and s["paths"][0]["redundant_bytes"] == 0
 
 
 def test_download_missing_file(server):
