@@ -222,6 +222,8 @@ pub struct Connection {
     copy_frames: send::CopyFrames,
     /// Where the next copy of unacknowledged data starts (stream, offset).
     copy_cursor: (crate::stream::StreamId, u64),
+    /// The scheduler has asked for redundant copies at least once.
+    sched_copies: bool,
     /// The scheduler asked to be asked again at this time.
     sched_until: Option<Instant>,
     /// When the first pacer-held path may take a packet again.
@@ -392,6 +394,7 @@ impl Connection {
             copies: VecDeque::new(),
             copy_frames: send::CopyFrames::new(),
             copy_cursor: (crate::stream::StreamId(0), 0),
+            sched_copies: false,
             sched_until: None,
             pacing_wake: None,
             qlog: config.qlog.then(|| crate::qlog::Qlog::new(now)),
@@ -528,6 +531,7 @@ impl Connection {
     /// crate (see [`crate::sched`]). Takes effect from the next packet.
     pub fn set_scheduler(&mut self, sched: Box<dyn crate::sched::Scheduler>) {
         self.sched = sched;
+        self.sched_copies = false;
     }
     /// Statistics of the path scheduler.
     pub fn scheduler_metrics(&self) -> crate::sched::SchedMetrics {

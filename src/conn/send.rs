@@ -142,9 +142,11 @@ impl Connection {
         r
     }
 
-    /// Redundant schedulers may want to send copies even with no new data.
+    /// A scheduler that has made copies may want more with no new data
+    /// waiting (others are not asked then: nothing for them to do).
     fn needs_redundancy_check(&self) -> bool {
-        self.paths.iter().any(|p| p.recovery.bytes_in_flight() > 0)
+        self.sched_copies
+            && self.paths.iter().any(|p| p.recovery.bytes_in_flight() > 0)
             && self.paths.iter().filter(|p| p.usable()).count() > 1
     }
 
@@ -176,7 +178,13 @@ impl Connection {
             peer_recv_window: Some(self.streams.send_credit()),
         };
         let ctx = crate::sched::SchedContext::new(now, &self.sched_buf, pending);
-        self.sched.decide(&ctx)
+        let d = self.sched.decide(&ctx);
+        self.sched_copies |= match d {
+            Decision::Send { also, .. } => !also.is_empty(),
+            Decision::Redundant { .. } => true,
+            Decision::Wait { .. } => false,
+        };
+        d
     }
 
     pub(super) fn send_on_index(
