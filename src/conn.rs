@@ -129,6 +129,10 @@ pub struct Stats {
     /// Stream bytes received that had already been received (redundant
     /// copies, spurious retransmissions).
     pub dup_stream_bytes: u64,
+    /// New stream bytes sent ahead of older data still waiting to be sent
+    /// (`Decision::SendAhead`: a slow path carrying data the fast paths will
+    /// not reach before it arrives).
+    pub sent_ahead_bytes: u64,
 }
 
 /// Who closed the connection and why.
@@ -295,21 +299,23 @@ impl Connection {
         now: Instant,
     ) -> Result<Connection, Error> {
         let mut cids = CidState::new(*scid, config.active_cid_limit, is_server);
-        let mut params = TransportParams::default();
-        params.max_idle_timeout = config.max_idle_timeout.as_millis() as u64;
-        params.max_udp_payload_size = 65527;
-        params.initial_max_data = config.initial_max_data;
-        params.initial_max_stream_data_bidi_local = config.initial_max_stream_data_bidi_local;
-        params.initial_max_stream_data_bidi_remote = config.initial_max_stream_data_bidi_remote;
-        params.initial_max_stream_data_uni = config.initial_max_stream_data_uni;
-        params.initial_max_streams_bidi = config.initial_max_streams_bidi;
-        params.initial_max_streams_uni = config.initial_max_streams_uni;
-        params.ack_delay_exponent = config.ack_delay_exponent;
-        params.max_ack_delay = config.max_ack_delay.as_millis() as u64;
-        params.active_connection_id_limit = config.active_cid_limit;
-        params.disable_active_migration = config.disable_active_migration;
-        params.initial_source_connection_id = Some(*scid);
-        params.initial_max_path_id = config.initial_max_path_id.map(u64::from);
+        let mut params = TransportParams {
+            max_idle_timeout: config.max_idle_timeout.as_millis() as u64,
+            max_udp_payload_size: 65527,
+            initial_max_data: config.initial_max_data,
+            initial_max_stream_data_bidi_local: config.initial_max_stream_data_bidi_local,
+            initial_max_stream_data_bidi_remote: config.initial_max_stream_data_bidi_remote,
+            initial_max_stream_data_uni: config.initial_max_stream_data_uni,
+            initial_max_streams_bidi: config.initial_max_streams_bidi,
+            initial_max_streams_uni: config.initial_max_streams_uni,
+            ack_delay_exponent: config.ack_delay_exponent,
+            max_ack_delay: config.max_ack_delay.as_millis() as u64,
+            active_connection_id_limit: config.active_cid_limit,
+            disable_active_migration: config.disable_active_migration,
+            initial_source_connection_id: Some(*scid),
+            initial_max_path_id: config.initial_max_path_id.map(u64::from),
+            ..TransportParams::default()
+        };
         // The rec scheduler asks the peer for per-path desired sending rates.
         let wants_dsr = config.scheduler_factory.is_none() && config.scheduler.starts_with("rec");
         if wants_dsr {

@@ -78,8 +78,8 @@ mod simple;
 mod sticky;
 
 pub use arp::{
-    ar_joins_non_redundant, ar_partition, p_scheduling_choice, predicted_arrival, ArPath, ArpScheduler,
-    PCandidate, MIN_INFLIGHT_FOR_N,
+    ar_joins_non_redundant, ar_partition, bytes_arriving_first, predicted_arrival, ArPath, ArpScheduler,
+    RateMeter, MIN_INFLIGHT_FOR_N,
 };
 pub use capacity::{CapacityEstimate, CapacityScheduler};
 pub use hetero::{blest_should_wait, ecf_decide, BlestScheduler, EcfOutcome, EcfScheduler};
@@ -124,6 +124,8 @@ pub struct PathSnapshot {
     /// Sending rate in bytes/s: the pacing rate or bandwidth estimate, 0 if
     /// unknown (then [`PathSnapshot::rate`] falls back to cwnd/srtt).
     pub bandwidth: u64,
+    /// The rate the pacer releases packets at now, in bytes/s (0: unknown).
+    pub pacing_rate: u64,
     /// In slow start / BBR Startup.
     pub in_slow_start: bool,
     /// Bytes queued behind the pacer, not yet released.
@@ -155,6 +157,7 @@ impl PathSnapshot {
             packets_in_flight: 0,
             mss: 1200,
             bandwidth: 0,
+            pacing_rate: 0,
             in_slow_start: true,
             pacing_backlog: 0,
             next_release: None,
@@ -181,6 +184,19 @@ impl PathSnapshot {
             self.bandwidth as f64
         } else {
             self.cwnd as f64 / secs(self.srtt).max(1e-6)
+        }
+    }
+
+    /// The rate the path sends at now, in bytes/s: the lower of its pacing
+    /// rate and cwnd/srtt (a paced controller cruising below its bandwidth
+    /// estimate, or a window-limited one), or [`rate`](Self::rate) when the
+    /// pacing rate is unknown. What a packet queued on the path waits for.
+    pub fn sending_rate(&self) -> f64 {
+        let window_rate = self.cwnd as f64 / secs(self.srtt).max(1e-6);
+        if self.pacing_rate > 0 {
+            (self.pacing_rate as f64).min(window_rate)
+        } else {
+            self.rate()
         }
     }
 
@@ -332,6 +348,20 @@ pub enum Decision {
         /// Paths that carry a copy of the same packet.
         also: PathList,
     },
+    /// Send new stream data on `path`, starting `skip` bytes into the data
+    /// waiting to be sent, at most `max_len` bytes (P-Scheduling: a slow path
+    /// carries data the fast paths will not reach before it arrives). The
+    /// skipped bytes stay first in line for the next packets on any path.
+    /// When data waits for retransmission, or fewer than `skip` bytes wait,
+    /// this is a plain `Send`.
+    SendAhead {
+        /// The path that carries the packet.
+        path: PathId,
+        /// Bytes of waiting data to leave for other packets.
+        skip: u64,
+        /// Most new bytes to put in the packet.
+        max_len: u64,
+    },
     /// Send, on `path`, a copy of the oldest stream data that was sent
     /// elsewhere and is not yet acknowledged.
     Redundant {
@@ -350,7 +380,9 @@ impl Decision {
     /// The path of a `Send` or `Redundant` decision.
     pub fn path(&self) -> Option<PathId> {
         match *self {
-            Decision::Send { path, .. } | Decision::Redundant { path } => Some(path),
+            Decision::Send { path, .. } | Decision::SendAhead { path, .. } | Decision::Redundant { path } => {
+                Some(path)
+            }
             Decision::Wait { .. } => None,
         }
     }

@@ -242,19 +242,11 @@ fn mpquic_client_noq_server(blackhole_at: Option<usize>) {
                 abandoned.push(id);
             }
         }
-        loop {
-            match d.conn.stream_recv(0, &mut rbuf) {
-                Ok((n, fin)) => {
-                    hash.update(&rbuf[..n]);
-                    got += n;
-                    if fin {
-                        break;
-                    }
-                    if n == 0 {
-                        break;
-                    }
-                }
-                Err(_) => break,
+        while let Ok((n, fin)) = d.conn.stream_recv(0, &mut rbuf) {
+            hash.update(&rbuf[..n]);
+            got += n;
+            if fin || n == 0 {
+                break;
             }
         }
         if blackhole_at.is_some_and(|at| got >= at) && d.dead.is_empty() {
@@ -290,8 +282,9 @@ fn report_shares(shares: &[(PathId, u64)], require_balance: bool) {
     }
 }
 
-/// A noq client downloads 50 MB from an mpquic server with two addresses.
-fn noq_client_mpquic_server(blackhole_at: Option<usize>) {
+/// A noq client downloads 50 MB from an mpquic server with two addresses,
+/// scheduled by `sched`.
+fn noq_client_mpquic_server(blackhole_at: Option<usize>, sched: &str) -> mpquic::Stats {
     let s1 = udp("127.0.0.1:0");
     let s2 = udp("127.0.0.1:0");
     let (a1, a2) = (s1.local_addr().unwrap(), s2.local_addr().unwrap());
@@ -331,7 +324,8 @@ fn noq_client_mpquic_server(blackhole_at: Option<usize>) {
     });
 
     // Wait for the first Initial to create the server connection.
-    let cfg = mpquic_config(true);
+    let mut cfg = mpquic_config(true);
+    cfg.set_scheduler(sched).unwrap();
     let mut buf = vec![0u8; 65536];
     let start = Instant::now();
     let (conn, first, from) = loop {
@@ -388,12 +382,15 @@ fn noq_client_mpquic_server(blackhole_at: Option<usize>) {
     assert_eq!(h, expected_hash(), "SHA-256 mismatch");
     let shares = path_shares(&d.conn);
     eprintln!(
-        "noq client <- mpquic server: new {new_paths:?} abandoned {abandoned:?} {:?} in {:?}",
+        "noq client <- mpquic server ({sched}): new {new_paths:?} abandoned {abandoned:?} {:?} in {:?}, {:?}",
         shares,
-        start.elapsed()
+        start.elapsed(),
+        d.conn.stats()
     );
     assert!(!new_paths.is_empty(), "noq never opened a second path");
-    report_shares(&shares, blackhole_at.is_none());
+    // Only round-robin promises balance; arp splits by predicted arrival.
+    report_shares(&shares, blackhole_at.is_none() && sched == "rr");
+    d.conn.stats()
 }
 
 #[test]
@@ -408,10 +405,18 @@ fn mpquic_client_noq_server_blackhole() {
 
 #[test]
 fn noq_client_mpquic_server_two_paths() {
-    noq_client_mpquic_server(None);
+    noq_client_mpquic_server(None, "rr");
+}
+
+/// arp sends data ahead of older unsent data (held ranges filled later):
+/// noq must reassemble it byte for byte.
+#[test]
+fn noq_client_mpquic_server_arp() {
+    let st = noq_client_mpquic_server(None, "arp");
+    assert!(st.sent_ahead_bytes > 0, "arp never sent ahead: {st:?}");
 }
 
 #[test]
 fn noq_client_mpquic_server_blackhole() {
-    noq_client_mpquic_server(Some(15 * MB));
+    noq_client_mpquic_server(Some(15 * MB), "rr");
 }

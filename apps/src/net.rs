@@ -195,7 +195,7 @@ impl Outbox {
             false
         });
         let one_path = conn.paths().count() <= 1;
-        while self.held.len() < MAX_HELD && !(one_path && !self.held.is_empty()) {
+        while self.held.len() < MAX_HELD && (!one_path || self.held.is_empty()) {
             let Some((n, info)) = conn.send(buf, now)? else { break };
             let d = buf.get(..n).unwrap_or_default();
             if info.at > now + PACING_SLACK {

@@ -203,11 +203,8 @@ impl Connection {
                 // newest one for when it opens.
                 let early = &mut self.mp.early_status;
                 match early.iter().position(|e| e.0 == id) {
-                    Some(k) => {
-                        if early.get(k).is_some_and(|e| e.1 < seq) {
-                            early[k] = (id, seq, status);
-                        }
-                    }
+                    Some(k) if early.get(k).is_some_and(|e| e.1 < seq) => early[k] = (id, seq, status),
+                    Some(_) => {}
                     None if early.len() < 16 => early.push((id, seq, status)),
                     None => {}
                 }

@@ -674,10 +674,8 @@ impl Connection {
                     c.announce_pending = true;
                 }
             }
-            SentFrame::RetireCid { path, seq } => {
-                if !self.mp.is_closed(path) {
-                    self.cids.retire_pending.push((path, seq))
-                }
+            SentFrame::RetireCid { path, seq } if !self.mp.is_closed(path) => {
+                self.cids.retire_pending.push((path, seq))
             }
             SentFrame::PathAbandon { path, code } => self.mp.abandon_pending.push((path, code)),
             SentFrame::PathStatus { path, seq } => {
@@ -689,11 +687,7 @@ impl Connection {
                     }
                 }
             }
-            SentFrame::MaxPathId(v) => {
-                if v == self.mp.local_max {
-                    self.mp.max_path_id_pending = true;
-                }
-            }
+            SentFrame::MaxPathId(v) if v == self.mp.local_max => self.mp.max_path_id_pending = true,
             _ => {}
         }
     }

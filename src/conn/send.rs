@@ -30,6 +30,9 @@ pub(super) enum DataMode {
     /// Retransmissions, then new data (and the frames are collected in
     /// `copy_frames` when `collect` is set, for redundant copies).
     Normal { collect: bool },
+    /// New data from `skip` bytes into what waits, at most `max_len`
+    /// (`Decision::SendAhead`); `Normal` when that is not possible.
+    Ahead { skip: u64, max_len: u64 },
     /// ACKs and control frames only: the scheduler did not pick this path.
     NoStream,
     /// A copy of the STREAM ranges in `copy_frames`.
@@ -88,6 +91,13 @@ impl Connection {
                         }
                         if r.is_some() {
                             return Ok(r);
+                        }
+                    }
+                }
+                Decision::SendAhead { path, skip, max_len } => {
+                    if let Some(pi) = self.path_index(path) {
+                        if let Some(r) = self.send_in_mode(out, pi, DataMode::Ahead { skip, max_len }, now)? {
+                            return Ok(Some(r));
                         }
                     }
                 }
@@ -182,7 +192,7 @@ impl Connection {
         self.sched_copies |= match d {
             Decision::Send { also, .. } => !also.is_empty(),
             Decision::Redundant { .. } => true,
-            Decision::Wait { .. } => false,
+            Decision::SendAhead { .. } | Decision::Wait { .. } => false,
         };
         d
     }
@@ -477,11 +487,9 @@ impl Connection {
         }
 
         // A probe must be ack-eliciting.
-        if probes > 0 && !ack_eliciting && w.pos() < payload_end {
-            if Frame::Ping.encode(&mut w).is_ok() {
-                frames.push(SentFrame::Ping);
-                ack_eliciting = true;
-            }
+        if probes > 0 && !ack_eliciting && w.pos() < payload_end && Frame::Ping.encode(&mut w).is_ok() {
+            frames.push(SentFrame::Ping);
+            ack_eliciting = true;
         }
         // Nothing went in but an ACK that was not due (the data or control
         // frames expected did not materialise): sending it would only repeat
@@ -565,7 +573,7 @@ impl Connection {
         }
         li == 2
             && (match self.data_mode {
-                DataMode::Normal { .. } => self.streams.has_sendable_data(),
+                DataMode::Normal { .. } | DataMode::Ahead { .. } => self.streams.has_sendable_data(),
                 DataMode::NoStream => false,
                 // Only if something is left to copy: otherwise the packet
                 // would repeat an ACK and never end the send loop.
@@ -578,7 +586,7 @@ impl Connection {
                 DataMode::Redundant => self.streams.unacked_chunk(self.copy_cursor, 1).is_some(),
             } || self.streams.has_pending_control()
                 || self.handshake_done_pending
-                || self.cids.retire_pending.len() > 0
+                || !self.cids.retire_pending.is_empty()
                 || self.cids.local.iter().any(|c| c.announce_pending)
                 || self.paths[pi].challenge_pending
                 || !self.paths[pi].responses.is_empty()
@@ -598,12 +606,14 @@ impl Connection {
         now: Instant,
     ) -> bool {
         let mut eliciting = false;
-        if self.handshake_done_pending && self.is_server && w.pos() < end {
-            if Frame::HandshakeDone.encode(w).is_ok() {
-                self.handshake_done_pending = false;
-                frames.push(SentFrame::HandshakeDone);
-                eliciting = true;
-            }
+        if self.handshake_done_pending
+            && self.is_server
+            && w.pos() < end
+            && Frame::HandshakeDone.encode(w).is_ok()
+        {
+            self.handshake_done_pending = false;
+            frames.push(SentFrame::HandshakeDone);
+            eliciting = true;
         }
         // Connection IDs.
         let multipath = self.multipath;
@@ -672,6 +682,12 @@ impl Connection {
             DataMode::Normal { collect } => {
                 eliciting |= self.write_stream_frames(w, end, pi, frames, collect)
             }
+            DataMode::Ahead { skip, max_len } => {
+                eliciting |= match self.write_ahead(w, end, pi, frames, skip, max_len) {
+                    Some(e) => e,
+                    None => self.write_stream_frames(w, end, pi, frames, false),
+                }
+            }
             DataMode::NoStream => {}
             DataMode::Copy => eliciting |= self.write_copies(w, end, pi, frames),
             DataMode::Redundant => eliciting |= self.write_redundant(w, end, pi, frames),
@@ -698,30 +714,72 @@ impl Connection {
             let Some((sid, offset)) = self.streams.next_to_send() else { break };
             let max = frame::stream_max_data_len(room, sid.0, offset);
             let Some(chunk) = self.streams.send_chunk(sid, max) else { break };
-            let id = sid.0;
-            if frame::encode_stream_header(w, id, chunk.offset, chunk.len, chunk.fin, true).is_err() {
-                self.streams.on_stream_lost(sid, chunk.offset, chunk.len, chunk.fin);
+            if !self.write_stream_chunk(w, pi, frames, sid, chunk) {
                 break;
             }
-            let Ok(dst) = w.reserve(chunk.len) else { break };
-            self.streams.copy_data(sid, chunk.offset, dst);
-            let p = &mut self.paths[pi];
-            // Retransmitted bytes are counted when their loss is declared.
-            if !chunk.is_retransmit {
-                p.st.stream_bytes += chunk.len as u64;
-            }
             if collect {
-                self.copy_frames.push((id, chunk.offset, chunk.len as u32, chunk.fin));
+                self.copy_frames.push((sid.0, chunk.offset, chunk.len as u32, chunk.fin));
             }
-            frames.push(SentFrame::Stream {
-                id,
-                offset: chunk.offset,
-                len: chunk.len as u32,
-                fin: chunk.fin,
-            });
             eliciting = true;
         }
         eliciting
+    }
+
+    /// One STREAM frame of new data `skip` bytes into what waits to be sent
+    /// (`Decision::SendAhead`). `None` when that data is not there (lost data
+    /// waits, or less than `skip` bytes): the caller sends normally.
+    fn write_ahead(
+        &mut self,
+        w: &mut Writer<'_>,
+        end: usize,
+        pi: usize,
+        frames: &mut SentFrames,
+        skip: u64,
+        max_len: u64,
+    ) -> Option<bool> {
+        let room = end.saturating_sub(w.pos());
+        if room < 24 {
+            return Some(false);
+        }
+        let (sid, offset) = self.streams.next_to_send_ahead(skip)?;
+        let max =
+            frame::stream_max_data_len(room, sid.0, offset).min(max_len.try_into().unwrap_or(usize::MAX));
+        if max == 0 {
+            return Some(false);
+        }
+        let chunk = self.streams.send_chunk_at(sid, max, skip)?;
+        if skip > 0 {
+            self.stats.sent_ahead_bytes += chunk.len as u64;
+        }
+        Some(self.write_stream_chunk(w, pi, frames, sid, chunk))
+    }
+
+    /// Encode a chunk taken from the streams; on failure it is put back as
+    /// lost.
+    fn write_stream_chunk(
+        &mut self,
+        w: &mut Writer<'_>,
+        pi: usize,
+        frames: &mut SentFrames,
+        sid: crate::stream::StreamId,
+        chunk: crate::stream::Chunk,
+    ) -> bool {
+        let id = sid.0;
+        if frame::encode_stream_header(w, id, chunk.offset, chunk.len, chunk.fin, true).is_err() {
+            self.streams.on_stream_lost(sid, chunk.offset, chunk.len, chunk.fin);
+            return false;
+        }
+        let Ok(dst) = w.reserve(chunk.len) else {
+            self.streams.on_stream_lost(sid, chunk.offset, chunk.len, chunk.fin);
+            return false;
+        };
+        self.streams.copy_data(sid, chunk.offset, dst);
+        // Retransmitted bytes are counted when their loss is declared.
+        if !chunk.is_retransmit {
+            self.paths[pi].st.stream_bytes += chunk.len as u64;
+        }
+        frames.push(SentFrame::Stream { id, offset: chunk.offset, len: chunk.len as u32, fin: chunk.fin });
+        true
     }
 
     /// A copy of the ranges in `copy_frames` (those still unacknowledged;

@@ -5,17 +5,26 @@
 //! data already sent on N (oldest unacknowledged first) to stay alive and
 //! measured. It re-runs every min_i RTT_i.
 //!
-//! *P-Scheduling* (Alg. 3, eq. 4) pre-assigns the packets of a scheduling
-//! window of max_{i∈N} RTT_i · Σ_{i∈N} BW_i bytes to the path of N with the
-//! earliest predicted arrival A_i(j) = t0 + L_i/x_i + r_i/2, where L_i is what
-//! is already assigned to path i and not yet sent (plus its pacer backlog).
-//! Each path then sends what was assigned to it when its window allows.
+//! *P-Scheduling* (Alg. 3, eq. 4) gives each packet of the scheduling window
+//! (max_{i∈N} RTT_i · Σ_{i∈N} BW_i bytes of waiting data) to the path of N
+//! where it arrives first, A_i(j) = t0 + L_i/x_i + r_i/2, L_i being what path
+//! i sends before it. The assignment is evaluated when a path of N can send,
+//! not stored: the path takes the first packet of the window it would deliver
+//! first, i.e. it skips the bytes the faster paths deliver before its packet
+//! arrives ([`bytes_arriving_first`], sent as [`Decision::SendAhead`]). A slow
+//! path thus carries data further ahead and data arrives in order, which is
+//! the point of Alg. 3; re-evaluating per packet keeps the prediction error to
+//! one path delay instead of a whole window of stale plan (the paper's error
+//! analysis, and what we measured with a stored plan under Coupled BBR's gain
+//! cycle). x_i is the rate the path has been sending at ([`RateMeter`]).
 //! While every path is in slow start, the scheduler is plain round-robin.
 
 use std::time::{Duration, Instant};
 
 use super::simple::RrScheduler;
-use super::{secs, Counters, Decision, PathRole, PerPath, SchedContext, SchedMetrics, Scheduler};
+use super::{
+    secs, Counters, Decision, PathRole, PathSnapshot, PerPath, SchedContext, SchedMetrics, Scheduler,
+};
 use crate::PathId;
 
 /// Alg. 2's in-flight floor: fewer packets in flight cannot trigger fast
@@ -81,42 +90,72 @@ pub fn predicted_arrival(queued_bytes: u64, rate: f64, rtt: Duration) -> Duratio
     Duration::try_from_secs_f64(wait).unwrap_or(Duration::MAX).saturating_add(rtt / 2)
 }
 
-/// One path of N as seen by [`p_scheduling_choice`].
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PCandidate {
-    /// The path.
-    pub id: PathId,
-    /// Bytes assigned to it and not yet sent (L_i).
-    pub queued_bytes: u64,
-    /// Sending rate x_i in bytes/s.
-    pub rate: f64,
-    /// RTT r_i.
-    pub rtt: Duration,
-}
-
-/// Alg. 3's choice: the candidate with the smallest predicted arrival
-/// (first in order on ties).
-pub fn p_scheduling_choice(cands: &[PCandidate]) -> Option<PathId> {
-    let mut best: Option<(PathId, Duration)> = None;
-    for c in cands {
-        let a = predicted_arrival(c.queued_bytes, c.rate, c.rtt);
-        if best.is_none_or(|(_, b)| a < b) {
-            best = Some((c.id, a));
+/// Eq. 4 solved for L: the bytes that paths with a shorter one-way delay
+/// (`faster`: their rate x_k in bytes/s and RTT r_k) deliver before a packet
+/// sent now on a path with RTT `rtt` arrives, Σ_k x_k·(r_i/2 − r_k/2) over
+/// the k with r_k < r_i. That packet should carry the data that far ahead.
+pub fn bytes_arriving_first(rtt: Duration, faster: impl IntoIterator<Item = (f64, Duration)>) -> u64 {
+    let d = secs(rtt) / 2.0;
+    let mut bytes = 0.0;
+    for (x, r) in faster {
+        let dk = secs(r) / 2.0;
+        if dk < d && x.is_finite() && x > 0.0 {
+            bytes += x * (d - dk);
         }
     }
-    best.map(|(id, _)| id)
+    bytes.round() as u64
 }
 
 #[derive(Clone, Copy, Debug, Default)]
 struct ArpPathState {
     role: Option<PathRole>,
-    /// L_i: bytes pre-scheduled on this path and not yet sent.
-    queued: u64,
+    rate: RateMeter,
 }
 
-/// Upper bound on packets pre-scheduled in one `decide` call, to keep the
-/// worst case per call bounded; the rest is scheduled on later calls.
-const MAX_PRESCHEDULE_PER_CALL: usize = 64;
+/// The rate a path actually sends at (x_i), measured over periods of one
+/// smoothed RTT (at least 10 ms) and averaged with weight 1/4. Neither the
+/// bandwidth estimate nor the current pacing rate says when data leaves: a
+/// paced controller moves through its gain cycle (Coupled BBR cruises at
+/// α_i·BW_i), a window-limited one follows its queue.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RateMeter {
+    bytes: u64,
+    since: Option<Instant>,
+    avg: f64,
+}
+
+impl RateMeter {
+    /// Count bytes sent.
+    pub fn on_sent(&mut self, bytes: usize) {
+        self.bytes += bytes as u64;
+    }
+
+    /// Close the period if `srtt` (at least 10 ms) has passed since it began.
+    pub fn tick(&mut self, now: Instant, srtt: Duration) {
+        let Some(since) = self.since else {
+            self.since = Some(now);
+            self.bytes = 0;
+            return;
+        };
+        let elapsed = now.saturating_duration_since(since);
+        if elapsed < srtt.max(Duration::from_millis(10)) {
+            return;
+        }
+        let sample = self.bytes as f64 / elapsed.as_secs_f64();
+        self.avg = if self.avg > 0.0 { 0.75 * self.avg + 0.25 * sample } else { sample };
+        self.since = Some(now);
+        self.bytes = 0;
+    }
+
+    /// Bytes/s; 0 until the first period ends.
+    pub fn rate(&self) -> f64 {
+        self.avg
+    }
+}
+
+/// Stream payload of one packet: the datagram size less typical QUIC
+/// overhead (short header, STREAM frame header, AEAD tag).
+const PACKET_OVERHEAD: usize = 48;
 
 /// The AR&P scheduler.
 #[derive(Debug, Default)]
@@ -134,9 +173,14 @@ impl ArpScheduler {
         self.st.get(path).and_then(|s| s.role)
     }
 
-    /// Bytes pre-scheduled on `path` and not yet sent.
-    pub fn queued(&self, path: PathId) -> u64 {
-        self.st.get(path).map_or(0, |s| s.queued)
+    /// x_i: the measured sending rate, or the snapshot's until measured.
+    fn x(&self, p: &PathSnapshot) -> f64 {
+        let measured = self.st.get(p.id).map_or(0.0, |s| s.rate.rate());
+        if measured > 0.0 {
+            measured
+        } else {
+            p.sending_rate()
+        }
     }
 
     fn in_n(&self, id: PathId) -> bool {
@@ -171,81 +215,54 @@ impl ArpScheduler {
                     non_redundant: false,
                 });
             } else {
-                let s = self.st.get_or_insert(p.id);
-                s.role = Some(PathRole::Unused);
-                s.queued = 0;
+                self.st.get_or_insert(p.id).role = Some(PathRole::Unused);
             }
         }
         ar_partition(&mut self.buf);
         for a in &self.buf {
-            let s = self.st.get_or_insert(a.id);
             let role = if a.non_redundant { PathRole::NonRedundant } else { PathRole::Redundant };
-            if role != PathRole::NonRedundant {
-                // Packets pre-scheduled on a path leaving N are re-scheduled.
-                s.queued = 0;
-            }
-            s.role = Some(role);
+            self.st.get_or_insert(a.id).role = Some(role);
         }
     }
 
-    /// P-Scheduling: send what is assigned to a path of N that can send, or
-    /// assign more packets of the window and try again.
-    fn p_schedule(&mut self, ctx: &SchedContext<'_>) -> Option<PathId> {
-        let pending = ctx.pending.total();
+    /// P-Scheduling: of the paths of N that can send now, the one whose next
+    /// packet is the earliest of the window (fewest bytes arriving first by
+    /// the others), sending that packet. A path whose packet would lie beyond
+    /// the window or the waiting data does not send new data now.
+    fn p_schedule(&self, ctx: &SchedContext<'_>) -> Option<Decision> {
+        let in_n = |p: &&PathSnapshot| ctx.eligible(p) && self.in_n(p.id);
+        if ctx.pending.retransmit_bytes > 0 {
+            // Lost data goes first whatever the decision; it is not predicted.
+            let p = ctx.best_by(|p| in_n(&p) && p.has_space(), |p| p.srtt)?;
+            return Some(Decision::send(p.id));
+        }
+        let pending = ctx.pending.new_bytes;
         if pending == 0 {
             return None;
         }
-        let (mut window, mut max_rtt, mut rate_sum, mut queued) = (0.0, 0.0f64, 0.0, 0u64);
-        for p in ctx.paths.iter().filter(|p| ctx.eligible(p)) {
-            if self.in_n(p.id) {
-                max_rtt = max_rtt.max(secs(p.srtt));
-                rate_sum += p.rate();
-                queued += self.queued(p.id);
+        let (mut max_rtt, mut bw_sum) = (Duration::ZERO, 0.0);
+        for p in ctx.paths.iter().filter(in_n) {
+            max_rtt = max_rtt.max(p.srtt);
+            bw_sum += p.rate();
+        }
+        let window = ((secs(max_rtt) * bw_sum) as u64).min(pending);
+        let mut best: Option<(&PathSnapshot, u64)> = None;
+        for p in ctx.paths.iter().filter(in_n).filter(|p| p.has_space()) {
+            let others = ctx.paths.iter().filter(in_n).filter(|k| k.id != p.id);
+            let skip = bytes_arriving_first(p.srtt, others.map(|k| (self.x(k), k.srtt)));
+            if skip > 0 && skip >= window {
+                continue;
+            }
+            if best.is_none_or(|(b, s)| (skip, p.srtt) < (s, b.srtt)) {
+                best = Some((p, skip));
             }
         }
-        if max_rtt > 0.0 {
-            window = max_rtt * rate_sum;
-        }
-        if queued > pending {
-            // Data went out some other way (or was cancelled): re-plan.
-            for (_, s) in self.st.iter_mut() {
-                s.queued = 0;
-            }
-            queued = 0;
-        }
-        // At least one packet may always be planned, so a tiny window cannot stall.
-        let limit = (window as u64).max(1).min(pending);
-        for _ in 0..MAX_PRESCHEDULE_PER_CALL {
-            if let Some(id) = self.ready_path(ctx) {
-                return Some(id);
-            }
-            if queued >= limit {
-                return None;
-            }
-            let mut best: Option<(PathId, Duration, usize)> = None;
-            for p in ctx.paths.iter().filter(|p| ctx.eligible(p) && self.in_n(p.id)) {
-                let l = self.queued(p.id).saturating_add(p.pacing_backlog as u64);
-                let a = predicted_arrival(l, p.rate(), p.srtt);
-                if best.is_none_or(|(_, b, _)| a < b) {
-                    best = Some((p.id, a, p.mss));
-                }
-            }
-            let (id, _, mss) = best?;
-            let size = (mss.max(1) as u64).min(pending - queued);
-            self.st.get_or_insert(id).queued += size;
-            queued += size;
-        }
-        self.ready_path(ctx)
-    }
-
-    /// A path of N with window space and something assigned to it (lowest
-    /// srtt first).
-    fn ready_path(&self, ctx: &SchedContext<'_>) -> Option<PathId> {
-        ctx.best_by(
-            |p| ctx.eligible(p) && p.has_space() && self.in_n(p.id) && self.queued(p.id) > 0,
-            |p| p.srtt,
-        )
-        .map(|p| p.id)
+        let (p, skip) = best?;
+        Some(Decision::SendAhead {
+            path: p.id,
+            skip,
+            max_len: p.mss.saturating_sub(PACKET_OVERHEAD).max(1) as u64,
+        })
     }
 
     /// A path of R that can carry a copy: window space, and fewer bytes in
@@ -271,14 +288,15 @@ impl Scheduler for ArpScheduler {
     }
 
     fn decide(&mut self, ctx: &SchedContext<'_>) -> Decision {
+        for p in ctx.paths {
+            self.st.get_or_insert(p.id).rate.tick(ctx.now, p.srtt);
+        }
         let all_slow_start = ctx.paths.iter().filter(|p| ctx.eligible(p)).all(|p| p.in_slow_start);
         let d = if all_slow_start {
             // Rates are unreliable in slow start: round-robin, all paths in N.
             for p in ctx.paths {
                 let role = if ctx.eligible(p) { PathRole::NonRedundant } else { PathRole::Unused };
-                let s = self.st.get_or_insert(p.id);
-                s.role = Some(role);
-                s.queued = 0;
+                self.st.get_or_insert(p.id).role = Some(role);
             }
             self.last_ar = None;
             match RrScheduler::next(self.rr_last, ctx) {
@@ -291,7 +309,7 @@ impl Scheduler for ArpScheduler {
         } else {
             self.maybe_run_ar(ctx);
             match self.p_schedule(ctx) {
-                Some(id) => Decision::send(id),
+                Some(d) => d,
                 None => match self.redundant_path(ctx) {
                     Some(id) => Decision::Redundant { path: id },
                     None => Decision::WAIT,
@@ -302,10 +320,8 @@ impl Scheduler for ArpScheduler {
     }
 
     fn on_sent(&mut self, path: PathId, bytes: usize, redundant: bool) {
-        if !redundant {
-            if let Some(s) = self.st.get_mut(path) {
-                s.queued = s.queued.saturating_sub(bytes as u64);
-            }
+        if let Some(s) = self.st.get_mut(path) {
+            s.rate.on_sent(bytes);
         }
         self.c.sent(path, bytes, redundant);
     }
@@ -401,27 +417,38 @@ mod tests {
     }
 
     #[test]
-    fn p_scheduling_picks_earliest_arrival() {
-        // A: 1 MB/s, 40 ms, 10 000 B queued → 10 ms + 20 ms = 30 ms.
-        // B: 250 kB/s, 20 ms, nothing queued → 0 + 10 ms = 10 ms → B.
-        let a = PCandidate {
-            id: PathId(0),
-            queued_bytes: 10_000,
-            rate: 1_000_000.0,
-            rtt: Duration::from_millis(40),
-        };
-        let mut b =
-            PCandidate { id: PathId(1), queued_bytes: 0, rate: 250_000.0, rtt: Duration::from_millis(20) };
+    fn p_scheduling_skips_what_faster_paths_deliver_first() {
+        // Eq. 4: A = 10 000 B / 1 MB/s + 40 ms / 2 = 30 ms.
         assert_eq!(predicted_arrival(10_000, 1e6, Duration::from_millis(40)), Duration::from_millis(30));
-        assert_eq!(p_scheduling_choice(&[a, b]), Some(PathId(1)));
-        // B with 6 000 B queued: 24 ms + 10 ms = 34 ms > 30 ms → A.
-        b.queued_bytes = 6_000;
-        assert_eq!(p_scheduling_choice(&[a, b]), Some(PathId(0)));
-        // A rate of zero never wins.
-        b.rate = 0.0;
-        b.queued_bytes = 0;
-        assert_eq!(p_scheduling_choice(&[a, b]), Some(PathId(0)));
-        assert_eq!(p_scheduling_choice(&[]), None);
+        let ms = Duration::from_millis;
+        // Short path 2.5 MB/s (20 Mbit/s), RTT 50 ms; long path RTT 250 ms:
+        // 2.5e6 · (0.125 − 0.025) = 250 000 B arrive by the short path first.
+        let skip = bytes_arriving_first(ms(250), [(2.5e6, ms(50))]);
+        assert_eq!(skip, 250_000);
+        // Data that far ahead arrives by either path at the same time.
+        assert_eq!(predicted_arrival(skip, 2.5e6, ms(50)), predicted_arrival(0, 1.0, ms(250)));
+        // Three paths, for C (RTT 60 ms): A (1 MB/s, 20 ms) delivers
+        // 1e6 · (0.03 − 0.01) = 20 000 B, B (0.5 MB/s, 40 ms) 0.5e6 · 0.01 = 5 000 B.
+        assert_eq!(bytes_arriving_first(ms(60), [(1e6, ms(20)), (0.5e6, ms(40))]), 25_000);
+        // Slower paths and unknown rates count for nothing.
+        assert_eq!(bytes_arriving_first(ms(20), [(1e6, ms(60)), (0.5e6, ms(40))]), 0);
+        assert_eq!(bytes_arriving_first(ms(60), [(0.0, ms(20)), (f64::NAN, ms(20))]), 0);
+    }
+
+    #[test]
+    fn rate_meter_averages_over_srtt_periods() {
+        let (mut m, t) = (RateMeter::default(), t0());
+        let ms = Duration::from_millis;
+        m.tick(t, ms(50));
+        m.on_sent(50_000);
+        m.tick(t + ms(30), ms(50));
+        assert_eq!(m.rate(), 0.0, "period not over");
+        m.tick(t + ms(50), ms(50));
+        assert!((m.rate() - 1e6).abs() < 1.0, "first sample taken as is: {}", m.rate());
+        m.on_sent(100_000);
+        m.tick(t + ms(100), ms(50));
+        // 0.75 · 1e6 + 0.25 · 2e6.
+        assert!((m.rate() - 1.25e6).abs() < 1.0, "{}", m.rate());
     }
 
     #[test]
@@ -456,14 +483,10 @@ mod tests {
         assert_eq!(d, Decision::Redundant { path: PathId(1) });
         assert_eq!(s.role(PathId(0)), Some(PathRole::NonRedundant));
         assert_eq!(s.role(PathId(1)), Some(PathRole::Redundant));
-        // Path 0 opens: it sends the packets pre-scheduled on it.
+        // Path 0 opens: the fastest path of N sends from the front.
         let paths = [rated(0, 20, 10_000_000, 100, 90), rated(1, 200, 500_000, 20, 8)];
         let d = s.decide(&SchedContext::new(now, &paths, pending));
-        assert_eq!(d, Decision::send(PathId(0)));
-        let q = s.queued(PathId(0));
-        assert!(q > 0);
-        s.on_sent(PathId(0), 1000, false);
-        assert_eq!(s.queued(PathId(0)), q - 1000);
+        assert_eq!(d, Decision::SendAhead { path: PathId(0), skip: 0, max_len: 952 });
         let m = s.metrics();
         assert!(m.paths.iter().any(|p| p.id == PathId(1) && p.role == Some(PathRole::Redundant)));
     }
@@ -478,14 +501,19 @@ mod tests {
         let mut s = ArpScheduler::default();
         let now = t0();
         let paths = [rated(0, 20, 1_000_000, 10, 10), rated(1, 50, 1_000_000, 10, 5)];
-        // First packet: A_0 = 0 + 10 ms, A_1 = 0 + 25 ms → path 0, which is
-        // full. Second: A_0 = 1000/1e6 s + 10 ms = 11 ms < 25 ms → path 0 ...
-        // Path 0 takes packets until its queue reaches 15 kB (15 ms + 10 ms =
-        // 25 ms); only then does path 1 get one, and it can send it.
+        // Path 0 would deliver 1e6 · (0.025 − 0.010) = 15 000 B before a packet
+        // sent now on path 1 arrives, so path 1 sends the data that far ahead
+        // (a packet carries 1000 − 48 = 952 B).
         let d = s.decide(&SchedContext::new(now, &paths, pending(1_000_000)));
         assert_eq!(s.role(PathId(1)), Some(PathRole::NonRedundant));
-        assert_eq!(d, Decision::send(PathId(1)));
-        assert_eq!(s.queued(PathId(0)), 16_000);
-        assert_eq!(s.queued(PathId(1)), 1_000);
+        assert_eq!(d, Decision::SendAhead { path: PathId(1), skip: 15_000, max_len: 952 });
+        // With path 0 open too, path 0 goes first: its packet is the earliest.
+        let open = [rated(0, 20, 1_000_000, 10, 5), rated(1, 50, 1_000_000, 10, 5)];
+        let d = s.decide(&SchedContext::new(now, &open, pending(1_000_000)));
+        assert_eq!(d, Decision::SendAhead { path: PathId(0), skip: 0, max_len: 952 });
+        // Only 10 000 B wait: path 1's packet would lie beyond them, so it
+        // waits for path 0 rather than send data that arrives late.
+        let d = s.decide(&SchedContext::new(now, &paths, pending(10_000)));
+        assert_eq!(d, Decision::WAIT);
     }
 }

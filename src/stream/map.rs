@@ -704,13 +704,36 @@ impl Streams {
     /// charging new bytes to the connection credit. Then copy its bytes with
     /// [`copy_data`](Self::copy_data).
     pub fn send_chunk(&mut self, id: StreamId, max_len: usize) -> Option<Chunk> {
+        self.send_chunk_at(id, max_len, 0)
+    }
+
+    /// Where new data `skip` bytes into what waits to be sent would start:
+    /// (stream, offset) in the stream next in line, if it has that much and
+    /// nothing waits for retransmission (lost data goes first).
+    pub fn next_to_send_ahead(&self, skip: u64) -> Option<(StreamId, u64)> {
+        if !self.retx_q.is_empty() {
+            return None;
+        }
+        let id = *self.send_q.front()?;
+        let send = self.map.get(&id)?.send.as_ref()?;
+        let c = send.peek_unsent(usize::MAX, self.conn_send.available(), skip)?;
+        Some((id, c.offset))
+    }
+
+    /// [`send_chunk`](Self::send_chunk) for new data `skip` bytes into what
+    /// waits to be sent (see [`next_to_send_ahead`](Self::next_to_send_ahead));
+    /// `skip == 0` is `send_chunk`.
+    pub fn send_chunk_at(&mut self, id: StreamId, max_len: usize, skip: u64) -> Option<Chunk> {
         let credit = self.conn_send.available();
         let s = self.map.get_mut(&id)?;
         let send = s.send.as_mut()?;
-        let c = send.next_chunk(max_len, credit)?;
-        if !c.is_retransmit {
-            self.conn_send.consume(c.len as u64);
-        }
+        let c = if skip == 0 {
+            send.peek_chunk(max_len, credit)?
+        } else {
+            send.peek_unsent(max_len, credit, skip)?
+        };
+        let new = send.commit_chunk(&c);
+        self.conn_send.consume(new);
         // Round-robin: the served stream goes to the back of its queue.
         let (q, flag, more) = if c.is_retransmit {
             (&mut self.retx_q, &mut s.in_retx_q, send.has_lost())

@@ -118,6 +118,9 @@ pub struct SendStream {
     acked: RangeSet,
     /// Sent ranges declared lost and not since acknowledged.
     lost: RangeSet,
+    /// Never-sent ranges below `send_off`: skipped by data sent ahead of them
+    /// (a scheduler's planned position); they go out before `send_off`.
+    held: RangeSet,
     fin_off: Option<u64>,
     fin_sent: bool,
     fin_acked: bool,
@@ -138,6 +141,7 @@ impl SendStream {
             acked_prefix: 0,
             acked: RangeSet::new(),
             lost: RangeSet::new(),
+            held: RangeSet::new(),
             fin_off: None,
             fin_sent: false,
             fin_acked: false,
@@ -217,19 +221,44 @@ impl SendStream {
                 return Some(Chunk { offset: f, len: 0, fin: true, is_retransmit: true });
             }
         }
+        self.peek_unsent(max_len, conn_credit, 0)
+    }
+
+    /// The never-sent chunk that starts `skip` bytes into the data waiting to
+    /// be sent (held ranges first, then from `send_off`), within the peer's
+    /// limits; lost data is not considered. `skip > 0` sends ahead, leaving
+    /// the skipped bytes held for later packets; that charges them to the
+    /// flow credit now, so `conn_credit` must cover them too.
+    pub fn peek_unsent(&self, max_len: usize, conn_credit: u64, mut skip: u64) -> Option<Chunk> {
+        if self.reset.is_some() {
+            return None;
+        }
+        for r in self.held.iter() {
+            let n = r.end - r.start;
+            if skip < n {
+                let len = (n - skip).min(max_len as u64);
+                return (len > 0).then_some(Chunk {
+                    offset: r.start + skip,
+                    len: len as usize,
+                    fin: false,
+                    is_retransmit: false,
+                });
+            }
+            skip -= n;
+        }
         let limit = self.buf.end.min(self.credit.max());
-        let avail = limit.saturating_sub(self.send_off);
-        let len = avail.min(max_len as u64).min(conn_credit);
+        let start = self.send_off.saturating_add(skip);
+        let len = limit.saturating_sub(start).min(max_len as u64).min(conn_credit.saturating_sub(skip));
         if len > 0 {
-            let end = self.send_off + len;
+            let end = start + len;
             return Some(Chunk {
-                offset: self.send_off,
+                offset: start,
                 len: len as usize,
                 fin: self.fin_off == Some(end),
                 is_retransmit: false,
             });
         }
-        if self.fin_off == Some(self.send_off) && !self.fin_sent {
+        if skip == 0 && self.fin_off == Some(self.send_off) && !self.fin_sent {
             return Some(Chunk { offset: self.send_off, len: 0, fin: true, is_retransmit: false });
         }
         None
@@ -246,7 +275,14 @@ impl SendStream {
         if chunk.is_retransmit {
             self.lost.remove(chunk.offset..end);
             0
+        } else if chunk.offset < self.send_off {
+            // A held range: its credit was charged when it was skipped.
+            self.held.remove(chunk.offset..end);
+            0
         } else {
+            if chunk.offset > self.send_off {
+                self.held.insert(self.send_off..chunk.offset);
+            }
             let new = end.saturating_sub(self.send_off);
             self.send_off = self.send_off.max(end);
             self.credit.consume(new);
@@ -334,12 +370,17 @@ impl SendStream {
         self.lost.iter().map(|r| r.end - r.start).sum()
     }
 
-    /// Never-sent bytes the peer's stream limit allows now.
+    /// Never-sent bytes the peer's stream limit allows now (held ones too).
     pub fn sendable_new(&self) -> u64 {
         if self.reset.is_some() {
             return 0;
         }
-        self.buf.end.min(self.credit.max()).saturating_sub(self.send_off)
+        self.held_bytes() + self.buf.end.min(self.credit.max()).saturating_sub(self.send_off)
+    }
+
+    /// Never-sent bytes skipped by data sent ahead of them.
+    pub fn held_bytes(&self) -> u64 {
+        self.held.iter().map(|r| r.end - r.start).sum()
     }
 
     /// The first sent, unacknowledged range at or after `from`, at most
@@ -349,18 +390,28 @@ impl SendStream {
         if self.reset.is_some() || max_len == 0 {
             return None;
         }
+        // Sent and unacknowledged: skip acknowledged and held (never sent)
+        // ranges at `start`, stop at the next one. The two sets are disjoint,
+        // so each pass either settles or moves past one range.
         let mut start = from.max(self.acked_prefix);
-        let mut end_limit = self.send_off;
-        let acked = self.acked.iter().as_slice();
-        let i = acked.partition_point(|r| r.end <= start);
-        if let Some(r) = acked.get(i) {
-            if r.start <= start {
-                start = r.end;
-                if let Some(next) = acked.get(i + 1) {
-                    end_limit = end_limit.min(next.start);
+        let mut end_limit;
+        loop {
+            end_limit = self.send_off;
+            let mut moved = false;
+            for set in [&self.acked, &self.held] {
+                let rs = set.iter().as_slice();
+                let i = rs.partition_point(|r| r.end <= start);
+                if let Some(r) = rs.get(i) {
+                    if r.start <= start {
+                        start = r.end;
+                        moved = true;
+                    } else {
+                        end_limit = end_limit.min(r.start);
+                    }
                 }
-            } else {
-                end_limit = end_limit.min(r.start);
+            }
+            if !moved {
+                break;
             }
         }
         if start >= end_limit {
@@ -382,12 +433,18 @@ impl SendStream {
 
     /// Whether never-sent data (or a never-sent FIN) is buffered.
     pub fn has_new(&self) -> bool {
-        self.reset.is_none() && (self.send_off < self.buf.end || (self.fin_off.is_some() && !self.fin_sent))
+        self.reset.is_none()
+            && (self.send_off < self.buf.end
+                || !self.held.is_empty()
+                || (self.fin_off.is_some() && !self.fin_sent))
     }
 
     /// Whether new data waits only because of the peer's stream limit.
     pub fn is_flow_blocked(&self) -> bool {
-        self.reset.is_none() && self.send_off < self.buf.end && self.send_off >= self.credit.max()
+        self.reset.is_none()
+            && self.held.is_empty()
+            && self.send_off < self.buf.end
+            && self.send_off >= self.credit.max()
     }
 
     /// The limit to report in STREAM_DATA_BLOCKED, once per limit value.
@@ -425,6 +482,7 @@ impl SendStream {
         self.reset = Some(r);
         self.buf.clear();
         self.lost.clear();
+        self.held.clear();
         self.acked.clear();
         Some(r)
     }

@@ -188,3 +188,73 @@ fn app_reset_blocks_writes() {
     let mut b = [0u8; 3];
     assert!(!s.copy_data(0, &mut b));
 }
+
+#[test]
+fn sending_ahead_holds_the_skipped_bytes_for_later() {
+    let d = data(10_000);
+    let mut s = SendStream::new(1 << 20, 1 << 20);
+    s.write(&d, true).unwrap();
+    // Skip 3000 bytes: the chunk starts at 3000; the credit charged covers the gap.
+    let c = s.peek_unsent(1000, u64::MAX, 3000).unwrap();
+    assert_eq!((c.offset, c.len, c.fin, c.is_retransmit), (3000, 1000, false, false));
+    assert_eq!(s.commit_chunk(&c), 4000);
+    assert_eq!(s.send_offset(), 4000);
+    assert_eq!(s.held_bytes(), 3000);
+    assert_eq!(s.sendable_new(), 3000 + 6000);
+    // Positions count only unsent bytes: 3500 is 500 into the data after 4000.
+    let c2 = s.peek_unsent(1000, u64::MAX, 3500).unwrap();
+    assert_eq!(c2.offset, 4500);
+    // A copy never duplicates data that was not sent.
+    let u = s.unacked_range(0, 10_000).unwrap();
+    assert_eq!((u.offset, u.len), (3000, 1000));
+    // Normal sending fills the hole first, charging nothing more.
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let c = s.next_chunk(1000, 0).unwrap();
+        assert!(!c.is_retransmit && !c.fin);
+        assert_eq!(s.held_bytes() as usize, 3000 - 1000 * (got.len() + 1));
+        got.push(c.offset);
+    }
+    assert_eq!(got, [0, 1000, 2000]);
+    assert_eq!(s.held_bytes(), 0);
+    // Then new data from 4000 on, ending with FIN.
+    let mut last = None;
+    while let Some(c) = s.next_chunk(1500, u64::MAX) {
+        assert!(c.offset >= 4000);
+        last = Some(c);
+    }
+    assert!(last.unwrap().fin);
+    // Everything acknowledged out of order completes the stream.
+    for (o, l) in [(3000, 1000), (0, 3000), (4000, 6000)] {
+        s.on_acked(o, l, o + l as u64 == 10_000);
+    }
+    assert!(s.is_complete());
+}
+
+#[test]
+fn sending_ahead_respects_the_limits() {
+    let d = data(5000);
+    let mut s = SendStream::new(4000, 1 << 20);
+    s.write(&d, false).unwrap();
+    // The peer's stream limit (4000) caps the chunk; beyond it there is none.
+    assert_eq!(s.peek_unsent(2000, u64::MAX, 3000).unwrap().len, 1000);
+    assert!(s.peek_unsent(2000, u64::MAX, 4000).is_none());
+    // The connection credit must cover the skipped bytes as well.
+    assert_eq!(s.peek_unsent(2000, 3500, 3000).unwrap().len, 500);
+    assert!(s.peek_unsent(2000, 3000, 3000).is_none());
+    // A held range is sendable even when the stream limit is reached.
+    let c = s.peek_unsent(2000, u64::MAX, 1000).unwrap();
+    s.commit_chunk(&c);
+    assert_eq!(s.send_offset(), 3000);
+    // Skip the held 1000 bytes: new data from 3000 up to the limit.
+    let c = s.peek_unsent(2000, u64::MAX, 1000).unwrap();
+    assert_eq!((c.offset, c.len), (3000, 1000));
+    s.commit_chunk(&c);
+    assert_eq!(s.send_offset(), 4000);
+    assert!(!s.is_flow_blocked());
+    assert_eq!(s.next_chunk(5000, 0).map(|c| (c.offset, c.len)), Some((0, 1000)));
+    assert!(s.is_flow_blocked());
+    // A lost held-then-sent range is retransmitted like any other.
+    assert!(s.on_lost(0, 1000, false));
+    assert!(s.next_chunk(5000, 0).unwrap().is_retransmit);
+}
