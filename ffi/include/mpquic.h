@@ -213,6 +213,9 @@ typedef struct mpquic_stats {
   // Stream bytes received that had already been received (redundant
   // copies, spurious retransmissions).
   uint64_t dup_stream_bytes;
+  // New stream bytes sent ahead of older unsent data (the arp scheduler
+  // giving a slow path data the fast paths will not reach first).
+  uint64_t sent_ahead_bytes;
 } mpquic_stats;
 
 // Per-path statistics.

@@ -129,6 +129,9 @@ pub struct mpquic_stats {
     /// Stream bytes received that had already been received (redundant
     /// copies, spurious retransmissions).
     pub dup_stream_bytes: u64,
+    /// New stream bytes sent ahead of older unsent data (the arp scheduler
+    /// giving a slow path data the fast paths will not reach first).
+    pub sent_ahead_bytes: u64,
 }
 
 /// Per-path statistics.
@@ -804,6 +807,7 @@ pub unsafe extern "C" fn mpquic_conn_stats(conn: *const mpquic_conn, out: *mut m
                 dropped: s.dropped,
                 paths: s.paths,
                 dup_stream_bytes: s.dup_stream_bytes,
+                sent_ahead_bytes: s.sent_ahead_bytes,
             };
             0
         })
