@@ -62,6 +62,7 @@ pub struct Config {
     pub(crate) active_cid_limit: u64,
     pub(crate) disable_active_migration: bool,
     pub(crate) initial_max_path_id: Option<u32>,
+    pub(crate) reset_key: Option<crate::server::StatelessResetKey>,
     pub(crate) cc: String,
     pub(crate) scheduler: String,
     pub(crate) scheduler_factory: Option<Arc<dyn crate::sched::SchedulerFactory>>,
@@ -104,6 +105,7 @@ impl Config {
             active_cid_limit: 4,
             disable_active_migration: false,
             initial_max_path_id: None,
+            reset_key: None,
             cc: "cubic".into(),
             scheduler: "minrtt".into(),
             scheduler_factory: None,
@@ -226,6 +228,13 @@ impl Config {
         }
         self.active_cid_limit = v;
         Ok(())
+    }
+    /// Derive the stateless reset tokens of our connection IDs from `key`
+    /// (servers: the same key for every connection and for
+    /// [`crate::server::stateless_reset`], so a connection whose state is lost
+    /// can still be reset). Without it each connection uses a random key.
+    pub fn set_stateless_reset_key(&mut self, key: crate::server::StatelessResetKey) {
+        self.reset_key = Some(key);
     }
     /// Advertise disable_active_migration.
     pub fn set_disable_active_migration(&mut self, v: bool) {

@@ -298,7 +298,8 @@ impl Connection {
         config: &Config,
         now: Instant,
     ) -> Result<Connection, Error> {
-        let mut cids = CidState::new(*scid, config.active_cid_limit, is_server);
+        let reset_key = config.reset_key.as_ref().map(|k| *k.bytes());
+        let mut cids = CidState::new(*scid, config.active_cid_limit, reset_key);
         let mut params = TransportParams {
             max_idle_timeout: config.max_idle_timeout.as_millis() as u64,
             max_udp_payload_size: 65527,

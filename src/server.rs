@@ -1,6 +1,6 @@
-//! Stateless server helpers: what a server does with a datagram before a
-//! connection exists — Version Negotiation, Retry, and address-validation
-//! tokens (RFC 9000 §6, §8.1).
+//! Stateless server helpers: what a server does with a datagram that matches
+//! no connection — Version Negotiation, Retry, address-validation tokens
+//! (RFC 9000 §6, §8.1) and Stateless Reset (§10.3).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -24,6 +24,71 @@ pub enum Accept {
     Reply(usize),
     /// Drop the datagram.
     Drop,
+}
+
+/// The key a server derives stateless reset tokens from: the first 16 bytes
+/// of HMAC-SHA256(key, connection ID) (RFC 9000 §10.3.2). Give the same key
+/// to every connection's [`crate::Config::set_stateless_reset_key`] and to
+/// [`stateless_reset`]. Its `Debug` output does not show the key.
+#[derive(Clone)]
+pub struct StatelessResetKey([u8; 32]);
+
+impl StatelessResetKey {
+    /// A fresh random key.
+    pub fn random() -> StatelessResetKey {
+        let mut k = [0u8; 32];
+        crypto::fill_random(&mut k);
+        StatelessResetKey(k)
+    }
+
+    /// A key kept elsewhere (e.g. shared by the servers behind one address,
+    /// or kept across restarts so old connections can be reset).
+    pub fn from_bytes(key: [u8; 32]) -> StatelessResetKey {
+        StatelessResetKey(key)
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// The token of `cid`.
+    pub fn token(&self, cid: &[u8]) -> [u8; 16] {
+        crypto::reset_token(&self.0, cid)
+    }
+}
+
+impl std::fmt::Debug for StatelessResetKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StatelessResetKey(..)")
+    }
+}
+
+/// Smallest Stateless Reset: 5 bytes that look like a short header, then
+/// the 16-byte token (RFC 9000 §10.3).
+pub const MIN_STATELESS_RESET: usize = 21;
+/// Largest one we send: enough to look like an ordinary short packet.
+const MAX_STATELESS_RESET: usize = 64;
+
+/// Write into `out` a Stateless Reset answering `dgram`, a short-header
+/// packet whose `cid_len`-byte destination connection ID matches no
+/// connection (the server lost its state). Returns its length, or `None`
+/// when none may be sent: not a short header, too short to hold the ID, or
+/// too short for a reset smaller than itself (every reset is shorter than
+/// the packet that triggered it, so two endpoints cannot loop). Rate
+/// limiting is the caller's business.
+pub fn stateless_reset(key: &StatelessResetKey, dgram: &[u8], cid_len: usize, out: &mut [u8]) -> Option<usize> {
+    let first = *dgram.first()?;
+    if first & 0x80 != 0 || dgram.len() <= MIN_STATELESS_RESET || dgram.len() < 1 + cid_len {
+        return None;
+    }
+    let len = (dgram.len() - 1).min(MAX_STATELESS_RESET);
+    let out = out.get_mut(..len)?;
+    crypto::fill_random(out);
+    // Fixed bits 01, the rest random: it must pass for a short header.
+    out[0] = 0x40 | (out[0] & 0x3f);
+    let token = key.token(dgram.get(1..1 + cid_len)?);
+    out[len - 16..].copy_from_slice(&token);
+    Some(len)
 }
 
 /// Address-validation tokens and the Retry decision for one server.
@@ -108,5 +173,35 @@ impl Validator {
         let end = len + tag.len();
         out.get_mut(len..end)?.copy_from_slice(&tag);
         Some(end)
+    }
+}
+
+#[cfg(test)]
+mod reset_tests {
+    use super::*;
+
+    #[test]
+    fn stateless_reset_is_shorter_than_its_trigger_and_ends_in_the_token() {
+        let key = StatelessResetKey::from_bytes([7; 32]);
+        let mut out = [0u8; 1500];
+        let mut short = vec![0x41u8; 1200];
+        short[1..9].copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
+        let n = stateless_reset(&key, &short, 8, &mut out).unwrap();
+        assert_eq!(n, 64, "capped");
+        assert_eq!(out[0] & 0xc0, 0x40);
+        assert_eq!(out[n - 16..n], key.token(&[1, 2, 3, 4, 5, 6, 7, 8]));
+        assert_eq!(key.token(&[1, 2, 3, 4, 5, 6, 7, 8]), crypto::reset_token(&[7; 32], &[1, 2, 3, 4, 5, 6, 7, 8]));
+        // Small triggers get a reset one byte shorter; 21 bytes or less, none.
+        assert_eq!(stateless_reset(&key, &short[..30], 8, &mut out), Some(29));
+        assert_eq!(stateless_reset(&key, &short[..22], 8, &mut out), Some(21));
+        assert_eq!(stateless_reset(&key, &short[..21], 8, &mut out), None);
+        // Long headers, IDs longer than the packet, empty input, small buffers: none.
+        let mut long = short.clone();
+        long[0] = 0xc0;
+        assert_eq!(stateless_reset(&key, &long, 8, &mut out), None);
+        assert_eq!(stateless_reset(&key, &short[..30], 40, &mut out), None);
+        assert_eq!(stateless_reset(&key, &[], 8, &mut out), None);
+        assert_eq!(stateless_reset(&key, &short, 8, &mut [0u8; 10]), None);
+        assert_eq!(format!("{key:?}"), "StatelessResetKey(..)");
     }
 }

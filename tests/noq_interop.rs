@@ -420,3 +420,72 @@ fn noq_client_mpquic_server_arp() {
 fn noq_client_mpquic_server_blackhole() {
     noq_client_mpquic_server(Some(15 * MB), "rr");
 }
+
+/// A server that lost a connection's state answers the client's next packets
+/// with a Stateless Reset (RFC 9000 §10.3); noq must recognise the token our
+/// connection issued and end the connection with `Reset`, long before its idle
+/// timeout (10 s).
+#[test]
+fn noq_client_is_reset_by_mpquic_server_without_state() {
+    let sock = udp("127.0.0.1:0");
+    let addr = sock.local_addr().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let client = rt.spawn(async move {
+        let ep = noq::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+        ep.set_default_client_config(noq_client_config());
+        let conn = ep.connect(addr, "localhost").unwrap().await.unwrap();
+        let (mut send, mut recv) = conn.open_bi().await.unwrap();
+        send.write_all(b"GET").await.unwrap();
+        send.finish().unwrap();
+        let started = tokio::time::Instant::now();
+        let read = recv.read_to_end(1 << 20).await;
+        (read.is_err(), conn.close_reason(), started.elapsed())
+    });
+    let key = mpquic::server::StatelessResetKey::random();
+    let mut cfg = mpquic_config(true);
+    cfg.set_stateless_reset_key(key.clone());
+    let mut buf = vec![0u8; 65536];
+    let start = Instant::now();
+    let (conn, first, from) = loop {
+        assert!(start.elapsed() < Duration::from_secs(10), "no Initial");
+        if let Ok((n, from)) = sock.recv_from(&mut buf) {
+            let hdr = mpquic::packet::parse_header(&buf[..n], 0).unwrap();
+            let dcid = hdr.dcid;
+            let conn =
+                mpquic::accept(&mpquic::random_cid(8), &dcid, None, addr, from, &cfg, Instant::now()).unwrap();
+            break (conn, n, from);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let mut d = Driver { conn, socks: vec![sock], dead: Vec::new(), buf };
+    let mut first_buf = d.buf[..first].to_vec();
+    d.conn.recv(&mut first_buf, RecvInfo { from, to: addr }, Instant::now()).unwrap();
+    // Serve until the request is in, then forget the connection.
+    let mut req = [0u8; 16];
+    loop {
+        assert!(start.elapsed() < Duration::from_secs(10), "no request");
+        d.poll();
+        if d.conn.is_established() && matches!(d.conn.stream_recv(0, &mut req), Ok((n, _)) if n > 0) {
+            break;
+        }
+    }
+    let Driver { socks, mut buf, .. } = d;
+    let mut out = [0u8; 1500];
+    let mut resets = 0;
+    while !client.is_finished() {
+        assert!(start.elapsed() < Duration::from_secs(8), "client not reset after {resets} resets");
+        match socks[0].recv_from(&mut buf) {
+            Ok((n, from)) => {
+                if let Some(len) = mpquic::server::stateless_reset(&key, &buf[..n], 8, &mut out) {
+                    socks[0].send_to(&out[..len], from).unwrap();
+                    resets += 1;
+                }
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(1)),
+        }
+    }
+    let (read_failed, reason, waited) = rt.block_on(client).unwrap();
+    eprintln!("noq after {resets} stateless resets: {reason:?} after {waited:?}");
+    assert!(read_failed, "the response read should fail");
+    assert!(matches!(reason, Some(noq::ConnectionError::Reset)), "{reason:?}");
+}

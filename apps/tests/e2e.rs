@@ -232,3 +232,24 @@ fn local_in_another_network_namespace() {
     let j: serde_json::Value = serde_json::from_slice(&r.stdout).expect("JSON summary");
     assert!(j["paths"][0]["local"].as_str().unwrap_or_default().starts_with("127.0.0.1:"), "{j}");
 }
+
+/// A short-header packet for a connection the server does not have gets a
+/// Stateless Reset: shorter than the packet, formatted as a short header.
+/// Packets too small to answer with a smaller reset get nothing.
+#[test]
+fn unknown_connection_gets_a_stateless_reset() {
+    let (root, _) = served("reset");
+    let srv = ServerProc::start(&root, &[]);
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(std::time::Duration::from_millis(500))).unwrap();
+    let mut pkt = vec![0x5au8; 100];
+    pkt[1..17].copy_from_slice(mpquic::random_cid(16).as_slice());
+    let mut buf = [0u8; 1500];
+    sock.send_to(&pkt, srv.addr).unwrap();
+    let (n, from) = sock.recv_from(&mut buf).expect("no stateless reset");
+    assert_eq!(from, srv.addr);
+    assert!((21..100).contains(&n), "reset of {n} bytes");
+    assert_eq!(buf[0] & 0xc0, 0x40);
+    sock.send_to(&pkt[..21], srv.addr).unwrap();
+    assert!(sock.recv_from(&mut buf).is_err(), "a 21-byte packet must not be answered");
+}

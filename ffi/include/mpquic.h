@@ -434,6 +434,11 @@ int32_t mpquic_config_set_active_connection_id_limit(struct mpquic_config *cfg, 
 // Both sides must enable it.
 int32_t mpquic_config_enable_multipath(struct mpquic_config *cfg, uint32_t max_path_id);
 
+// Derive the stateless reset tokens of this config's connections from the
+// 32-byte `key` (servers: the same key for every connection and for
+// mpquic_stateless_reset). Without it each connection uses a random key.
+int32_t mpquic_config_set_stateless_reset_key(struct mpquic_config *cfg, const uint8_t *key);
+
 // Disable multipath (the default).
 int32_t mpquic_config_disable_multipath(struct mpquic_config *cfg);
 
@@ -783,6 +788,19 @@ int32_t mpquic_validator_handle(const struct mpquic_validator *v,
                                 uint8_t *out,
                                 size_t out_len,
                                 struct mpquic_accept_info *info);
+
+// Write into `out` a Stateless Reset (RFC 9000 §10.3) answering `dgram`, a
+// short-header datagram whose `cid_len`-byte destination connection ID
+// matches no connection, with tokens derived from the 32-byte `key` given to
+// mpquic_config_set_stateless_reset_key. Returns its length (send it back to
+// the sender), 0 when none may be sent (long header, or too short for a
+// reset smaller than itself), or a negative mpquic_error.
+int64_t mpquic_stateless_reset(const uint8_t *key,
+                               const uint8_t *dgram,
+                               size_t dgram_len,
+                               size_t cid_len,
+                               uint8_t *out,
+                               size_t out_len);
 
 // Extract the destination connection ID of a datagram's first packet, for
 // routing it to its connection. Long headers carry its length; for short

@@ -378,6 +378,26 @@ pub unsafe extern "C" fn mpquic_config_enable_multipath(cfg: *mut mpquic_config,
     }
 }
 
+/// Derive the stateless reset tokens of this config's connections from the
+/// 32-byte `key` (servers: the same key for every connection and for
+/// mpquic_stateless_reset). Without it each connection uses a random key.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_stateless_reset_key(cfg: *mut mpquic_config, key: *const u8) -> i32 {
+    // SAFETY: `key` points to 32 readable bytes (caller contract); checked for NULL.
+    let Some(k) = (unsafe { crate::slice(key, 32) }) else {
+        return crate::MPQUIC_ERROR_INVALID_ARGUMENT.code();
+    };
+    let mut b = [0u8; 32];
+    b.copy_from_slice(k);
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.set_stateless_reset_key(engine::server::StatelessResetKey::from_bytes(b));
+            Ok(())
+        })
+    }
+}
+
 /// Disable multipath (the default).
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_config_disable_multipath(cfg: *mut mpquic_config) -> i32 {

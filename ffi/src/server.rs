@@ -129,6 +129,34 @@ pub unsafe extern "C" fn mpquic_validator_handle(
     })
 }
 
+/// Write into `out` a Stateless Reset (RFC 9000 §10.3) answering `dgram`, a
+/// short-header datagram whose `cid_len`-byte destination connection ID
+/// matches no connection, with tokens derived from the 32-byte `key` given to
+/// mpquic_config_set_stateless_reset_key. Returns its length (send it back to
+/// the sender), 0 when none may be sent (long header, or too short for a
+/// reset smaller than itself), or a negative mpquic_error.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_stateless_reset(
+    key: *const u8,
+    dgram: *const u8,
+    dgram_len: usize,
+    cid_len: usize,
+    out: *mut u8,
+    out_len: usize,
+) -> i64 {
+    guard(i64::from(MPQUIC_ERROR_INTERNAL.code()), || {
+        // SAFETY: argument contracts as documented.
+        let (key, dgram, out) = unsafe { (slice(key, 32), slice(dgram, dgram_len), slice_mut(out, out_len)) };
+        let (Some(key), Some(dgram), Some(out)) = (key, dgram, out) else {
+            return i64::from(MPQUIC_ERROR_INVALID_ARGUMENT.code());
+        };
+        let mut k = [0u8; 32];
+        k.copy_from_slice(key);
+        let key = engine::server::StatelessResetKey::from_bytes(k);
+        engine::server::stateless_reset(&key, dgram, cid_len, out).map_or(0, |n| n as i64)
+    })
+}
+
 fn copy_cid(src: &[u8], dst: &mut [u8; 20]) -> usize {
     let n = src.len().min(20);
     for (d, s) in dst.iter_mut().zip(src.iter().take(n)) {

@@ -365,3 +365,27 @@ fn http3_request_and_response_in_memory() {
         mpquic_conn_free(server);
     }
 }
+
+#[test]
+fn stateless_reset_from_c() {
+    unsafe {
+        let cfg = config(true);
+        let key = [9u8; 32];
+        assert_eq!(mpquic_config_set_stateless_reset_key(cfg, key.as_ptr()), 0);
+        assert_eq!(mpquic_config_set_stateless_reset_key(cfg, null()), MPQUIC_ERROR_INVALID_ARGUMENT as i32);
+        let mut pkt = [0x41u8; 60];
+        let mut out = [0u8; 100];
+        let n = mpquic_stateless_reset(key.as_ptr(), pkt.as_ptr(), pkt.len(), 8, out.as_mut_ptr(), out.len());
+        assert_eq!(n, 59);
+        let token = engine::server::StatelessResetKey::from_bytes(key).token(&pkt[1..9]);
+        assert_eq!(out[43..59], token);
+        // Long header: nothing to send; bad pointers: an error.
+        pkt[0] = 0xc1;
+        assert_eq!(mpquic_stateless_reset(key.as_ptr(), pkt.as_ptr(), pkt.len(), 8, out.as_mut_ptr(), 100), 0);
+        assert_eq!(
+            mpquic_stateless_reset(null(), pkt.as_ptr(), pkt.len(), 8, out.as_mut_ptr(), 100),
+            MPQUIC_ERROR_INVALID_ARGUMENT as i64
+        );
+        mpquic_config_free(cfg);
+    }
+}

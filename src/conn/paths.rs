@@ -371,9 +371,12 @@ pub(crate) struct CidState {
 }
 
 impl CidState {
-    pub(crate) fn new(scid: ConnectionId, peer_limit: u64, _is_server: bool) -> CidState {
-        let mut reset_key = [0u8; 32];
-        crypto::fill_random(&mut reset_key);
+    pub(crate) fn new(scid: ConnectionId, peer_limit: u64, reset_key: Option<[u8; 32]>) -> CidState {
+        let reset_key = reset_key.unwrap_or_else(|| {
+            let mut k = [0u8; 32];
+            crypto::fill_random(&mut k);
+            k
+        });
         let mut s = CidState {
             local: Vec::new(),
             peer: Vec::new(),

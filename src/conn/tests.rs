@@ -765,3 +765,32 @@ fn rec_scheduler_gets_desired_rates_from_the_peer() {
     // The other way round nothing is asked, so nothing is sent.
     assert!(p.c.scheduler_metrics().paths.iter().all(|x| x.dsr.is_none()));
 }
+
+#[test]
+fn server_that_lost_state_resets_the_client() {
+    let key = crate::server::StatelessResetKey::random();
+    let mut scfg = config(true);
+    scfg.set_stateless_reset_key(key.clone());
+    let mut p = Pair::new(&config(false), &scfg);
+    p.handshake();
+    assert_eq!(p.transfer(0, &pattern(50_000)), pattern(50_000));
+    p.run_for(Duration::from_millis(100));
+    // The server forgets the connection; the client's next packet reaches a
+    // server that can only answer with a Stateless Reset.
+    p.c.stream_send(4, b"more", false).unwrap();
+    let mut out = vec![0u8; 1500];
+    let (n, _) = p.c.send(&mut out, p.now).unwrap().unwrap();
+    let mut reset = vec![0u8; 1500];
+    let len = crate::server::stateless_reset(&key, &out[..n], 8, &mut reset).unwrap();
+    assert!(len < n && len >= crate::server::MIN_STATELESS_RESET);
+    assert_eq!(reset[0] & 0xc0, 0x40, "looks like a short header");
+    // A reset made with another key is just an undecryptable packet.
+    let other = crate::server::StatelessResetKey::random();
+    let mut wrong = vec![0u8; 1500];
+    let wl = crate::server::stateless_reset(&other, &out[..n], 8, &mut wrong).unwrap();
+    let _ = p.c.recv(&mut wrong[..wl], RecvInfo { from: p.s_addr, to: p.c_addr }, p.now);
+    assert!(!p.c.is_closed());
+    let _ = p.c.recv(&mut reset[..len], RecvInfo { from: p.s_addr, to: p.c_addr }, p.now);
+    assert!(p.c.is_closed(), "client did not take the reset");
+    assert_eq!(p.c.peer_error().map(|e| e.reason.clone()), Some(b"stateless reset".to_vec()));
+}

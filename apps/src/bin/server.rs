@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
 use mpquic::h3::{self, quic::Quic, Header};
-use mpquic::server::{Accept, Validator};
+use mpquic::server::{Accept, StatelessResetKey, Validator};
 use mpquic::{Connection, RecvInfo};
 use mpquic_apps::files::{self, Refused};
 use mpquic_apps::net::{self, Outbox, Sockets};
@@ -106,6 +106,31 @@ struct Server {
     next_handle: u64,
     access: Box<dyn Write>,
     started: Instant,
+    /// Tokens of every connection ID we issue derive from it, so packets for
+    /// connections we no longer have get a Stateless Reset.
+    reset_key: StatelessResetKey,
+    resets: ResetBudget,
+}
+
+/// Stateless Resets allowed per second (RFC 9000 §10.3.3 suggests a limit;
+/// resets are smaller than their triggers, so this only bounds the work).
+const RESETS_PER_SEC: u32 = 1000;
+
+#[derive(Default)]
+struct ResetBudget {
+    second: u64,
+    sent: u32,
+}
+
+impl ResetBudget {
+    fn take(&mut self, second: u64) -> bool {
+        if second != self.second {
+            self.second = second;
+            self.sent = 0;
+        }
+        self.sent += 1;
+        self.sent <= RESETS_PER_SEC
+    }
 }
 
 fn fail(code: i32, msg: impl std::fmt::Display) -> ! {
@@ -152,6 +177,8 @@ fn main() {
     ) {
         fail(exit::USAGE, format!("cannot use --cert/--key: {e}"));
     }
+    let reset_key = StatelessResetKey::random();
+    config.set_stateless_reset_key(reset_key.clone());
     let validator = Validator::new(!args.no_retry).unwrap_or_else(|e| fail(exit::IO, format!("{e:?}")));
     let socks = Sockets::bind(&args.listen).unwrap_or_else(|e| fail(exit::IO, e));
     let access: Box<dyn Write> = match &args.access_log {
@@ -188,6 +215,8 @@ fn main() {
         next_handle: 0,
         access,
         started: Instant::now(),
+        reset_key,
+        resets: ResetBudget::default(),
     };
     server.run(&stop);
 }
@@ -260,7 +289,9 @@ impl Server {
         }
         let long = d.first().is_some_and(|b| b & 0x80 != 0);
         if !long {
-            self.try_unknown_cid(d, info, key, now);
+            if !self.try_unknown_cid(d, info, key, now) {
+                self.send_stateless_reset(d, info, now, out);
+            }
             return;
         }
         if draining {
@@ -328,8 +359,8 @@ impl Server {
     /// the IDs a connection issued with NEW_CONNECTION_ID (a new path or a
     /// migration). The engine does not list them, so offer the datagram to
     /// each connection and keep the one that accepts it.
-    fn try_unknown_cid(&mut self, d: &[u8], info: RecvInfo, key: Option<Vec<u8>>, now: Instant) {
-        let Some(key) = key else { return };
+    fn try_unknown_cid(&mut self, d: &[u8], info: RecvInfo, key: Option<Vec<u8>>, now: Instant) -> bool {
+        let Some(key) = key else { return false };
         for (h, c) in self.clients.iter_mut() {
             let before = c.conn.stats();
             let mut copy = d.to_vec();
@@ -338,8 +369,22 @@ impl Server {
             if after.recv > before.recv && after.dropped == before.dropped {
                 self.by_cid.insert(key.clone(), *h);
                 c.cids.push(key);
-                return;
+                return true;
             }
+        }
+        false
+    }
+
+    /// A short-header packet no connection took: its connection is gone
+    /// (closed, or from before a restart), so tell the peer (RFC 9000 §10.3).
+    fn send_stateless_reset(&mut self, d: &[u8], info: RecvInfo, now: Instant, out: &mut [u8]) {
+        let second = now.saturating_duration_since(self.started).as_secs();
+        if !self.resets.take(second) {
+            return;
+        }
+        if let Some(n) = mpquic::server::stateless_reset(&self.reset_key, d, CID_LEN, out) {
+            let si = mpquic::SendInfo { from: info.to, to: info.from, path_id: mpquic::PathId::ZERO, at: now };
+            let _ = self.socks.send(out.get(..n).unwrap_or_default(), &si);
         }
     }
 
