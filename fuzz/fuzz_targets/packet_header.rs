@@ -1,4 +1,5 @@
-//! Parse every coalesced packet of a datagram, as the receive path does.
+//! Parse every coalesced packet of a datagram, as the receive path does, and
+//! answer it with a Stateless Reset as a server that lost its state would.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -10,6 +11,13 @@ fuzz_target!(|data: &[u8]| {
     };
     let short_dcid_len = (cid_len % 21) as usize;
     let _ = stateless_reset_token(datagram);
+    let mut reset = [0u8; 128];
+    let key = mpquic::server::StatelessResetKey::from_bytes([3; 32]);
+    if let Some(n) = mpquic::server::stateless_reset(&key, datagram, short_dcid_len, &mut reset) {
+        // Never larger than the trigger (no loops), never below the minimum.
+        assert!(n < datagram.len() && n >= mpquic::server::MIN_STATELESS_RESET);
+        assert_eq!(reset[0] & 0xc0, 0x40);
+    }
     let _ = invariant_header(datagram);
     let mut rest = datagram;
     while !rest.is_empty() {
