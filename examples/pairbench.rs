@@ -150,7 +150,7 @@ mod two_paths {
     }
 
     pub fn run(bytes: u64) -> (f64, f64, u64, Vec<u64>) {
-        let settings = Settings { window: WINDOW, mss: DGRAM, verify: false, retry: false, multipath: true };
+        let settings = Settings { window: WINDOW, mss: DGRAM, verify: false, multipath: true, ..Settings::default() };
         let (c1, sv): (SocketAddr, SocketAddr) =
             (peers::CLIENT_ADDR.parse().unwrap(), peers::SERVER_ADDR.parse().unwrap());
         let c2: SocketAddr = "127.0.0.1:40003".parse().unwrap();
@@ -269,7 +269,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let settings = Settings { window: WINDOW, mss: DGRAM, verify: false, retry: false, multipath: false };
+    let settings = Settings { window: WINDOW, mss: DGRAM, verify: false, ..Settings::default() };
     let mut c = peers::client(which, &settings);
     let mut s = peers::accept(c.as_mut(), which, &settings);
     let (wall, cpu, packets) = run(c.as_mut(), s.as_mut(), bytes);

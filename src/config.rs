@@ -35,6 +35,11 @@ impl From<TlsError> for ConfigError {
     }
 }
 
+/// Packets one AES-GCM key may protect (RFC 9001 §6.6: 2^23).
+pub const AEAD_CONFIDENTIALITY_LIMIT: u64 = 1 << 23;
+/// Default packets between our key updates.
+pub const DEFAULT_KEY_UPDATE_INTERVAL: u64 = 1 << 22;
+
 /// Settings of a connection. Build one, adjust it, and pass it to
 /// [`crate::connect`] or [`crate::accept`]; one `Config` may serve many
 /// connections.
@@ -69,6 +74,7 @@ pub struct Config {
     pub(crate) initial_rtt: Duration,
     pub(crate) send_buffer_limit: usize,
     pub(crate) pacing: bool,
+    pub(crate) key_update_interval: u64,
     pub(crate) qlog: bool,
     tls_cache: Mutex<Option<(bool, Arc<TlsConfig>)>>,
 }
@@ -112,6 +118,7 @@ impl Config {
             initial_rtt: crate::rtt::INITIAL_RTT,
             send_buffer_limit: 4 << 20,
             pacing: true,
+            key_update_interval: DEFAULT_KEY_UPDATE_INTERVAL,
             qlog: false,
             tls_cache: Mutex::new(None),
         }
@@ -235,6 +242,13 @@ impl Config {
     /// can still be reset). Without it each connection uses a random key.
     pub fn set_stateless_reset_key(&mut self, key: crate::server::StatelessResetKey) {
         self.reset_key = Some(key);
+    }
+    /// Start a 1-RTT key update after this many packets with the same keys
+    /// (at least 1000). The default, 2^22, is half AES-GCM's confidentiality
+    /// limit (RFC 9001 §6.6); a connection that cannot update by the limit
+    /// closes with AEAD_LIMIT_REACHED.
+    pub fn set_key_update_interval(&mut self, packets: u64) {
+        self.key_update_interval = packets.clamp(1000, AEAD_CONFIDENTIALITY_LIMIT);
     }
     /// Advertise disable_active_migration.
     pub fn set_disable_active_migration(&mut self, v: bool) {

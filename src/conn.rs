@@ -129,6 +129,8 @@ pub struct Stats {
     /// Stream bytes received that had already been received (redundant
     /// copies, spurious retransmissions).
     pub dup_stream_bytes: u64,
+    /// 1-RTT key updates (ours and the peer's).
+    pub key_updates: u64,
     /// New stream bytes sent ahead of older data still waiting to be sent
     /// (`Decision::SendAhead`: a slow path carrying data the fast paths will
     /// not reach before it arrives).
@@ -203,6 +205,7 @@ pub struct Connection {
     events: VecDeque<PathEvent>,
     stats: Stats,
     pacing: bool,
+    key_update_interval: u64,
     /// Reused buffers so ACK processing does not allocate.
     scratch_acked: Vec<crate::recovery::SentPacket<sent::SentFrames>>,
     scratch_lost: Vec<crate::recovery::SentPacket<sent::SentFrames>>,
@@ -385,6 +388,7 @@ impl Connection {
             events: VecDeque::new(),
             stats: Stats { paths: 1, ..Default::default() },
             pacing: config.pacing,
+            key_update_interval: config.key_update_interval,
             scratch_acked: Vec::new(),
             scratch_lost: Vec::new(),
             mp: MpState { local_max: config.initial_max_path_id.unwrap_or(0), ..Default::default() },
@@ -466,7 +470,11 @@ impl Connection {
     }
     /// Connection counters.
     pub fn stats(&self) -> Stats {
-        Stats { dup_stream_bytes: self.streams.duplicate_bytes(), ..self.stats.clone() }
+        Stats {
+            dup_stream_bytes: self.streams.duplicate_bytes(),
+            key_updates: self.levels.ku.updates,
+            ..self.stats.clone()
+        }
     }
     /// Per-path statistics (paths still known, including abandoned ones
     /// whose state is kept for 3 PTO).
@@ -631,6 +639,42 @@ impl Connection {
         };
         self.local_close = Some(CloseInfo { is_app: app, code, frame_type: None, reason: reason.to_vec() });
         self.enter_closing(now);
+    }
+
+    /// Start a 1-RTT key update (RFC 9001 §6) if allowed now: handshake
+    /// confirmed, our previous update answered, and a packet sent with the
+    /// current keys acknowledged at least three times the largest PTO ago
+    /// (draft-ietf-quic-multipath-21 §4.7). Returns whether it started.
+    /// Updates also start by themselves (`Config::set_key_update_interval`).
+    pub fn update_keys(&mut self, now: Instant) -> bool {
+        let ku = &self.levels.ku;
+        let wait = self.max_pto() * 3;
+        let ready =
+            self.handshake_confirmed && !ku.awaiting_peer && ku.phase_acked.is_some_and(|t| now >= t + wait);
+        ready && self.levels.initiate_update()
+    }
+
+    /// Key updates so far (ours and the peer's).
+    pub fn key_updates(&self) -> u64 {
+        self.levels.ku.updates
+    }
+
+    /// Keep within the AEAD limits: update keys when due; close if the
+    /// confidentiality limit is reached without an update.
+    fn check_key_limits(&mut self, now: Instant) {
+        let used = self.levels.ku.packets_in_phase;
+        if used >= self.key_update_interval && self.update_keys(now) {
+            return;
+        }
+        if used >= crate::config::AEAD_CONFIDENTIALITY_LIMIT {
+            self.close_on_error(
+                TransportError::new(
+                    ErrorCode::AEAD_LIMIT_REACHED,
+                    "key update not possible before the AEAD limit",
+                ),
+                now,
+            );
+        }
     }
 
     /// Close because of a protocol error we detected.

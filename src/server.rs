@@ -76,7 +76,12 @@ const MAX_STATELESS_RESET: usize = 64;
 /// too short for a reset smaller than itself (every reset is shorter than
 /// the packet that triggered it, so two endpoints cannot loop). Rate
 /// limiting is the caller's business.
-pub fn stateless_reset(key: &StatelessResetKey, dgram: &[u8], cid_len: usize, out: &mut [u8]) -> Option<usize> {
+pub fn stateless_reset(
+    key: &StatelessResetKey,
+    dgram: &[u8],
+    cid_len: usize,
+    out: &mut [u8],
+) -> Option<usize> {
     let first = *dgram.first()?;
     if first & 0x80 != 0 || dgram.len() <= MIN_STATELESS_RESET || dgram.len() < 1 + cid_len {
         return None;
@@ -190,7 +195,10 @@ mod reset_tests {
         assert_eq!(n, 64, "capped");
         assert_eq!(out[0] & 0xc0, 0x40);
         assert_eq!(out[n - 16..n], key.token(&[1, 2, 3, 4, 5, 6, 7, 8]));
-        assert_eq!(key.token(&[1, 2, 3, 4, 5, 6, 7, 8]), crypto::reset_token(&[7; 32], &[1, 2, 3, 4, 5, 6, 7, 8]));
+        assert_eq!(
+            key.token(&[1, 2, 3, 4, 5, 6, 7, 8]),
+            crypto::reset_token(&[7; 32], &[1, 2, 3, 4, 5, 6, 7, 8])
+        );
         // Small triggers get a reset one byte shorter; 21 bytes or less, none.
         assert_eq!(stateless_reset(&key, &short[..30], 8, &mut out), Some(29));
         assert_eq!(stateless_reset(&key, &short[..22], 8, &mut out), Some(21));

@@ -283,8 +283,12 @@ fn report_shares(shares: &[(PathId, u64)], require_balance: bool) {
 }
 
 /// A noq client downloads 50 MB from an mpquic server with two addresses,
-/// scheduled by `sched`.
-fn noq_client_mpquic_server(blackhole_at: Option<usize>, sched: &str) -> mpquic::Stats {
+/// scheduled by `sched`; `key_update` sets the server's key update interval.
+fn noq_client_mpquic_server(
+    blackhole_at: Option<usize>,
+    sched: &str,
+    key_update: Option<u64>,
+) -> mpquic::Stats {
     let s1 = udp("127.0.0.1:0");
     let s2 = udp("127.0.0.1:0");
     let (a1, a2) = (s1.local_addr().unwrap(), s2.local_addr().unwrap());
@@ -326,6 +330,9 @@ fn noq_client_mpquic_server(blackhole_at: Option<usize>, sched: &str) -> mpquic:
     // Wait for the first Initial to create the server connection.
     let mut cfg = mpquic_config(true);
     cfg.set_scheduler(sched).unwrap();
+    if let Some(n) = key_update {
+        cfg.set_key_update_interval(n);
+    }
     let mut buf = vec![0u8; 65536];
     let start = Instant::now();
     let (conn, first, from) = loop {
@@ -405,20 +412,28 @@ fn mpquic_client_noq_server_blackhole() {
 
 #[test]
 fn noq_client_mpquic_server_two_paths() {
-    noq_client_mpquic_server(None, "rr");
+    noq_client_mpquic_server(None, "rr", None);
+}
+
+/// Our server updates its keys every 1000 packets over both paths: noq must
+/// follow every update (and answer in the new phase) for 50 MB.
+#[test]
+fn noq_client_follows_mpquic_server_key_updates() {
+    let st = noq_client_mpquic_server(None, "rr", Some(1000));
+    assert!(st.key_updates >= 5, "only {} key updates", st.key_updates);
 }
 
 /// arp sends data ahead of older unsent data (held ranges filled later):
 /// noq must reassemble it byte for byte.
 #[test]
 fn noq_client_mpquic_server_arp() {
-    let st = noq_client_mpquic_server(None, "arp");
+    let st = noq_client_mpquic_server(None, "arp", None);
     assert!(st.sent_ahead_bytes > 0, "arp never sent ahead: {st:?}");
 }
 
 #[test]
 fn noq_client_mpquic_server_blackhole() {
-    noq_client_mpquic_server(Some(15 * MB), "rr");
+    noq_client_mpquic_server(Some(15 * MB), "rr", None);
 }
 
 /// A server that lost a connection's state answers the client's next packets
@@ -451,8 +466,8 @@ fn noq_client_is_reset_by_mpquic_server_without_state() {
         if let Ok((n, from)) = sock.recv_from(&mut buf) {
             let hdr = mpquic::packet::parse_header(&buf[..n], 0).unwrap();
             let dcid = hdr.dcid;
-            let conn =
-                mpquic::accept(&mpquic::random_cid(8), &dcid, None, addr, from, &cfg, Instant::now()).unwrap();
+            let conn = mpquic::accept(&mpquic::random_cid(8), &dcid, None, addr, from, &cfg, Instant::now())
+                .unwrap();
             break (conn, n, from);
         }
         std::thread::sleep(Duration::from_millis(1));

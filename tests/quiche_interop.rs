@@ -136,6 +136,26 @@ fn in_memory(client: Impl, server: Impl, settings: Settings, loss: f64, reorder:
     if loss > 0.0 {
         assert!(wire.dropped > 0);
     }
+    if settings.key_update_interval.is_some() {
+        // 50 MB each way is ~40 000 packets per side: updates every 1000,
+        // once the previous one is acknowledged and three PTOs old.
+        let n = c.key_updates().or(s.key_updates()).unwrap_or(0);
+        eprintln!("{} <-> {}: {n} key updates", c.name(), s.name());
+        assert!(n >= 5, "{} <-> {}: {n} key updates", c.name(), s.name());
+    }
+}
+
+/// Our endpoint starts a key update every 1000 packets; quiche follows.
+#[test]
+fn mpquic_client_updates_keys_with_quiche_server() {
+    let s = Settings { key_update_interval: Some(1000), ..Settings::default() };
+    in_memory(Impl::Mpquic, Impl::Quiche, s, 0.01, 0.05, 50 * MB);
+}
+
+#[test]
+fn mpquic_server_updates_keys_with_quiche_client() {
+    let s = Settings { key_update_interval: Some(1000), ..Settings::default() };
+    in_memory(Impl::Quiche, Impl::Mpquic, s, 0.01, 0.05, 50 * MB);
 }
 
 #[test]

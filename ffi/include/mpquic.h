@@ -216,6 +216,8 @@ typedef struct mpquic_stats {
   // New stream bytes sent ahead of older unsent data (the arp scheduler
   // giving a slow path data the fast paths will not reach first).
   uint64_t sent_ahead_bytes;
+  // 1-RTT key updates (ours and the peer's).
+  uint64_t key_updates;
 } mpquic_stats;
 
 // Per-path statistics.

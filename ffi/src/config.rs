@@ -382,7 +382,10 @@ pub unsafe extern "C" fn mpquic_config_enable_multipath(cfg: *mut mpquic_config,
 /// 32-byte `key` (servers: the same key for every connection and for
 /// mpquic_stateless_reset). Without it each connection uses a random key.
 #[no_mangle]
-pub unsafe extern "C" fn mpquic_config_set_stateless_reset_key(cfg: *mut mpquic_config, key: *const u8) -> i32 {
+pub unsafe extern "C" fn mpquic_config_set_stateless_reset_key(
+    cfg: *mut mpquic_config,
+    key: *const u8,
+) -> i32 {
     // SAFETY: `key` points to 32 readable bytes (caller contract); checked for NULL.
     let Some(k) = (unsafe { crate::slice(key, 32) }) else {
         return crate::MPQUIC_ERROR_INVALID_ARGUMENT.code();

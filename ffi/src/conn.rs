@@ -132,6 +132,8 @@ pub struct mpquic_stats {
     /// New stream bytes sent ahead of older unsent data (the arp scheduler
     /// giving a slow path data the fast paths will not reach first).
     pub sent_ahead_bytes: u64,
+    /// 1-RTT key updates (ours and the peer's).
+    pub key_updates: u64,
 }
 
 /// Per-path statistics.
@@ -808,6 +810,7 @@ pub unsafe extern "C" fn mpquic_conn_stats(conn: *const mpquic_conn, out: *mut m
                 paths: s.paths,
                 dup_stream_bytes: s.dup_stream_bytes,
                 sent_ahead_bytes: s.sent_ahead_bytes,
+                key_updates: s.key_updates,
             };
             0
         })

@@ -381,7 +381,10 @@ fn stateless_reset_from_c() {
         assert_eq!(out[43..59], token);
         // Long header: nothing to send; bad pointers: an error.
         pkt[0] = 0xc1;
-        assert_eq!(mpquic_stateless_reset(key.as_ptr(), pkt.as_ptr(), pkt.len(), 8, out.as_mut_ptr(), 100), 0);
+        assert_eq!(
+            mpquic_stateless_reset(key.as_ptr(), pkt.as_ptr(), pkt.len(), 8, out.as_mut_ptr(), 100),
+            0
+        );
         assert_eq!(
             mpquic_stateless_reset(null(), pkt.as_ptr(), pkt.len(), 8, out.as_mut_ptr(), 100),
             MPQUIC_ERROR_INVALID_ARGUMENT as i64

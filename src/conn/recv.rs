@@ -149,43 +149,54 @@ impl Connection {
         // Decrypt, handling 1-RTT key phase changes (RFC 9001 §6).
         let (header, payload) = pkt.split_at_mut(hdr_len);
         let mut rotated = false;
-        let plain_len = if level == Level::OneRtt && packet::key_phase(first_byte) != self.levels.ku.phase {
-            // Either the peer updated keys (try next) or a reordered packet of
-            // the previous phase.
-            let prev = self.levels.ku.prev_remote.as_ref().filter(|(_, exp)| now < *exp).map(|(k, _)| k);
-            let use_prev = prev.is_some() && largest.is_some_and(|l| pn < l);
-            let key = if use_prev { prev } else { self.levels.ku.next_remote.as_ref() };
-            match key.map(|k| k.packet.open_in_place(pn, nonce_path, header, payload)) {
-                Some(Ok(n)) => {
-                    rotated = !use_prev;
-                    n
+        let plain_len =
+            if level == Level::OneRtt && packet::key_phase(first_byte) != self.levels.ku.remote_phase() {
+                // Either the peer updated keys (try next) or a reordered packet of
+                // the previous phase.
+                let use_prev = self.levels.ku.is_previous_phase(path_id, pn, now);
+                let key = if use_prev {
+                    self.levels.ku.prev_remote.as_ref().map(|(k, _)| k)
+                } else {
+                    self.levels.ku.next_remote.as_ref()
+                };
+                match key.map(|k| k.packet.open_in_place(pn, nonce_path, header, payload)) {
+                    Some(Ok(n)) => {
+                        rotated = !use_prev;
+                        n
+                    }
+                    _ => {
+                        self.stats.dropped += 1;
+                        return Ok(plen);
+                    }
                 }
-                _ => {
-                    self.stats.dropped += 1;
-                    return Ok(plen);
+            } else {
+                match keys_packet(self, level).map(|k| k.open_in_place(pn, nonce_path, header, payload)) {
+                    Some(Ok(n)) => n,
+                    _ => {
+                        self.stats.dropped += 1;
+                        return Ok(plen);
+                    }
                 }
-            }
-        } else {
-            match keys_packet(self, level).map(|k| k.open_in_place(pn, nonce_path, header, payload)) {
-                Some(Ok(n)) => n,
-                _ => {
-                    self.stats.dropped += 1;
-                    return Ok(plen);
-                }
-            }
-        };
+            };
         if !packet::reserved_bits_clear(first_byte) {
             return Err(Err(TransportError::violation("reserved header bits set")));
         }
+        if level == Level::OneRtt && packet::key_phase(first_byte) == self.levels.ku.remote_phase() {
+            self.levels.ku.on_received(path_id, pn);
+        }
         if rotated {
-            if !self.levels.ku.phase_acked && self.levels.ku.first_pn_in_phase.is_some() {
+            // The peer may start an update only after acknowledging a packet
+            // of the current phase (RFC 9001 §6.2); an answer to ours is fine.
+            let ku = &self.levels.ku;
+            if !ku.awaiting_peer && ku.phase_acked.is_none() && !ku.first_pn_in_phase.is_empty() {
                 return Err(Err(TransportError::new(
                     ErrorCode::KEY_UPDATE_ERROR,
                     "key update before the previous one was acknowledged",
                 )));
             }
-            let pto = self.paths[0].recovery.rtt().pto_base();
+            let pto = self.max_pto();
             self.levels.rotate(now + pto * 3);
+            self.levels.ku.on_received(path_id, pn);
         }
 
         // The first packet on a new path ID opens the path (server side).
@@ -591,11 +602,7 @@ impl Connection {
                 self.paths[pi].st.acked_bytes += pkt.size as u64;
             }
             if level == Level::OneRtt {
-                if let Some(first) = self.levels.ku.first_pn_in_phase {
-                    if pkt.pn >= first {
-                        self.levels.ku.phase_acked = true;
-                    }
-                }
+                self.levels.ku.on_acked(pid, pkt.pn, now);
             }
             for f in pkt.data {
                 self.on_frame_acked(f, level, pi);

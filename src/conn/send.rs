@@ -234,6 +234,9 @@ impl Connection {
         }
         let out = &mut out[..limit];
 
+        if self.levels.ku.packets_in_phase >= self.key_update_interval {
+            self.check_key_limits(now);
+        }
         if self.close_pending {
             return self.send_close(out, pi, now);
         }
@@ -543,9 +546,7 @@ impl Connection {
         let in_flight = ack_eliciting || pad_to.is_some();
         let pkt = SentPacket::new(pn, now, pkt_len, ack_eliciting, in_flight, frames);
         if is_data {
-            if self.levels.ku.first_pn_in_phase.is_none() {
-                self.levels.ku.first_pn_in_phase = Some(pn);
-            }
+            self.levels.ku.on_sent(self.paths[pi].id, pn);
             let p = &mut self.paths[pi];
             p.space.on_packet_sent(&mut p.recovery, pkt);
             p.next_pn += 1;

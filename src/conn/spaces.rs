@@ -8,6 +8,7 @@ use crate::crypto::{self, Keys, Level};
 use crate::error::{ErrorCode, TransportError};
 use crate::ranges::RangeSet;
 use crate::recovery::{AckTracker, PacketSpace, SpaceKind};
+use crate::PathId;
 
 use super::sent::SentFrames;
 
@@ -154,17 +155,76 @@ impl CryptoRecv {
 /// 1-RTT key-update state (RFC 9001 §6).
 #[derive(Default)]
 pub(crate) struct KeyUpdate {
-    /// Current key phase bit.
+    /// Key phase bit of the packets we send.
     pub(crate) phase: bool,
+    /// We updated our keys and the peer has not answered in the new phase
+    /// yet: its packets still carry the old bit.
+    pub(crate) awaiting_peer: bool,
     /// Keys the peer will use after its next update, derived ahead of time so
     /// a packet in the new phase can be tried without a stall.
     pub(crate) next_remote: Option<Keys>,
     /// Previous remote keys, kept briefly for reordered packets.
     pub(crate) prev_remote: Option<(Keys, Instant)>,
-    /// First packet number we sent in the current phase; an update may be
-    /// initiated/accepted once one of those is acknowledged.
-    pub(crate) first_pn_in_phase: Option<u64>,
-    pub(crate) phase_acked: bool,
+    /// First packet number received with the current remote keys, per path:
+    /// a packet with the other phase bit and a lower number on that path is
+    /// a late one of the previous phase. (One path's numbers say nothing
+    /// about another's, so a single "largest received" would misjudge.)
+    pub(crate) remote_first_pn: smallvec::SmallVec<[(PathId, u64); 2]>,
+    /// First packet number we sent in the current phase, per path (packet
+    /// numbers are per path in multipath); an update may be initiated or
+    /// accepted once one of those is acknowledged.
+    pub(crate) first_pn_in_phase: smallvec::SmallVec<[(PathId, u64); 2]>,
+    /// When a packet of the current phase was first acknowledged.
+    pub(crate) phase_acked: Option<Instant>,
+    /// Packets protected with the current local keys (AEAD limits).
+    pub(crate) packets_in_phase: u64,
+    /// Key updates so far (either side's).
+    pub(crate) updates: u64,
+}
+
+impl KeyUpdate {
+    /// Phase bit the peer's current keys carry.
+    pub(crate) fn remote_phase(&self) -> bool {
+        self.phase ^ self.awaiting_peer
+    }
+
+    /// Whether a packet numbered `pn` on `path` whose phase bit differs from
+    /// the current remote keys' belongs to the previous phase.
+    pub(crate) fn is_previous_phase(&self, path: PathId, pn: u64, now: Instant) -> bool {
+        self.prev_remote.as_ref().is_some_and(|(_, exp)| now < *exp)
+            && self.remote_first_pn.iter().find(|(p, _)| *p == path).is_none_or(|&(_, f)| pn < f)
+    }
+
+    /// A packet numbered `pn` on `path` decrypted with the current remote keys.
+    pub(crate) fn on_received(&mut self, path: PathId, pn: u64) {
+        match self.remote_first_pn.iter_mut().find(|(p, _)| *p == path) {
+            Some((_, f)) => *f = (*f).min(pn),
+            None => self.remote_first_pn.push((path, pn)),
+        }
+    }
+
+    /// A packet we sent on `path` as `pn` was acknowledged.
+    pub(crate) fn on_acked(&mut self, path: PathId, pn: u64, now: Instant) {
+        if self.phase_acked.is_none() && self.first_pn_in_phase.iter().any(|&(p, f)| p == path && pn >= f) {
+            self.phase_acked = Some(now);
+        }
+    }
+
+    /// We are sending `pn` on `path` with the current keys.
+    pub(crate) fn on_sent(&mut self, path: PathId, pn: u64) {
+        self.packets_in_phase += 1;
+        if !self.first_pn_in_phase.iter().any(|&(p, _)| p == path) {
+            self.first_pn_in_phase.push((path, pn));
+        }
+    }
+
+    fn new_phase(&mut self) {
+        self.phase = !self.phase;
+        self.first_pn_in_phase.clear();
+        self.phase_acked = None;
+        self.packets_in_phase = 0;
+        self.updates += 1;
+    }
 }
 
 /// Keys and CRYPTO streams of all levels.
@@ -230,20 +290,35 @@ impl CryptoLevels {
         self.remote[level_index(level)].as_ref()
     }
 
-    /// The peer flipped the key phase and a packet decrypted with the next
-    /// keys: rotate both directions (RFC 9001 §6.2).
+    /// A packet in the peer's next key phase decrypted: move the remote keys
+    /// on (the old ones serve reordered packets until `prev_expiry`). If the
+    /// peer started the update, ours follow (RFC 9001 §6.2); if it answers
+    /// ours, they already did.
     pub(crate) fn rotate(&mut self, prev_expiry: Instant) {
         let Some(next) = self.ku.next_remote.take() else { return };
         if let Some(old) = self.remote[2].replace(next) {
             self.ku.prev_remote = Some((old, prev_expiry));
         }
+        self.ku.remote_first_pn.clear();
         self.ku.next_remote = self.remote[2].as_ref().and_then(|k| k.next().ok());
+        if self.ku.awaiting_peer {
+            self.ku.awaiting_peer = false;
+            return;
+        }
         if let Some(l) = self.local[2].take() {
             self.local[2] = l.next().ok();
         }
-        self.ku.phase = !self.ku.phase;
-        self.ku.first_pn_in_phase = None;
-        self.ku.phase_acked = false;
+        self.ku.new_phase();
+    }
+
+    /// Start a key update: our packets use the next keys and flip the phase
+    /// bit; the peer follows when it sees them (RFC 9001 §6.1).
+    pub(crate) fn initiate_update(&mut self) -> bool {
+        let Some(next) = self.local[2].as_ref().and_then(|k| k.next().ok()) else { return false };
+        self.local[2] = Some(next);
+        self.ku.awaiting_peer = true;
+        self.ku.new_phase();
+        true
     }
 }
 

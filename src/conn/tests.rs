@@ -56,6 +56,8 @@ pub(crate) struct Pair {
     pub(crate) delivered: u64,
     /// Datagrams from or to these addresses are dropped.
     pub(crate) blackhole: Vec<SocketAddr>,
+    /// Extra one-way delay for datagrams from or to an address.
+    pub(crate) slow: Vec<(SocketAddr, Duration)>,
 }
 
 impl Pair {
@@ -82,6 +84,7 @@ impl Pair {
             in_flight: Vec::new(),
             delivered: 0,
             blackhole: Vec::new(),
+            slow: Vec::new(),
         }
     }
 
@@ -104,8 +107,13 @@ impl Pair {
                         {
                             continue;
                         }
-                        let extra =
+                        let mut extra =
                             if self.rng.gen::<f64>() < self.reorder { self.delay } else { Duration::ZERO };
+                        for (a, d) in &self.slow {
+                            if *a == si.from || *a == si.to {
+                                extra += *d;
+                            }
+                        }
                         self.in_flight.push(Datagram {
                             at: self.now + self.delay + extra,
                             data: buf[..len].to_vec(),
@@ -793,4 +801,89 @@ fn server_that_lost_state_resets_the_client() {
     let _ = p.c.recv(&mut reset[..len], RecvInfo { from: p.s_addr, to: p.c_addr }, p.now);
     assert!(p.c.is_closed(), "client did not take the reset");
     assert_eq!(p.c.peer_error().map(|e| e.reason.clone()), Some(b"stateless reset".to_vec()));
+}
+
+#[test]
+fn key_updates_every_thousand_packets_keep_data_intact() {
+    for (loss, reorder) in [(0.0, 0.0), (0.02, 0.1)] {
+        let mut scfg = config(true);
+        scfg.set_key_update_interval(1000);
+        let mut p = Pair::new(&config(false), &scfg);
+        p.loss = loss;
+        p.reorder = reorder;
+        p.handshake();
+        let data = pattern(6_000_000);
+        assert_eq!(p.transfer(0, &data), data);
+        let (s, c) = (p.s.stats(), p.c.stats());
+        // ~5000 packets from the server: an update per 1000 once the previous
+        // one is acknowledged and three PTOs old.
+        assert!(s.key_updates >= 3, "server updated keys {} times (loss {loss})", s.key_updates);
+        assert_eq!(c.key_updates, s.key_updates, "the client follows every update");
+        assert!(!p.c.is_closed() && !p.s.is_closed());
+    }
+}
+
+#[test]
+fn key_update_waits_for_the_current_phase_to_be_acknowledged() {
+    let mut p = Pair::default_pair();
+    p.handshake();
+    // Once the handshake settles, the client's packets were acknowledged.
+    p.run_for(Duration::from_millis(200));
+    let now = p.now;
+    assert!(p.c.update_keys(now), "client may update once its packets were acknowledged");
+    // Unanswered: no second update.
+    assert!(!p.c.update_keys(now));
+    assert_eq!(p.transfer(0, &pattern(100_000)), pattern(100_000));
+    assert_eq!((p.c.key_updates(), p.s.key_updates()), (1, 1));
+    p.run_for(Duration::from_secs(2));
+    assert!(p.c.update_keys(p.now), "answered and acknowledged: a second update may start");
+    assert_eq!(p.transfer(4, &pattern(100_000)), pattern(100_000));
+    assert_eq!((p.c.key_updates(), p.s.key_updates()), (2, 2));
+}
+
+#[test]
+fn multipath_key_updates_cover_every_path() {
+    let mut ccfg = mp_config(false);
+    ccfg.set_scheduler("rr").unwrap();
+    let mut scfg = mp_config(true);
+    scfg.set_scheduler("rr").unwrap();
+    scfg.set_key_update_interval(1000);
+    let mut p = Pair::new(&ccfg, &scfg);
+    // The second path is 15 ms slower each way: when the client sees the new
+    // phase on the fast path, older packets are still on their way on the slow
+    // one, with higher packet numbers than that path has delivered so far.
+    p.slow.push((C2.parse().unwrap(), Duration::from_millis(15)));
+    p.handshake();
+    p.run_for(Duration::from_millis(100));
+    p.open_second_path();
+    // Updates wait three times the largest PTO after the previous one is
+    // acknowledged, so the transfer must last a few hundred milliseconds.
+    let data = pattern(24_000_000);
+    let dropped = p.c.stats().dropped;
+    let got = p.transfer(0, &data);
+    assert_eq!(got, data);
+    let (s, c) = (p.s.stats(), p.c.stats());
+    // Late packets of the old phase on the other path are still decrypted
+    // (the previous-phase test is per path).
+    assert_eq!(c.dropped, dropped, "client dropped undecryptable packets");
+    assert!(s.key_updates >= 2 && c.key_updates == s.key_updates, "{} / {}", s.key_updates, c.key_updates);
+    assert!(stream_bytes(&p.s, PathId(1)) > 500_000, "second path unused");
+}
+
+#[test]
+fn aead_limit_without_a_possible_update_closes() {
+    let mut p = Pair::default_pair();
+    p.handshake();
+    p.run_for(Duration::from_millis(200));
+    assert!(p.c.update_keys(p.now));
+    // The update is unanswered, so no other may start: at the confidentiality
+    // limit the connection must stop (RFC 9001 §6.6).
+    p.c.levels.ku.packets_in_phase = crate::config::AEAD_CONFIDENTIALITY_LIMIT;
+    p.c.stream_send(0, b"x", false).unwrap();
+    let mut out = [0u8; 1500];
+    let (n, _) = p.c.send(&mut out, p.now).unwrap().unwrap();
+    assert_eq!(p.c.local_error().map(|e| e.code), Some(ErrorCode::AEAD_LIMIT_REACHED.0));
+    // That packet is the CONNECTION_CLOSE.
+    p.s.recv(&mut out[..n], RecvInfo { from: p.c_addr, to: p.s_addr }, p.now).unwrap();
+    assert_eq!(p.s.peer_error().map(|e| e.code), Some(ErrorCode::AEAD_LIMIT_REACHED.0));
 }

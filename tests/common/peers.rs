@@ -24,6 +24,10 @@ pub trait Endpoint {
     fn multipath(&self) -> bool {
         false
     }
+    /// 1-RTT key updates seen (None: the engine does not say).
+    fn key_updates(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Which engine plays a role.
@@ -43,11 +47,20 @@ pub struct Settings {
     pub retry: bool,
     /// mpquic endpoints offer multipath (initial_max_path_id).
     pub multipath: bool,
+    /// mpquic endpoints update their keys after this many packets.
+    pub key_update_interval: Option<u64>,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { window: 16 << 20, mss: 1350, verify: true, retry: false, multipath: false }
+        Settings {
+            window: 16 << 20,
+            mss: 1350,
+            verify: true,
+            retry: false,
+            multipath: false,
+            key_update_interval: None,
+        }
     }
 }
 
@@ -91,6 +104,9 @@ pub mod mp {
         c.set_cc("cubic").unwrap();
         if s.multipath {
             c.set_initial_max_path_id(Some(4));
+        }
+        if let Some(n) = s.key_update_interval {
+            c.set_key_update_interval(n);
         }
         c
     }
@@ -143,6 +159,9 @@ pub mod mp {
     }
 
     impl Endpoint for Ep {
+        fn key_updates(&self) -> Option<u64> {
+            Some(self.conn.key_updates())
+        }
         fn recv(&mut self, buf: &mut [u8]) {
             let _ = self.conn.recv(buf, RecvInfo { from: self.peer, to: self.local }, Instant::now());
         }

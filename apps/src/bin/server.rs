@@ -383,7 +383,8 @@ impl Server {
             return;
         }
         if let Some(n) = mpquic::server::stateless_reset(&self.reset_key, d, CID_LEN, out) {
-            let si = mpquic::SendInfo { from: info.to, to: info.from, path_id: mpquic::PathId::ZERO, at: now };
+            let si =
+                mpquic::SendInfo { from: info.to, to: info.from, path_id: mpquic::PathId::ZERO, at: now };
             let _ = self.socks.send(out.get(..n).unwrap_or_default(), &si);
         }
     }
