@@ -376,12 +376,18 @@ fn stream_bytes(c: &Connection, id: PathId) -> u64 {
     c.path_stats().find(|s| s.id == id).map_or(0, |s| s.stream_bytes)
 }
 
-#[test]
-fn two_path_transfer_uses_both_paths() {
+/// Multipath client and server configs with the round-robin scheduler.
+fn rr_configs() -> (Config, Config) {
     let mut ccfg = mp_config(false);
     ccfg.set_scheduler("rr").unwrap();
     let mut scfg = mp_config(true);
     scfg.set_scheduler("rr").unwrap();
+    (ccfg, scfg)
+}
+
+#[test]
+fn two_path_transfer_uses_both_paths() {
+    let (ccfg, scfg) = rr_configs();
     let mut p = Pair::new(&ccfg, &scfg);
     p.handshake();
     p.run_for(Duration::from_millis(100));
@@ -843,10 +849,7 @@ fn key_update_waits_for_the_current_phase_to_be_acknowledged() {
 
 #[test]
 fn multipath_key_updates_cover_every_path() {
-    let mut ccfg = mp_config(false);
-    ccfg.set_scheduler("rr").unwrap();
-    let mut scfg = mp_config(true);
-    scfg.set_scheduler("rr").unwrap();
+    let (ccfg, mut scfg) = rr_configs();
     scfg.set_key_update_interval(1000);
     let mut p = Pair::new(&ccfg, &scfg);
     // The second path is 15 ms slower each way: when the client sees the new
