@@ -17,7 +17,9 @@ class SimResult:
     Attributes:
         summary: dict of scalars for the (first) flow — ``goodput_bps``,
             ``app_bytes``, ``completion_s`` (None when unbounded or unfinished),
-            ``retrans_bytes``, ``redundant_bytes``, ``ooo_mean``/``ooo_p95``/``ooo_max``
+            ``retrans_bytes``, ``redundant_bytes``, ``copy_bytes`` (scheduler
+            copies), ``sent_ahead_bytes`` (arp's P-Scheduling),
+            ``ooo_mean``/``ooo_p95``/``ooo_max``
             (receiver out-of-order bytes), ``established``, ``multipath``, ``error``,
             ``cc``, ``scheduler``, ``scenario``, ``seed``, ``duration`` — plus
             ``paths``, a list of per-path dicts (also in :attr:`path_summary`).
@@ -28,7 +30,7 @@ class SimResult:
             ``pacing_bps``.
         path_summary: DataFrame, one row per path: ``path``, ``bytes``,
             ``throughput_bps``, ``share``, ``srtt_mean_ms``, ``min_rtt_ms``,
-            ``lost_packets``, ``retrans_bytes``, ``link_drops``.
+            ``lost_packets``, ``retrans_bytes``, ``copy_bytes``, ``link_drops``.
         flows: list of summary dicts, one per flow (``summary`` is the first).
     """
 

@@ -33,6 +33,8 @@ fn flow_dict<'py>(py: Python<'py>, f: &FlowSummary, report: &Report) -> PyResult
     d.set_item("completion_s", f.completion.map(|c| c.as_secs_f64()))?;
     d.set_item("retrans_bytes", f.retrans_bytes)?;
     d.set_item("redundant_bytes", f.redundant_bytes)?;
+    d.set_item("copy_bytes", f.copy_bytes)?;
+    d.set_item("sent_ahead_bytes", f.sent_ahead_bytes)?;
     d.set_item("ooo_mean", f.ooo_mean)?;
     d.set_item("ooo_p95", f.ooo_p95)?;
     d.set_item("ooo_max", f.ooo_max)?;
@@ -50,6 +52,7 @@ fn flow_dict<'py>(py: Python<'py>, f: &FlowSummary, report: &Report) -> PyResult
         pd.set_item("min_rtt_ms", p.min_rtt_ms)?;
         pd.set_item("lost_packets", p.lost_packets)?;
         pd.set_item("retrans_bytes", p.retrans_bytes)?;
+        pd.set_item("copy_bytes", p.copy_bytes)?;
         pd.set_item("link_drops", p.link_drops)?;
         paths.append(pd)?;
     }

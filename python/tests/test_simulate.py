@@ -108,3 +108,23 @@ def test_simulate_releases_gil():
     # Holding the GIL would stall this loop for the whole run.
     assert out["elapsed"] > 0.1, "run too short to tell"
     assert max_gap < out["elapsed"] / 2, (max_gap, out["elapsed"])
+
+
+def _path(name, delay_ms):
+    return {"name": name, "up": "data/const-20mbps", "down": "data/const-20mbps",
+            "delay_ms": delay_ms, "queue": {"kind": "droptail", "bytes": 250000}}
+
+
+HETERO = {"name": "hetero", "duration": 5.0, "path": [_path("short", 25.0), _path("long", 75.0)]}
+
+
+def test_scheduler_counters():
+    # arp's P-Scheduling sends the long path's data ahead of the short path's.
+    arp = mpquic.simulate(HETERO, cc="coupled-bbr", scheduler="arp", duration=5)
+    assert arp.summary["sent_ahead_bytes"] > 0
+    minrtt = mpquic.simulate(HETERO, cc="coupled-bbr", scheduler="minrtt", duration=5)
+    assert minrtt.summary["sent_ahead_bytes"] == 0 and minrtt.summary["copy_bytes"] == 0
+    # The redundant scheduler's copies, per path and in total.
+    red = mpquic.simulate(HETERO, scheduler="redundant", duration=3)
+    assert red.summary["copy_bytes"] > 0
+    assert red.path_summary["copy_bytes"].sum() == red.summary["copy_bytes"]

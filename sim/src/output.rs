@@ -77,7 +77,7 @@ pub fn summary_json(report: &Report) -> String {
         }
         let _ = write!(
             s,
-            "{{\"flow\":{},\"workload\":{},\"status\":{},\"body_mismatches\":{},\"cc\":{},\"scheduler\":{},\"established\":{},\"multipath\":{},\"app_bytes\":{},\"goodput_bps\":{},\"completion_s\":{},\"retrans_bytes\":{},\"redundant_bytes\":{},\"ooo_mean\":{},\"ooo_p95\":{},\"ooo_max\":{},\"error\":{},\"paths\":[",
+            "{{\"flow\":{},\"workload\":{},\"status\":{},\"body_mismatches\":{},\"cc\":{},\"scheduler\":{},\"established\":{},\"multipath\":{},\"app_bytes\":{},\"goodput_bps\":{},\"completion_s\":{},\"retrans_bytes\":{},\"redundant_bytes\":{},\"copy_bytes\":{},\"sent_ahead_bytes\":{},\"ooo_mean\":{},\"ooo_p95\":{},\"ooo_max\":{},\"error\":{},\"paths\":[",
             f.flow,
             json_str(&f.workload),
             f.status.map(|v| v.to_string()).unwrap_or_else(|| "null".into()),
@@ -91,6 +91,8 @@ pub fn summary_json(report: &Report) -> String {
             f.completion.map(|c| num(c.as_secs_f64())).unwrap_or_else(|| "null".into()),
             f.retrans_bytes,
             f.redundant_bytes,
+            f.copy_bytes,
+            f.sent_ahead_bytes,
             num(f.ooo_mean),
             f.ooo_p95,
             f.ooo_max,
@@ -102,7 +104,7 @@ pub fn summary_json(report: &Report) -> String {
             }
             let _ = write!(
                 s,
-                "{{\"name\":{},\"bytes\":{},\"throughput_bps\":{},\"share\":{},\"srtt_mean_ms\":{},\"min_rtt_ms\":{},\"lost_packets\":{},\"retrans_bytes\":{},\"link_drops\":{}}}",
+                "{{\"name\":{},\"bytes\":{},\"throughput_bps\":{},\"share\":{},\"srtt_mean_ms\":{},\"min_rtt_ms\":{},\"lost_packets\":{},\"retrans_bytes\":{},\"copy_bytes\":{},\"link_drops\":{}}}",
                 json_str(&p.name),
                 p.bytes,
                 num(p.throughput_bps),
@@ -111,6 +113,7 @@ pub fn summary_json(report: &Report) -> String {
                 num(p.min_rtt_ms),
                 p.lost_packets,
                 p.retrans_bytes,
+                p.copy_bytes,
                 p.link_drops
             );
         }
@@ -190,6 +193,13 @@ pub fn table(report: &Report) -> String {
             f.ooo_p95,
             f.ooo_max
         );
+        if f.copy_bytes + f.sent_ahead_bytes > 0 {
+            let _ = writeln!(
+                s,
+                "  scheduler: copies {} B, sent ahead of older data {} B",
+                f.copy_bytes, f.sent_ahead_bytes
+            );
+        }
         if f.body_mismatches > 0 {
             let _ = writeln!(
                 s,
@@ -202,13 +212,13 @@ pub fn table(report: &Report) -> String {
         }
         let _ = writeln!(
             s,
-            "  {:<10} {:>12} {:>7} {:>10} {:>10} {:>8} {:>12} {:>10}",
-            "path", "Mbit/s", "share", "srtt ms", "minrtt ms", "lost", "retrans B", "link drops"
+            "  {:<10} {:>12} {:>7} {:>10} {:>10} {:>8} {:>12} {:>12} {:>10}",
+            "path", "Mbit/s", "share", "srtt ms", "minrtt ms", "lost", "retrans B", "copies B", "link drops"
         );
         for p in &f.paths {
             let _ = writeln!(
                 s,
-                "  {:<10} {:>12.2} {:>6.1}% {:>10.1} {:>10.1} {:>8} {:>12} {:>10}",
+                "  {:<10} {:>12.2} {:>6.1}% {:>10.1} {:>10.1} {:>8} {:>12} {:>12} {:>10}",
                 p.name,
                 mbps(p.throughput_bps),
                 p.share * 100.0,
@@ -216,6 +226,7 @@ pub fn table(report: &Report) -> String {
                 p.min_rtt_ms,
                 p.lost_packets,
                 p.retrans_bytes,
+                p.copy_bytes,
                 p.link_drops
             );
         }

@@ -52,6 +52,9 @@ pub struct PathSummary {
     pub lost_packets: u64,
     /// Stream bytes the sender retransmitted on this path.
     pub retrans_bytes: u64,
+    /// Stream bytes the sender sent on this path as scheduler copies (the
+    /// redundant scheduler, arp's redundant set).
+    pub copy_bytes: u64,
     /// Packets dropped by the link (loss, queue, outage, scheduled failure), data direction.
     pub link_drops: u64,
 }
@@ -80,6 +83,10 @@ pub struct FlowSummary {
     /// Stream bytes sent beyond what the receiver got in order: retransmissions plus
     /// data in flight or duplicated (first transmissions + retransmissions − app bytes).
     pub redundant_bytes: u64,
+    /// Stream bytes sent as scheduler copies (all paths).
+    pub copy_bytes: u64,
+    /// New stream bytes sent ahead of older unsent data (arp's P-Scheduling).
+    pub sent_ahead_bytes: u64,
     /// Mean receiver out-of-order bytes (sampled every 10 ms).
     pub ooo_mean: f64,
     /// 95th percentile of out-of-order bytes.

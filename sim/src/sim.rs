@@ -843,19 +843,23 @@ impl Sim {
                     }
                 })
                 .collect();
-            let (mut retrans, mut stream_sent) = (0u64, 0u64);
+            let (mut retrans, mut stream_sent, mut copies, mut ahead) = (0u64, 0u64, 0u64, 0u64);
             let (mut multipath, mut established) = (false, false);
             if let Some(s) = f.sender() {
-                retrans = s.stats().retrans_bytes;
+                let st = s.stats();
+                retrans = st.retrans_bytes;
+                ahead = st.sent_ahead_bytes;
                 multipath = s.is_multipath();
                 established = s.is_established();
                 for ps in s.path_stats() {
                     stream_sent += ps.stream_bytes + ps.retrans_bytes;
+                    copies += ps.redundant_bytes;
                     if let Some(k) = f.path_of_stats(&ps) {
                         let p = &mut paths[k];
                         p.min_rtt_ms = ps.min_rtt.as_secs_f64() * 1e3;
                         p.lost_packets += ps.lost;
                         p.retrans_bytes += ps.retrans_bytes;
+                        p.copy_bytes += ps.redundant_bytes;
                     }
                 }
             }
@@ -871,6 +875,8 @@ impl Sim {
                 completion: f.st.done_at,
                 retrans_bytes: retrans,
                 redundant_bytes: stream_sent.saturating_sub(f.st.app_bytes),
+                copy_bytes: copies,
+                sent_ahead_bytes: ahead,
                 ooo_mean: if ooo.is_empty() {
                     0.0
                 } else {
