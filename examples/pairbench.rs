@@ -150,7 +150,8 @@ mod two_paths {
     }
 
     pub fn run(bytes: u64) -> (f64, f64, u64, Vec<u64>) {
-        let settings = Settings { window: WINDOW, mss: DGRAM, verify: false, multipath: true, ..Settings::default() };
+        let settings =
+            Settings { window: WINDOW, mss: DGRAM, verify: false, multipath: true, ..Settings::default() };
         let (c1, sv): (SocketAddr, SocketAddr) =
             (peers::CLIENT_ADDR.parse().unwrap(), peers::SERVER_ADDR.parse().unwrap());
         let c2: SocketAddr = "127.0.0.1:40003".parse().unwrap();
