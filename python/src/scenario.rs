@@ -81,12 +81,10 @@ pub(crate) fn dict_to_toml(d: &Bound<'_, PyDict>) -> PyResult<String> {
 pub(crate) fn resolve(obj: &Bound<'_, PyAny>, base_dir: Option<PathBuf>) -> PyResult<Scenario> {
     if let Ok(d) = obj.cast::<PyDict>() {
         let text = dict_to_toml(d)?;
-        let name: String = match d.get_item("name")? {
-            Some(n) if !n.is_none() => n.extract().unwrap_or_else(|_| "scenario".into()),
-            _ => "scenario".into(),
-        };
+        // Traces resolve against `base`; the dict's own name (which may hold
+        // any character, "/" too) wins over the file stem "scenario".
         let base = base_dir.unwrap_or_else(repo_traces);
-        let file = base.join(format!("{name}.toml"));
+        let file = base.join("scenario.toml");
         return Scenario::parse(&file, &text).map_err(|e| ScenarioError::new_err(e.to_string()));
     }
     // str or os.PathLike.

@@ -115,12 +115,13 @@ def _path(name, delay_ms):
             "delay_ms": delay_ms, "queue": {"kind": "droptail", "bytes": 250000}}
 
 
-HETERO = {"name": "hetero", "duration": 5.0, "path": [_path("short", 25.0), _path("long", 75.0)]}
+HETERO = {"name": "50/150 ms", "duration": 5.0, "path": [_path("short", 25.0), _path("long", 75.0)]}
 
 
 def test_scheduler_counters():
     # arp's P-Scheduling sends the long path's data ahead of the short path's.
     arp = mpquic.simulate(HETERO, cc="coupled-bbr", scheduler="arp", duration=5)
+    assert arp.summary["scenario"] == "50/150 ms"  # any name, "/" too
     assert arp.summary["sent_ahead_bytes"] > 0
     minrtt = mpquic.simulate(HETERO, cc="coupled-bbr", scheduler="minrtt", duration=5)
     assert minrtt.summary["sent_ahead_bytes"] == 0 and minrtt.summary["copy_bytes"] == 0
