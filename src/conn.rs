@@ -183,8 +183,12 @@ pub struct Connection {
     odcid: ConnectionId,
     /// Client: the SCID of the Retry we followed; server: the one we sent.
     retry_scid: Option<ConnectionId>,
-    /// Client: token to echo in Initials (from Retry).
+    /// Client: token to echo in Initials (from Retry, or a NEW_TOKEN of an
+    /// earlier connection).
     token: Vec<u8>,
+    /// Server: NEW_TOKEN frames to send. Client: tokens received, for the
+    /// application to use on its next connection to this server.
+    new_tokens: std::collections::VecDeque<Vec<u8>>,
     /// Client: any packet from the server processed (no Retry/VN after it).
     got_peer_packet: bool,
     multipath: bool,
@@ -373,6 +377,7 @@ impl Connection {
             odcid: dcid,
             retry_scid,
             token: Vec::new(),
+            new_tokens: std::collections::VecDeque::new(),
             got_peer_packet: false,
             multipath: false,
             handshake_confirmed: false,
@@ -652,6 +657,37 @@ impl Connection {
         let ready =
             self.handshake_confirmed && !ku.awaiting_peer && ku.phase_acked.is_some_and(|t| now >= t + wait);
         ready && self.levels.initiate_update()
+    }
+
+    /// Server: send `token` (from [`crate::server::Validator::new_token`]) in
+    /// a NEW_TOKEN frame, for the client's next connection (RFC 9000 §8.1.3).
+    /// Clients cannot send tokens; empty or oversized tokens are refused.
+    pub fn send_new_token(&mut self, token: &[u8]) -> bool {
+        if !self.is_server || token.is_empty() || token.len() > 512 || self.new_tokens.len() >= 4 {
+            return false;
+        }
+        self.new_tokens.push_back(token.to_vec());
+        true
+    }
+
+    /// Client: the next token the server sent in NEW_TOKEN, to pass to
+    /// [`Connection::set_token`] on a later connection to the same server.
+    pub fn new_token_next(&mut self) -> Option<Vec<u8>> {
+        if self.is_server {
+            return None;
+        }
+        self.new_tokens.pop_front()
+    }
+
+    /// Client: echo `token` (a NEW_TOKEN of an earlier connection) in our
+    /// Initials, so the server may skip its Retry. Only before the first
+    /// packet is sent; returns whether it was taken.
+    pub fn set_token(&mut self, token: &[u8]) -> bool {
+        if self.is_server || self.stats.sent > 0 || !self.token.is_empty() {
+            return false;
+        }
+        self.token = token.to_vec();
+        true
     }
 
     /// Key updates so far (ours and the peer's).

@@ -100,7 +100,19 @@ pub fn stateless_reset(
 pub struct Validator {
     key: TokenKey,
     lifetime: Duration,
+    new_token_lifetime: Duration,
     retry: bool,
+}
+
+/// What a NEW_TOKEN token is bound to: the client's IP address (its port
+/// changes from one connection to the next), tagged apart from Retry tokens.
+fn new_token_ad(a: &SocketAddr) -> Vec<u8> {
+    let mut v = vec![b'N'];
+    match a.ip() {
+        std::net::IpAddr::V4(ip) => v.extend_from_slice(&ip.octets()),
+        std::net::IpAddr::V6(ip) => v.extend_from_slice(&ip.octets()),
+    }
+    v
 }
 
 fn addr_bytes(a: &SocketAddr) -> Vec<u8> {
@@ -114,9 +126,22 @@ fn addr_bytes(a: &SocketAddr) -> Vec<u8> {
 
 impl Validator {
     /// `retry`: answer token-less Initials with Retry (address validation
-    /// before any state is kept). Tokens live 30 s.
+    /// before any state is kept). Retry tokens live 30 s, NEW_TOKEN tokens
+    /// ([`Validator::new_token`]) a day.
     pub fn new(retry: bool) -> Result<Validator, crypto::CryptoError> {
-        Ok(Validator { key: TokenKey::new()?, lifetime: Duration::from_secs(30), retry })
+        Ok(Validator {
+            key: TokenKey::new()?,
+            lifetime: Duration::from_secs(30),
+            new_token_lifetime: Duration::from_secs(24 * 3600),
+            retry,
+        })
+    }
+
+    /// A token for the client at `peer` to present on its next connection
+    /// (send it with [`crate::Connection::send_new_token`]): an Initial that
+    /// carries it from the same IP address within a day skips the Retry.
+    pub fn new_token(&self, peer: &SocketAddr, now_secs: u64) -> Vec<u8> {
+        self.key.seal(&new_token_ad(peer), &[], now_secs)
     }
 
     /// Decide what to do with `dgram` from `from`, which matched no
@@ -143,23 +168,35 @@ impl Validator {
             return Accept::New { odcid: hdr.dcid, retry_scid: None };
         }
         if hdr.token.is_empty() {
-            let new_scid = crate::random_cid(16);
-            let token = self.key.seal(&addr_bytes(from), hdr.dcid.as_slice(), now_secs);
-            return match self.write_retry(out, &hdr.scid, &new_scid, &hdr.dcid, &token) {
-                Some(n) => Accept::Reply(n),
+            return self.retry_reply(dgram, from, now_secs, out);
+        }
+        if let Some((odcid, issued)) = self.key.open(hdr.token, &addr_bytes(from)) {
+            // A Retry token: the client answered our Retry.
+            if now_secs.saturating_sub(issued) > self.lifetime.as_secs() {
+                return Accept::Drop;
+            }
+            return match ConnectionId::from_slice(&odcid) {
+                Some(odcid) => Accept::New { odcid, retry_scid: Some(hdr.dcid) },
                 None => Accept::Drop,
             };
         }
-        match self.key.open(hdr.token, &addr_bytes(from)) {
-            Some((odcid, issued)) if now_secs.saturating_sub(issued) <= self.lifetime.as_secs() => {
-                match ConnectionId::from_slice(&odcid) {
-                    Some(odcid) => Accept::New { odcid, retry_scid: Some(hdr.dcid) },
-                    None => Accept::Drop,
-                }
+        match self.key.open(hdr.token, &new_token_ad(from)) {
+            Some((_, issued)) if now_secs.saturating_sub(issued) <= self.new_token_lifetime.as_secs() => {
+                Accept::New { odcid: hdr.dcid, retry_scid: None }
             }
-            // An invalid token may be a stale NEW_TOKEN one; RFC 9000 §8.1.3
-            // allows dropping. We drop (no INVALID_TOKEN close without state).
-            _ => Accept::Drop,
+            // Expired, from another address, or not ours: as if there were
+            // no token (RFC 9000 §8.1.3), so a Retry.
+            _ => self.retry_reply(dgram, from, now_secs, out),
+        }
+    }
+
+    fn retry_reply(&self, dgram: &[u8], from: &SocketAddr, now_secs: u64, out: &mut [u8]) -> Accept {
+        let Ok(hdr) = packet::parse_header(dgram, 0) else { return Accept::Drop };
+        let new_scid = crate::random_cid(16);
+        let token = self.key.seal(&addr_bytes(from), hdr.dcid.as_slice(), now_secs);
+        match self.write_retry(out, &hdr.scid, &new_scid, &hdr.dcid, &token) {
+            Some(n) => Accept::Reply(n),
+            None => Accept::Drop,
         }
     }
 

@@ -106,6 +106,17 @@ fn noq_client_config() -> noq::ClientConfig {
     cc
 }
 
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
+}
+
+/// A noq client endpoint (call inside the runtime).
+fn noq_client_endpoint() -> noq::Endpoint {
+    let ep = noq::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    ep.set_default_client_config(noq_client_config());
+    ep
+}
+
 /// mpquic's side of the wire: a connection and its UDP sockets (one per
 /// local address). `dead` sockets neither send nor deliver (black hole).
 struct Driver {
@@ -177,7 +188,7 @@ fn path_shares(conn: &Connection) -> Vec<(PathId, u64)> {
 
 /// mpquic client downloads 50 MB from a noq server over two paths.
 fn mpquic_client_noq_server(blackhole_at: Option<usize>) {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let rt = runtime();
     let ep = {
         let _g = rt.enter();
         noq::Endpoint::server(noq_server_config(), "127.0.0.1:0".parse().unwrap()).unwrap()
@@ -292,10 +303,9 @@ fn noq_client_mpquic_server(
     let s1 = udp("127.0.0.1:0");
     let s2 = udp("127.0.0.1:0");
     let (a1, a2) = (s1.local_addr().unwrap(), s2.local_addr().unwrap());
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let rt = runtime();
     let client = rt.spawn(async move {
-        let ep = noq::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
-        ep.set_default_client_config(noq_client_config());
+        let ep = noq_client_endpoint();
         let conn = ep.connect(a1, "localhost").unwrap().await.unwrap();
         assert!(conn.is_multipath_enabled(), "multipath not negotiated");
         // Our PATH_NEW_CONNECTION_IDs arrive just after the handshake.
@@ -444,10 +454,9 @@ fn noq_client_mpquic_server_blackhole() {
 fn noq_client_is_reset_by_mpquic_server_without_state() {
     let sock = udp("127.0.0.1:0");
     let addr = sock.local_addr().unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let rt = runtime();
     let client = rt.spawn(async move {
-        let ep = noq::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
-        ep.set_default_client_config(noq_client_config());
+        let ep = noq_client_endpoint();
         let conn = ep.connect(addr, "localhost").unwrap().await.unwrap();
         let (mut send, mut recv) = conn.open_bi().await.unwrap();
         send.write_all(b"GET").await.unwrap();
@@ -503,4 +512,81 @@ fn noq_client_is_reset_by_mpquic_server_without_state() {
     eprintln!("noq after {resets} stateless resets: {reason:?} after {waited:?}");
     assert!(read_failed, "the response read should fail");
     assert!(matches!(reason, Some(noq::ConnectionError::Reset)), "{reason:?}");
+}
+
+/// Our server (Retry on) sends a NEW_TOKEN; noq keeps it and presents it on
+/// its next connection, which is then accepted without a Retry.
+#[test]
+fn noq_client_reuses_our_new_token_and_skips_retry() {
+    use mpquic::server::{Accept, Validator};
+    let sock = udp("127.0.0.1:0");
+    let addr = sock.local_addr().unwrap();
+    let rt = runtime();
+    let client = rt.spawn(async move {
+        let ep = noq_client_endpoint();
+        for _ in 0..2 {
+            let conn = ep.connect(addr, "localhost").unwrap().await.unwrap();
+            let (mut send, mut recv) = conn.open_bi().await.unwrap();
+            send.write_all(b"GET").await.unwrap();
+            send.finish().unwrap();
+            assert_eq!(recv.read_to_end(1 << 10).await.unwrap(), b"ok");
+            conn.close(0u32.into(), b"done");
+        }
+        ep.wait_idle().await;
+    });
+    let v = Validator::new(true).unwrap();
+    let cfg = mpquic_config(true);
+    let mut conns: Vec<Connection> = Vec::new();
+    let (mut retries, mut without_retry) = (0, 0);
+    let (mut buf, mut out) = (vec![0u8; 65536], [0u8; 1500]);
+    let start = Instant::now();
+    while !client.is_finished() {
+        assert!(start.elapsed() < Duration::from_secs(20), "timed out");
+        let now = Instant::now();
+        while let Ok((n, from)) = sock.recv_from(&mut buf) {
+            let info = RecvInfo { from, to: addr };
+            // Offer the datagram to each connection; a new Initial goes to the validator.
+            let taken = conns.iter_mut().any(|c| {
+                let before = c.stats().recv;
+                let mut copy = buf[..n].to_vec();
+                let _ = c.recv(&mut copy, info, now);
+                c.stats().recv > before
+            });
+            if taken || buf[0] & 0x80 == 0 {
+                continue;
+            }
+            match v.handle(&buf[..n], &from, 0, &mut out) {
+                Accept::Reply(len) => {
+                    retries += 1;
+                    sock.send_to(&out[..len], from).unwrap();
+                }
+                Accept::New { odcid, retry_scid } => {
+                    without_retry += usize::from(retry_scid.is_none());
+                    let scid = retry_scid.unwrap_or_else(|| mpquic::random_cid(16));
+                    let mut c =
+                        mpquic::accept(&scid, &odcid, retry_scid.as_ref(), addr, from, &cfg, now).unwrap();
+                    assert!(c.send_new_token(&v.new_token(&from, 0)));
+                    c.recv(&mut buf[..n], info, now).unwrap();
+                    conns.push(c);
+                }
+                Accept::Drop => {}
+            }
+        }
+        for c in conns.iter_mut() {
+            if c.timeout().is_some_and(|t| t <= now) {
+                c.on_timeout(now);
+            }
+            let mut req = [0u8; 16];
+            if matches!(c.stream_recv(0, &mut req), Ok((_, true))) {
+                c.stream_send(0, b"ok", true).unwrap();
+            }
+            while let Ok(Some((n, si))) = c.send(&mut out, now) {
+                sock.send_to(&out[..n], si.to).unwrap();
+            }
+        }
+        std::thread::sleep(Duration::from_micros(300));
+    }
+    rt.block_on(client).unwrap();
+    eprintln!("two noq connections: {retries} Retry, {without_retry} accepted on a NEW_TOKEN token");
+    assert_eq!((conns.len(), retries, without_retry), (2, 1, 1));
 }

@@ -446,10 +446,18 @@ impl Connection {
                 self.streams.on_stream_data_blocked(StreamId(stream_id), limit)?
             }
             Frame::StreamsBlocked { bidi, limit } => self.streams.on_streams_blocked(bidi, limit)?,
-            Frame::NewToken { .. } => {
+            Frame::NewToken { token } => {
                 if self.is_server {
                     return Err(TransportError::violation("NEW_TOKEN from a client"));
                 }
+                if token.is_empty() {
+                    return Err(TransportError::new(ErrorCode::FRAME_ENCODING_ERROR, "empty NEW_TOKEN"));
+                }
+                // Keep the newest few; the application takes them.
+                if self.new_tokens.len() >= 4 {
+                    self.new_tokens.pop_front();
+                }
+                self.new_tokens.push_back(token.to_vec());
             }
             Frame::NewConnectionId { path_id: p, seq, retire_prior_to, cid, reset_token } => {
                 let path = match p {

@@ -587,6 +587,7 @@ impl Connection {
                 DataMode::Redundant => self.streams.unacked_chunk(self.copy_cursor, 1).is_some(),
             } || self.streams.has_pending_control()
                 || self.handshake_done_pending
+                || (self.is_server && self.handshake_confirmed && !self.new_tokens.is_empty())
                 || !self.cids.retire_pending.is_empty()
                 || self.cids.local.iter().any(|c| c.announce_pending)
                 || self.paths[pi].challenge_pending
@@ -614,6 +615,17 @@ impl Connection {
         {
             self.handshake_done_pending = false;
             frames.push(SentFrame::HandshakeDone);
+            eliciting = true;
+        }
+        // Tokens wait until the handshake is confirmed (1-RTT only).
+        while self.is_server && self.handshake_confirmed {
+            let Some(t) = self.new_tokens.front() else { break };
+            let f = Frame::NewToken { token: t };
+            if f.encoded_len() > end.saturating_sub(w.pos()) || f.encode(w).is_err() {
+                break;
+            }
+            self.new_tokens.pop_front();
+            frames.push(SentFrame::NewToken);
             eliciting = true;
         }
         // Connection IDs.

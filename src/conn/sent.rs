@@ -27,6 +27,8 @@ pub(crate) enum SentFrame {
     PathAck { path: PathId, largest: u64 },
     /// HANDSHAKE_DONE.
     HandshakeDone,
+    /// NEW_TOKEN (not resent: a lost token only costs the client a Retry).
+    NewToken,
     /// (PATH_)NEW_CONNECTION_ID.
     NewCid { path: PathId, seq: u64 },
     /// (PATH_)RETIRE_CONNECTION_ID.

@@ -890,3 +890,59 @@ fn aead_limit_without_a_possible_update_closes() {
     p.s.recv(&mut out[..n], RecvInfo { from: p.c_addr, to: p.s_addr }, p.now).unwrap();
     assert_eq!(p.s.peer_error().map(|e| e.code), Some(ErrorCode::AEAD_LIMIT_REACHED.0));
 }
+
+#[test]
+fn new_token_lets_the_next_connection_skip_retry() {
+    use crate::server::{Accept, Validator};
+    let v = Validator::new(true).unwrap();
+    let mut p = Pair::default_pair();
+    p.handshake();
+    assert!(!p.c.send_new_token(b"x"), "clients do not send tokens");
+    assert!(!p.s.send_new_token(b""), "empty tokens are not sent");
+    let token = v.new_token(&p.c_addr, 100);
+    assert!(p.s.send_new_token(&token));
+    p.run_for(Duration::from_millis(200));
+    let got = p.c.new_token_next().expect("client got the token");
+    assert_eq!(got, token);
+    assert!(p.c.new_token_next().is_none());
+
+    // A new connection from the same IP (another port) presents it.
+    let s_addr: SocketAddr = "127.0.0.1:2222".parse().unwrap();
+    let initial = |token: Option<&[u8]>, from: &str| {
+        let from: SocketAddr = from.parse().unwrap();
+        let mut c =
+            connect(Some("localhost"), &crate::random_cid(8), from, s_addr, &config(false), p.now).unwrap();
+        if let Some(t) = token {
+            assert!(c.set_token(t));
+        }
+        let mut buf = vec![0u8; 1500];
+        let (n, _) = c.send(&mut buf, p.now).unwrap().unwrap();
+        assert!(!c.set_token(b"late"), "a token must come before the first Initial");
+        buf.truncate(n);
+        (buf, from)
+    };
+    let mut out = [0u8; 1500];
+    let (dg, from) = initial(Some(&got), "127.0.0.1:5555");
+    assert!(matches!(v.handle(&dg, &from, 200, &mut out), Accept::New { retry_scid: None, .. }));
+    // Without a token, from another IP, or a day later: Retry.
+    let (dg, from) = initial(None, "127.0.0.1:5556");
+    assert!(matches!(v.handle(&dg, &from, 200, &mut out), Accept::Reply(_)));
+    let (dg, from) = initial(Some(&got), "127.0.0.9:5555");
+    assert!(matches!(v.handle(&dg, &from, 200, &mut out), Accept::Reply(_)));
+    let (dg, from) = initial(Some(&got), "127.0.0.1:5557");
+    assert!(matches!(v.handle(&dg, &from, 100 + 24 * 3600 + 1, &mut out), Accept::Reply(_)));
+    // A token from another server (key) is no token at all.
+    let other = Validator::new(true).unwrap().new_token(&from, 100);
+    let (dg, from) = initial(Some(&other), "127.0.0.1:5558");
+    assert!(matches!(v.handle(&dg, &from, 200, &mut out), Accept::Reply(_)));
+}
+
+#[test]
+fn empty_new_token_is_a_frame_encoding_error() {
+    let mut p = Pair::default_pair();
+    p.handshake();
+    p.run_for(Duration::from_millis(100));
+    p.s.test_frames.insert(0, frame_bytes(crate::frame::Frame::NewToken { token: b"" }));
+    p.run_for(Duration::from_millis(200));
+    assert_eq!(p.c.local_error().map(|e| e.code), Some(ErrorCode::FRAME_ENCODING_ERROR.0));
+}

@@ -341,6 +341,10 @@ impl Server {
                 if let Some(l) = c.log.as_mut() {
                     l.event(now, "connection_started", json!({"peer": info.from.to_string(), "local": info.to.to_string(), "retry": retry_scid.is_some()}));
                 }
+                // A token for the client's next connection, so it skips the Retry.
+                if !self.args.no_retry {
+                    c.conn.send_new_token(&self.validator.new_token(&info.from, secs));
+                }
                 let _ = c.conn.recv(d, info, now);
                 // Route by our SCID and (for the client's further Initials
                 // and 0-RTT) by the DCID it used.
