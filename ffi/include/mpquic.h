@@ -441,6 +441,10 @@ int32_t mpquic_config_enable_multipath(struct mpquic_config *cfg, uint32_t max_p
 // mpquic_stateless_reset). Without it each connection uses a random key.
 int32_t mpquic_config_set_stateless_reset_key(struct mpquic_config *cfg, const uint8_t *key);
 
+// Start a key update after `packets` packets with the same keys (at least
+// 1000; default 2^22). Returns 0 or MPQUIC_ERROR_INVALID_ARGUMENT.
+int32_t mpquic_config_set_key_update_interval(struct mpquic_config *cfg, uint64_t packets);
+
 // Disable multipath (the default).
 int32_t mpquic_config_disable_multipath(struct mpquic_config *cfg);
 
@@ -584,6 +588,27 @@ int32_t mpquic_conn_close(struct mpquic_conn *conn,
                           const uint8_t *reason,
                           size_t reason_len,
                           uint64_t now_ns);
+
+// Start a 1-RTT key update now if allowed (see Connection::update_keys);
+// returns 1 if it started, 0 if not allowed yet, or a negative mpquic_error.
+int32_t mpquic_conn_update_keys(struct mpquic_conn *conn, uint64_t now_ns);
+
+// Server: send `token` (from mpquic_validator_new_token) in a NEW_TOKEN
+// frame. Returns 0, or MPQUIC_ERROR_INVALID_STATE (a client, an empty or
+// oversized token, too many queued), or MPQUIC_ERROR_INVALID_ARGUMENT.
+int32_t mpquic_conn_send_new_token(struct mpquic_conn *conn, const uint8_t *token, size_t len);
+
+// Client: copy the next NEW_TOKEN token the server sent into `out`.
+// Returns its length, MPQUIC_ERROR_DONE when there is none,
+// MPQUIC_ERROR_BUFFER_TOO_SHORT (the token is kept), or
+// MPQUIC_ERROR_INVALID_ARGUMENT.
+int64_t mpquic_conn_new_token_next(struct mpquic_conn *conn, uint8_t *out, size_t out_len);
+
+// Client: present `token` (from an earlier connection's
+// mpquic_conn_new_token_next) in our Initials; only before the first
+// mpquic_conn_send. Returns 0, MPQUIC_ERROR_INVALID_STATE, or
+// MPQUIC_ERROR_INVALID_ARGUMENT.
+int32_t mpquic_conn_set_token(struct mpquic_conn *conn, const uint8_t *token, size_t len);
 
 // The handshake is complete.
 bool mpquic_conn_is_established(const struct mpquic_conn *conn);
@@ -772,6 +797,18 @@ uint64_t mpquic_h3_event_error_code(const struct mpquic_h3_event *ev);
 // Returns NULL if the token key cannot be created. Free with
 // mpquic_validator_free.
 struct mpquic_validator *mpquic_validator_new(bool retry);
+
+// A NEW_TOKEN token for the client at `peer` (send it with
+// mpquic_conn_send_new_token): its next connection from the same IP within
+// a day skips the Retry. `now_secs` as for mpquic_validator_handle. Returns
+// the token's length, or MPQUIC_ERROR_BUFFER_TOO_SHORT (128 bytes suffice)
+// or MPQUIC_ERROR_INVALID_ARGUMENT.
+int64_t mpquic_validator_new_token(const struct mpquic_validator *v,
+                                   const struct sockaddr *peer,
+                                   socklen_t peer_len,
+                                   uint64_t now_secs,
+                                   uint8_t *out,
+                                   size_t out_len);
 
 // Free a validator (NULL is ignored).
 void mpquic_validator_free(struct mpquic_validator *v);

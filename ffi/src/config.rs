@@ -401,6 +401,19 @@ pub unsafe extern "C" fn mpquic_config_set_stateless_reset_key(
     }
 }
 
+/// Start a key update after `packets` packets with the same keys (at least
+/// 1000; default 2^22). Returns 0 or MPQUIC_ERROR_INVALID_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_key_update_interval(cfg: *mut mpquic_config, packets: u64) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.set_key_update_interval(packets);
+            Ok(())
+        })
+    }
+}
+
 /// Disable multipath (the default).
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_config_disable_multipath(cfg: *mut mpquic_config) -> i32 {

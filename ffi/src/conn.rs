@@ -11,8 +11,8 @@ use libc::{sockaddr, sockaddr_storage, socklen_t, ssize_t};
 use crate::addr::{from_c, to_c, zeroed_storage};
 use crate::config::mpquic_config;
 use crate::{
-    c_str, conn_error, guard, path_error, slice, slice_mut, stream_error, MPQUIC_ERROR_DONE,
-    MPQUIC_ERROR_INTERNAL, MPQUIC_ERROR_INVALID_ARGUMENT,
+    c_str, conn_error, guard, path_error, slice, slice_mut, stream_error, MPQUIC_ERROR_BUFFER_TOO_SHORT,
+    MPQUIC_ERROR_DONE, MPQUIC_ERROR_INTERNAL, MPQUIC_ERROR_INVALID_ARGUMENT, MPQUIC_ERROR_INVALID_STATE,
 };
 
 /// Maps the caller's nanosecond clock to `Instant`s: the first value seen is
@@ -61,11 +61,13 @@ pub struct mpquic_conn {
     /// The latest time the caller gave us, for calls that take no time
     /// argument (HTTP/3 closing the connection on a protocol error).
     pub(crate) last: Instant,
+    /// A NEW_TOKEN token that did not fit the caller's buffer.
+    pending_token: Option<Vec<u8>>,
 }
 
 impl mpquic_conn {
     fn new(inner: Connection, clock: Clock, now: Instant) -> *mut mpquic_conn {
-        Box::into_raw(Box::new(mpquic_conn { inner, clock, last: now }))
+        Box::into_raw(Box::new(mpquic_conn { inner, clock, last: now, pending_token: None }))
     }
 
     /// The instant of caller time `ns`, remembered as the latest time.
@@ -696,6 +698,95 @@ pub unsafe extern "C" fn mpquic_conn_close(
             let now = c.now(now_ns);
             c.inner.close(app, code, reason, now);
             0
+        })
+    }
+}
+
+/// Start a 1-RTT key update now if allowed (see Connection::update_keys);
+/// returns 1 if it started, 0 if not allowed yet, or a negative mpquic_error.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_update_keys(conn: *mut mpquic_conn, now_ns: u64) -> i32 {
+    // SAFETY: see with_conn.
+    unsafe {
+        with_conn(conn, MPQUIC_ERROR_INVALID_ARGUMENT.code(), MPQUIC_ERROR_INTERNAL.code(), |c| {
+            let now = c.now(now_ns);
+            i32::from(c.inner.update_keys(now))
+        })
+    }
+}
+
+/// Server: send `token` (from mpquic_validator_new_token) in a NEW_TOKEN
+/// frame. Returns 0, or MPQUIC_ERROR_INVALID_STATE (a client, an empty or
+/// oversized token, too many queued), or MPQUIC_ERROR_INVALID_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_send_new_token(
+    conn: *mut mpquic_conn,
+    token: *const u8,
+    len: usize,
+) -> i32 {
+    // SAFETY: see with_conn and slice.
+    unsafe {
+        with_conn(conn, MPQUIC_ERROR_INVALID_ARGUMENT.code(), MPQUIC_ERROR_INTERNAL.code(), |c| {
+            let Some(t) = slice(token, len) else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() };
+            if c.inner.send_new_token(t) {
+                0
+            } else {
+                MPQUIC_ERROR_INVALID_STATE.code()
+            }
+        })
+    }
+}
+
+/// Client: copy the next NEW_TOKEN token the server sent into `out`.
+/// Returns its length, MPQUIC_ERROR_DONE when there is none,
+/// MPQUIC_ERROR_BUFFER_TOO_SHORT (the token is kept), or
+/// MPQUIC_ERROR_INVALID_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_new_token_next(
+    conn: *mut mpquic_conn,
+    out: *mut u8,
+    out_len: usize,
+) -> i64 {
+    // SAFETY: see with_conn and slice_mut.
+    unsafe {
+        with_conn(
+            conn,
+            i64::from(MPQUIC_ERROR_INVALID_ARGUMENT.code()),
+            i64::from(MPQUIC_ERROR_INTERNAL.code()),
+            |c| {
+                let Some(out) = slice_mut(out, out_len) else {
+                    return i64::from(MPQUIC_ERROR_INVALID_ARGUMENT.code());
+                };
+                let Some(t) = c.pending_token.take().or_else(|| c.inner.new_token_next()) else {
+                    return i64::from(MPQUIC_ERROR_DONE.code());
+                };
+                if t.len() > out.len() {
+                    // Not lost: a later call with a larger buffer gets it.
+                    c.pending_token = Some(t);
+                    return i64::from(MPQUIC_ERROR_BUFFER_TOO_SHORT.code());
+                }
+                out[..t.len()].copy_from_slice(&t);
+                t.len() as i64
+            },
+        )
+    }
+}
+
+/// Client: present `token` (from an earlier connection's
+/// mpquic_conn_new_token_next) in our Initials; only before the first
+/// mpquic_conn_send. Returns 0, MPQUIC_ERROR_INVALID_STATE, or
+/// MPQUIC_ERROR_INVALID_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_set_token(conn: *mut mpquic_conn, token: *const u8, len: usize) -> i32 {
+    // SAFETY: see with_conn and slice.
+    unsafe {
+        with_conn(conn, MPQUIC_ERROR_INVALID_ARGUMENT.code(), MPQUIC_ERROR_INTERNAL.code(), |c| {
+            let Some(t) = slice(token, len) else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() };
+            if c.inner.set_token(t) {
+                0
+            } else {
+                MPQUIC_ERROR_INVALID_STATE.code()
+            }
         })
     }
 }

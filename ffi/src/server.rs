@@ -61,6 +61,37 @@ pub extern "C" fn mpquic_validator_new(retry: bool) -> *mut mpquic_validator {
     })
 }
 
+/// A NEW_TOKEN token for the client at `peer` (send it with
+/// mpquic_conn_send_new_token): its next connection from the same IP within
+/// a day skips the Retry. `now_secs` as for mpquic_validator_handle. Returns
+/// the token's length, or MPQUIC_ERROR_BUFFER_TOO_SHORT (128 bytes suffice)
+/// or MPQUIC_ERROR_INVALID_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_validator_new_token(
+    v: *const mpquic_validator,
+    peer: *const sockaddr,
+    peer_len: socklen_t,
+    now_secs: u64,
+    out: *mut u8,
+    out_len: usize,
+) -> i64 {
+    guard(i64::from(MPQUIC_ERROR_INTERNAL.code()), || {
+        // SAFETY: argument contracts as documented.
+        let (v, peer, out) = unsafe { (v.as_ref(), from_c(peer, peer_len), slice_mut(out, out_len)) };
+        let (Some(v), Some(peer), Some(out)) = (v, peer, out) else {
+            return i64::from(MPQUIC_ERROR_INVALID_ARGUMENT.code());
+        };
+        let t = v.inner.new_token(&peer, now_secs);
+        match out.get_mut(..t.len()) {
+            Some(dst) => {
+                dst.copy_from_slice(&t);
+                t.len() as i64
+            }
+            None => i64::from(crate::MPQUIC_ERROR_BUFFER_TOO_SHORT.code()),
+        }
+    })
+}
+
 /// Free a validator (NULL is ignored).
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_validator_free(v: *mut mpquic_validator) {

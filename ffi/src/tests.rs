@@ -392,3 +392,38 @@ fn stateless_reset_from_c() {
         mpquic_config_free(cfg);
     }
 }
+
+#[test]
+fn tokens_and_key_updates_from_c() {
+    unsafe {
+        let v = mpquic_validator_new(true);
+        let peer = Addr::new("127.0.0.1:4000");
+        let mut tok = [0u8; 128];
+        let n = mpquic_validator_new_token(v, peer.ptr(), peer.1, 5, tok.as_mut_ptr(), tok.len());
+        assert!(n > 0, "{n}");
+        let mut small = [0u8; 4];
+        assert_eq!(
+            mpquic_validator_new_token(v, peer.ptr(), peer.1, 5, small.as_mut_ptr(), 4),
+            MPQUIC_ERROR_BUFFER_TOO_SHORT as i64
+        );
+        let cfg = config(false);
+        assert_eq!(mpquic_config_set_key_update_interval(cfg, 5000), 0);
+        let a = Addr::new("127.0.0.1:1");
+        let c = mpquic_connect(cstr("localhost").as_ptr(), null(), 0, a.ptr(), a.1, a.ptr(), a.1, cfg, 1_000);
+        assert!(!c.is_null());
+        assert_eq!(mpquic_conn_set_token(c, tok.as_ptr(), n as usize), 0);
+        assert_eq!(
+            mpquic_conn_send_new_token(c, tok.as_ptr(), n as usize),
+            MPQUIC_ERROR_INVALID_STATE as i32
+        );
+        assert_eq!(mpquic_conn_new_token_next(c, tok.as_mut_ptr(), tok.len()), MPQUIC_ERROR_DONE as i64);
+        assert_eq!(mpquic_conn_update_keys(c, 2_000), 0, "no update before the handshake");
+        let mut buf = [0u8; 1500];
+        let mut si: mpquic_send_info = std::mem::zeroed();
+        assert!(mpquic_conn_send(c, buf.as_mut_ptr(), buf.len(), &mut si, 2_000) > 0);
+        assert_eq!(mpquic_conn_set_token(c, tok.as_ptr(), n as usize), MPQUIC_ERROR_INVALID_STATE as i32);
+        mpquic_conn_free(c);
+        mpquic_config_free(cfg);
+        mpquic_validator_free(v);
+    }
+}
