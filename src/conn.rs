@@ -690,6 +690,12 @@ impl Connection {
         true
     }
 
+    /// Whether the handshake went through a Retry (client: the server sent
+    /// one; server: the client answered ours).
+    pub fn retried(&self) -> bool {
+        self.retry_scid.is_some()
+    }
+
     /// Key updates so far (ours and the peer's).
     pub fn key_updates(&self) -> u64 {
         self.levels.ku.updates

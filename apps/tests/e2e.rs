@@ -73,6 +73,33 @@ fn json_summary_and_no_retry() {
     assert_eq!(j["paths"][0]["share"], 1.0);
     assert!(j["out_of_order_bytes"]["p95"].is_u64());
     assert_eq!(j["duplicate_bytes"], 0, "a lossless single-path download has no duplicates");
+    assert_eq!(j["retry"], false);
+}
+
+/// The server's NEW_TOKEN token, kept with --token-file, lets the next run
+/// skip the Retry.
+#[test]
+fn token_file_skips_retry_next_time() {
+    let (root, _) = served("token");
+    let srv = ServerProc::start(&root, &[]);
+    let out = root.with_extension("out");
+    let tok = root.with_extension("token");
+    let run = || {
+        let r = client(&[
+            &srv.url("/small.txt"),
+            "--insecure",
+            "--json",
+            "-o",
+            out.to_str().unwrap(),
+            "--token-file",
+            tok.to_str().unwrap(),
+        ]);
+        assert_eq!(r.status.code(), Some(0));
+        serde_json::from_slice::<serde_json::Value>(&r.stdout).expect("JSON summary")
+    };
+    assert_eq!(run()["retry"], true, "no token yet: Retry");
+    assert!(std::fs::metadata(&tok).map(|m| m.len() > 0).unwrap_or(false), "token not saved");
+    assert_eq!(run()["retry"], false, "token presented: no Retry");
 }
 
 #[test]

@@ -55,6 +55,10 @@ struct Args {
     /// No progress bar and no summary.
     #[arg(short, long)]
     quiet: bool,
+    /// Keep the server's NEW_TOKEN token in this file: presented on the next
+    /// run, it lets the connection skip the server's Retry (one round trip).
+    #[arg(long)]
+    token_file: Option<std::path::PathBuf>,
 }
 
 const EXIT_HELP: &str = "Exit codes: 0 ok, 1 local I/O error, 2 bad arguments (URL, names, --local), \
@@ -193,9 +197,13 @@ fn main() {
         });
     }
     let local0 = socks.local_addrs()[0];
-    let conn =
+    let mut conn =
         mpquic::connect(Some(&first.host), &mpquic::random_cid(16), local0, peer, &config, Instant::now())
             .unwrap_or_else(|e| fail(exit::TLS, format!("TLS setup: {e}")));
+    // A missing or unreadable token file just means no token.
+    if let Some(t) = args.token_file.as_ref().and_then(|p| std::fs::read(p).ok()) {
+        conn.set_token(&t);
+    }
     let show_bar = !args.quiet && !args.json && std::io::stderr().is_terminal();
     let mut c = Client {
         conn,
@@ -220,6 +228,11 @@ fn main() {
     let code = c.run(started, timeout);
     if let Some(b) = &c.bar {
         b.finish_and_clear();
+    }
+    if let (Some(p), Some(t)) = (&args.token_file, c.conn.new_token_next()) {
+        if let Err(e) = std::fs::write(p, t) {
+            eprintln!("mpquic-client: --token-file {}: {e}", p.display());
+        }
     }
     if (code == exit::OK || code == exit::HTTP_STATUS) && !args.quiet {
         c.summary(started, &args);
@@ -536,7 +549,7 @@ impl Client {
                 "bytes": total, "time_s": elapsed.as_secs_f64(), "handshake_s": handshake.as_secs_f64(),
                 "transfer_s": transfer.as_secs_f64(), "goodput_mbps": goodput(elapsed),
                 "transfer_goodput_mbps": goodput(transfer), "cc": args.cc, "scheduler": args.scheduler,
-                "multipath": self.conn.is_multipath(),
+                "multipath": self.conn.is_multipath(), "retry": self.conn.retried(),
                 "downloads": self.downloads.iter().map(|d| json!({
                     "url": format!("https://{}{}", d.target.authority, d.target.path), "status": d.status,
                     "bytes": d.bytes, "output": d.out_name })).collect::<Vec<_>>(),
