@@ -5,8 +5,9 @@
 //! The engine calls [`Scheduler::decide`] each time it could send a packet
 //! carrying stream data, with a [`SchedContext`] describing every path. The
 //! scheduler answers with a [`Decision`]: new data on a path (optionally
-//! duplicated onto other paths), a redundant copy of the oldest unacknowledged
-//! data on a path, or nothing for now. It then hears back through
+//! duplicated onto other paths, or taken from further along the waiting data
+//! so that it arrives in order with what faster paths send first), a redundant
+//! copy of the oldest unacknowledged data on a path, or nothing for now. It then hears back through
 //! [`Scheduler::on_sent`], [`Scheduler::on_ack`] and [`Scheduler::on_loss`].
 //!
 //! Schedulers are called once per packet: `decide` must not allocate (per-path
@@ -349,11 +350,11 @@ pub enum Decision {
         also: PathList,
     },
     /// Send new stream data on `path`, starting `skip` bytes into the data
-    /// waiting to be sent, at most `max_len` bytes (P-Scheduling: a slow path
-    /// carries data the fast paths will not reach before it arrives). The
-    /// skipped bytes stay first in line for the next packets on any path.
-    /// When data waits for retransmission, or fewer than `skip` bytes wait,
-    /// this is a plain `Send`.
+    /// waiting to be sent (of the stream next in line), at most `max_len`
+    /// bytes (P-Scheduling: a slow path carries data the fast paths will not
+    /// reach before it arrives). The skipped bytes stay first in line for the
+    /// next packets on any path. When data waits for retransmission, or fewer
+    /// than `skip` bytes wait, this is a plain `Send`.
     SendAhead {
         /// The path that carries the packet.
         path: PathId,
