@@ -9,6 +9,9 @@ cargo build --release --workspace --all-targets
 # Everything but the emulation shells: unit tests, interop with quiche, noq and
 # aioquic, the simulator's behavioural tests, apps, C API.
 cargo test --release --workspace --all-targets --exclude mpquic-shells
+# Documentation examples (--all-targets leaves them out): the scheduler written
+# outside the crate in mpquic::sched.
+cargo test --release --doc -p mpquic
 # The shells emulate links in real time: run their measurements one at a time
 # so they do not compete for the two cores (they skip without root/netns).
 cargo test --release -p mpquic-shells -- --test-threads=1
