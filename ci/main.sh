@@ -12,7 +12,8 @@
 # Each run downloads BYTES (default 40 MB) and stops when the response is complete
 # (or at MAX_SIMULATED_S, default 120), so the table shows the completion time.
 #
-# Results (CSV/JSON time series and summaries) go to out/main/<cc>-<scheduler>/.
+# Results (CSV/JSON time series and summaries, PNG figures) go to
+# out/main/<cc>-<scheduler>/; figures comparing the runs to out/main/compare-*.png.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
@@ -33,4 +34,16 @@ for pair in cubic:minrtt lia:minrtt coupled-bbr:minrtt coupled-bbr:arp bbr:rr; d
         --bytes "$bytes" --duration "$duration" --out "out/main/$cc-$sched"
 done
 echo
-echo "time series and summaries: out/main/; plot one with: python3 sim/plot.py out/main/<run>"
+runs=()
+for pair in cubic:minrtt lia:minrtt coupled-bbr:minrtt coupled-bbr:arp bbr:rr; do
+    runs+=("out/main/${pair%%:*}-${pair#*:}")
+done
+# Figures: each run's per-path throughput, out-of-order bytes and RTT over time,
+# and all runs side by side (completion time, out-of-order bytes, path shares).
+for run in "${runs[@]}"; do
+    python3 sim/plot.py "$run/series.csv" > /dev/null
+done
+echo "figures:"
+python3 sim/compare.py "${runs[@]}" | sed 's/^/  /'
+echo "  and out/main/<run>/series-{throughput,ooo,rtt}.png per run"
+echo "time series and summaries (CSV, JSON): out/main/<run>/"

@@ -129,3 +129,30 @@ def test_scheduler_counters():
     red = mpquic.simulate(HETERO, scheduler="redundant", duration=3)
     assert red.summary["copy_bytes"] > 0
     assert red.path_summary["copy_bytes"].sum() == red.summary["copy_bytes"]
+
+
+def test_sim_compare_script(tmp_path):
+    """sim/compare.py (the main job's comparison figures) on two small runs."""
+    import json
+    import pathlib
+    import subprocess
+    import sys
+    script = pathlib.Path(__file__).resolve().parents[2] / "sim" / "compare.py"
+    for name, share in (("a-minrtt", 0.6), ("b-arp", 0.7)):
+        run = tmp_path / name
+        run.mkdir()
+        (run / "series.csv").write_text(
+            "t_s,flow,path,throughput_bps,srtt_ms,cwnd,bytes_in_flight,pacing_bps,goodput_bps,ooo_bytes\n"
+            "0.1,0,wifi,1000000,40,10000,5000,0,900000,100\n0.2,0,wifi,2000000,41,12000,6000,0,1900000,0\n")
+        paths = [{"name": "wifi", "share": share}, {"name": "lte", "share": 1 - share}]
+        (run / "summary.json").write_text(json.dumps(
+            {"flows": [{"completion_s": 1.5, "ooo_mean": 50.0, "paths": paths}]}))
+    out = tmp_path / "figs"
+    r = subprocess.run([sys.executable, str(script), str(tmp_path / "a-minrtt"),
+                        str(tmp_path / "b-arp"), "-o", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for f in ("compare-goodput.png", "compare-ooo.png", "compare-summary.png"):
+        assert (out / f).stat().st_size > 1000
+    r = subprocess.run([sys.executable, str(script), str(tmp_path / "missing")],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "compare.py" in r.stderr
