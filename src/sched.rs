@@ -79,8 +79,8 @@ mod simple;
 mod sticky;
 
 pub use arp::{
-    ar_joins_non_redundant, ar_partition, bytes_arriving_first, predicted_arrival, ArPath, ArpScheduler,
-    RateMeter, MIN_INFLIGHT_FOR_N,
+    ar_joins_non_redundant, ar_partition, bytes_arriving_first, ArPath, ArpScheduler, RateMeter,
+    MIN_INFLIGHT_FOR_N,
 };
 pub use capacity::{CapacityEstimate, CapacityScheduler};
 pub use hetero::{blest_should_wait, ecf_decide, BlestScheduler, EcfOutcome, EcfScheduler};

@@ -80,16 +80,6 @@ pub fn ar_partition(paths: &mut [ArPath]) {
     }
 }
 
-/// Eq. 4 without t0: the time from now until a packet put behind
-/// `queued_bytes` on a path of rate `rate` (bytes/s) and RTT `rtt` arrives.
-pub fn predicted_arrival(queued_bytes: u64, rate: f64, rtt: Duration) -> Duration {
-    if rate <= 0.0 || !rate.is_finite() {
-        return Duration::MAX;
-    }
-    let wait = queued_bytes as f64 / rate;
-    Duration::try_from_secs_f64(wait).unwrap_or(Duration::MAX).saturating_add(rtt / 2)
-}
-
 /// Eq. 4 solved for L: the bytes that paths with a shorter one-way delay
 /// (`faster`: their rate x_k in bytes/s and RTT r_k) deliver before a packet
 /// sent now on a path with RTT `rtt` arrives, Σ_k x_k·(r_i/2 − r_k/2) over
@@ -349,6 +339,12 @@ mod tests {
     use super::super::test_util::*;
     use super::super::{PathSnapshot, PendingInfo};
     use super::*;
+
+    /// Eq. 4 without t0, as the paper writes it: when a packet put behind
+    /// `queued_bytes` on a path of rate `rate` (bytes/s) and RTT `rtt` arrives.
+    fn predicted_arrival(queued_bytes: u64, rate: f64, rtt: Duration) -> Duration {
+        Duration::from_secs_f64(queued_bytes as f64 / rate) + rtt / 2
+    }
 
     fn ar(id: u32, x: f64, r_ms: f64, inflight: usize) -> ArPath {
         ArPath { id: PathId(id), x, r: r_ms / 1000.0, packets_in_flight: inflight, non_redundant: false }
