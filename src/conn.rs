@@ -696,11 +696,6 @@ impl Connection {
         self.retry_scid.is_some()
     }
 
-    /// Key updates so far (ours and the peer's).
-    pub fn key_updates(&self) -> u64 {
-        self.levels.ku.updates
-    }
-
     /// Keep within the AEAD limits: update keys when due; close if the
     /// confidentiality limit is reached without an update.
     fn check_key_limits(&mut self, now: Instant) {

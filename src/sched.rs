@@ -125,8 +125,6 @@ pub struct PathSnapshot {
     /// Sending rate in bytes/s: the pacing rate or bandwidth estimate, 0 if
     /// unknown (then [`PathSnapshot::rate`] falls back to cwnd/srtt).
     pub bandwidth: u64,
-    /// The rate the pacer releases packets at now, in bytes/s (0: unknown).
-    pub pacing_rate: u64,
     /// In slow start / BBR Startup.
     pub in_slow_start: bool,
     /// Bytes queued behind the pacer, not yet released.
@@ -158,7 +156,6 @@ impl PathSnapshot {
             packets_in_flight: 0,
             mss: 1200,
             bandwidth: 0,
-            pacing_rate: 0,
             in_slow_start: true,
             pacing_backlog: 0,
             next_release: None,
@@ -185,19 +182,6 @@ impl PathSnapshot {
             self.bandwidth as f64
         } else {
             self.cwnd as f64 / secs(self.srtt).max(1e-6)
-        }
-    }
-
-    /// The rate the path sends at now, in bytes/s: the lower of its pacing
-    /// rate and cwnd/srtt (a paced controller cruising below its bandwidth
-    /// estimate, or a window-limited one), or [`rate`](Self::rate) when the
-    /// pacing rate is unknown. What a packet queued on the path waits for.
-    pub fn sending_rate(&self) -> f64 {
-        let window_rate = self.cwnd as f64 / secs(self.srtt).max(1e-6);
-        if self.pacing_rate > 0 {
-            (self.pacing_rate as f64).min(window_rate)
-        } else {
-            self.rate()
         }
     }
 

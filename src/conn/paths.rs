@@ -288,7 +288,6 @@ impl Path {
         }
         s.packets_in_flight = self.space.ack_eliciting_in_flight();
         s.bandwidth = cc.bandwidth_estimate().unwrap_or(0);
-        s.pacing_rate = self.recovery.pacing_rate();
         s.in_slow_start = cc.in_slow_start();
         s.mss = self.mss;
         s.next_release = self.recovery.pacer().next_release(now, s.mss).filter(|t| *t > now);

@@ -840,11 +840,11 @@ fn key_update_waits_for_the_current_phase_to_be_acknowledged() {
     // Unanswered: no second update.
     assert!(!p.c.update_keys(now));
     assert_eq!(p.transfer(0, &pattern(100_000)), pattern(100_000));
-    assert_eq!((p.c.key_updates(), p.s.key_updates()), (1, 1));
+    assert_eq!((p.c.stats().key_updates, p.s.stats().key_updates), (1, 1));
     p.run_for(Duration::from_secs(2));
     assert!(p.c.update_keys(p.now), "answered and acknowledged: a second update may start");
     assert_eq!(p.transfer(4, &pattern(100_000)), pattern(100_000));
-    assert_eq!((p.c.key_updates(), p.s.key_updates()), (2, 2));
+    assert_eq!((p.c.stats().key_updates, p.s.stats().key_updates), (2, 2));
 }
 
 #[test]

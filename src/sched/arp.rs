@@ -169,7 +169,7 @@ impl ArpScheduler {
         if measured > 0.0 {
             measured
         } else {
-            p.sending_rate()
+            p.rate()
         }
     }
 

@@ -160,7 +160,7 @@ pub mod mp {
 
     impl Endpoint for Ep {
         fn key_updates(&self) -> Option<u64> {
-            Some(self.conn.key_updates())
+            Some(self.conn.stats().key_updates)
         }
         fn recv(&mut self, buf: &mut [u8]) {
             let _ = self.conn.recv(buf, RecvInfo { from: self.peer, to: self.local }, Instant::now());
