@@ -97,6 +97,19 @@ pub struct PathView {
     pub in_slow_start: bool,
     /// The path may carry data (validated, not abandoned, not backup-only).
     pub active: bool,
+    /// Shared-bottleneck group ([`crate::sbd`]): paths with equal values were
+    /// judged to share a bottleneck; a path alone has its own ID here.
+    pub group: u32,
+    /// The ProbeBW phase of a BBR-family controller in ProbeBW
+    /// ([`CongestionController::probe_phase`]).
+    pub probe_phase: Option<u8>,
+    /// A BBR-family controller in ProbeRTT
+    /// ([`CongestionController::in_probe_rtt`]).
+    pub probe_rtt: bool,
+    /// Bytes delivered (acknowledged, in flight when sent) on the path so far.
+    pub delivered: u64,
+    /// Bytes declared lost on the path so far.
+    pub lost: u64,
 }
 
 /// Numbers a controller exposes for stats and qlog.
@@ -133,6 +146,15 @@ pub trait CongestionController: Send + fmt::Debug {
     /// Bandwidth estimate in bytes/s, if the controller keeps one.
     fn bandwidth_estimate(&self) -> Option<u64> {
         None
+    }
+    /// The ProbeBW gain-cycle phase (0 = probing up), for controllers that
+    /// have one and are in it; coupled controllers align on it.
+    fn probe_phase(&self) -> Option<u8> {
+        None
+    }
+    /// In BBR's ProbeRTT; coupled controllers drain the bottleneck together.
+    fn in_probe_rtt(&self) -> bool {
+        false
     }
     /// A packet counted in flight was sent.
     fn on_packet_sent(&mut self, _now: Instant, _bytes: usize, _bytes_in_flight: usize) {}

@@ -219,6 +219,8 @@ pub struct Connection {
     path_config: PathConfig,
     /// Picks the path of each packet when several are usable.
     sched: Box<dyn crate::sched::Scheduler>,
+    /// Which paths share a bottleneck, from their delays (coupled-bbr).
+    sbd: crate::sbd::Sbd,
     /// Reused scheduler snapshot buffer (no allocation per packet).
     sched_buf: Vec<crate::sched::PathSnapshot>,
     /// Our configured initial_max_path_id (the base of `mp.local_max`).
@@ -398,6 +400,7 @@ impl Connection {
             scratch_lost: Vec::new(),
             mp: MpState { local_max: config.initial_max_path_id.unwrap_or(0), ..Default::default() },
             path_config: PathConfig::from_config(config),
+            sbd: crate::sbd::Sbd::default(),
             sched: match &config.scheduler_factory {
                 Some(f) => f.build(),
                 None => crate::sched::build(&config.scheduler, &crate::sched::SchedParams::default())
@@ -484,7 +487,7 @@ impl Connection {
     /// Per-path statistics (paths still known, including abandoned ones
     /// whose state is kept for 3 PTO).
     pub fn path_stats(&self) -> impl Iterator<Item = PathStats> + '_ {
-        self.paths.iter().map(|p| p.stats())
+        self.paths.iter().map(|p| PathStats { group: self.sbd.group(p.id), ..p.stats() })
     }
     /// Open paths: (ID, local address, peer address), abandoned ones left out.
     pub fn paths(&self) -> impl Iterator<Item = (PathId, SocketAddr, SocketAddr)> + '_ {
@@ -539,6 +542,7 @@ impl Connection {
             bandwidth: cm.bandwidth.unwrap_or(0),
             cc_state: cm.state,
             pacing_gain: cm.pacing_gain,
+            group: self.sbd.group(p.id),
             sent_bytes: p.st.sent_bytes,
             acked_bytes: p.st.acked_bytes,
             lost_bytes: r.lost_bytes(),

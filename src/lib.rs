@@ -22,6 +22,7 @@ pub mod qlog;
 pub mod ranges;
 pub mod recovery;
 pub mod rtt;
+pub mod sbd;
 pub mod sched;
 pub mod server;
 pub mod stream;

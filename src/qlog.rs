@@ -42,6 +42,7 @@ pub(crate) struct Metrics {
     pub(crate) bandwidth: u64,
     pub(crate) cc_state: &'static str,
     pub(crate) pacing_gain: Option<f64>,
+    pub(crate) group: u32,
     pub(crate) sent_bytes: u64,
     pub(crate) acked_bytes: u64,
     pub(crate) lost_bytes: u64,
@@ -121,7 +122,7 @@ impl Qlog {
             "\"path_id\":{},\"congestion_window\":{},\"bytes_in_flight\":{},\"smoothed_rtt\":{:.3},\
              \"min_rtt\":{:.3},\"latest_rtt\":{:.3},\"pacing_rate\":{},\"bandwidth\":{},\
              \"congestion_state\":\"{}\",\"bytes_sent\":{},\"bytes_acked\":{},\"bytes_lost\":{},\
-             \"bytes_redundant\":{}",
+             \"bytes_redundant\":{},\"bottleneck_group\":{}",
             path.0,
             m.cwnd,
             m.bytes_in_flight,
@@ -134,7 +135,8 @@ impl Qlog {
             m.sent_bytes,
             m.acked_bytes,
             m.lost_bytes,
-            m.redundant_bytes
+            m.redundant_bytes,
+            m.group
         );
         if let Some(g) = m.pacing_gain.filter(|g| g.is_finite()) {
             let _ = write!(d, ",\"pacing_gain\":{g:.4}");
@@ -182,6 +184,7 @@ mod tests {
             cc_state: "Startup",
             pacing_gain: Some(2.885),
             role: Some("redundant"),
+            group: 3,
             ..Default::default()
         };
         q.metrics_updated(t + Duration::from_millis(7), PathId(0), &m);
@@ -189,6 +192,7 @@ mod tests {
         assert_eq!(a, "{\"time\":5.000,\"name\":\"multipath:path_event\",\"data\":{\"path_id\":1,\"event\":\"validated\"}}");
         let b = q.next().unwrap();
         assert!(b.starts_with("{\"time\":7.000,\"name\":\"recovery:metrics_updated\",\"data\":{\"path_id\":0,\"congestion_window\":12000,"), "{b}");
+        assert!(b.contains(",\"bottleneck_group\":3,"), "{b}");
         assert!(b.ends_with(",\"pacing_gain\":2.8850,\"scheduler_role\":\"redundant\"}}"), "{b}");
         assert!(q.next().is_none());
     }

@@ -90,6 +90,8 @@ pub struct SentPacket<T> {
     pub pn: u64,
     /// When it was sent.
     pub time_sent: Instant,
+    /// When the pacer let it leave (`SendInfo::at`; `time_sent` if unpaced).
+    pub released: Instant,
     /// Size of the UDP payload it occupied, in bytes.
     pub size: usize,
     /// Contains frames other than ACK, PADDING and CONNECTION_CLOSE.
@@ -124,6 +126,7 @@ impl<T> SentPacket<T> {
         Self {
             pn,
             time_sent,
+            released: time_sent,
             size,
             ack_eliciting,
             in_flight,

@@ -15,6 +15,8 @@ pub struct PathSample {
     pub bytes_in_flight: u64,
     /// Sender's pacing rate, bits/s.
     pub pacing_bps: f64,
+    /// Sender's shared-bottleneck group (`PathStats::group`).
+    pub group: u32,
 }
 
 /// One flow at one sample time.
@@ -57,6 +59,9 @@ pub struct PathSummary {
     pub copy_bytes: u64,
     /// Packets dropped by the link (loss, queue, outage, scheduled failure), data direction.
     pub link_drops: u64,
+    /// The sender's shared-bottleneck group at the end (`PathStats::group`):
+    /// paths with equal values were judged to share a bottleneck.
+    pub group: u32,
 }
 
 /// Summary of one flow.

@@ -799,6 +799,7 @@ impl Sim {
                         p.cwnd = ps.cwnd as u64;
                         p.bytes_in_flight = ps.bytes_in_flight as u64;
                         p.pacing_bps = ps.pacing_rate as f64 * 8.0;
+                        p.group = ps.group;
                         if ps.active {
                             rtts.push((k, p.srtt_ms));
                         }
@@ -860,6 +861,7 @@ impl Sim {
                         p.lost_packets += ps.lost;
                         p.retrans_bytes += ps.retrans_bytes;
                         p.copy_bytes += ps.redundant_bytes;
+                        p.group = ps.group;
                     }
                 }
             }

@@ -288,3 +288,53 @@ fn capacity_retransmits_less_than_minrtt_on_shallow_buffer() {
     }
     assert!(cap.flows[0].retrans_bytes < min.flows[0].retrans_bytes);
 }
+
+/// A multipath flow of `cc` whose two paths cross one 100 Mbit/s / 50 ms
+/// bottleneck (buffer `bdps` × BDP) beside one single-path BBR flow: its
+/// goodput ÷ the single-path flow's over 10-40 s, and the report.
+fn shared_bottleneck(cc: &str, bdps: f64) -> (f64, Report) {
+    let mut link = PathParams::new("bottleneck", 100, ms(25));
+    link.queue_bytes = Some((625_000.0 * bdps) as u64);
+    let paths = if cc.starts_with("single-") { vec![0] } else { vec![0, 0] };
+    let cc = cc.trim_start_matches("single-");
+    let mut flows = vec![FlowSpec::new(paths).cc(cc), FlowSpec::new(vec![0]).cc("bbr")];
+    if let Some(s) = std::env::var("LATE").ok().and_then(|v| v.parse::<u64>().ok()) {
+        flows[1].start = Duration::from_secs(s);
+    }
+    let r = run(&[link], flows, 60, vec![], ms(100));
+    let (mp, sp) = (goodput_between(&r, 0, 10.0, 60.0), goodput_between(&r, 1, 10.0, 60.0));
+    let f = &r.flows[0];
+    println!(
+        "{cc} on 2 paths through one 100 Mbit/s bottleneck ({bdps} BDP) beside bbr: {mp:.2} vs {sp:.2} Mbit/s, ratio {:.3}, groups {}/{}",
+        mp / sp,
+        f.paths[0].group,
+        f.paths.last().map_or(0, |p| p.group)
+    );
+    let w: Vec<String> = (0..6)
+        .map(|k| {
+            format!(
+                "{:.2}",
+                goodput_between(&r, 0, k as f64 * 10.0, k as f64 * 10.0 + 10.0)
+                    / goodput_between(&r, 1, k as f64 * 10.0, k as f64 * 10.0 + 10.0)
+            )
+        })
+        .collect();
+    println!("  ratio per 10 s: {}", w.join(" "));
+    for fl in 0..2 {
+        let ss: Vec<_> = r.samples.iter().filter(|s| s.flow == fl && s.t.as_secs_f64() > 10.0).collect();
+        let n = ss.len() as f64;
+        let pace: f64 =
+            ss.iter().map(|s| s.paths.iter().map(|p| p.pacing_bps).sum::<f64>()).sum::<f64>() / n / 1e6;
+        let cwnd: f64 =
+            ss.iter().map(|s| s.paths.iter().map(|p| p.cwnd as f64).sum::<f64>()).sum::<f64>() / n;
+        let infl: f64 =
+            ss.iter().map(|s| s.paths.iter().map(|p| p.bytes_in_flight as f64).sum::<f64>()).sum::<f64>() / n;
+        let rtt: f64 = ss.iter().map(|s| s.paths[0].srtt_ms).sum::<f64>() / n;
+        let together = ss.iter().filter(|s| s.paths.len() > 1 && s.paths[0].group == s.paths[1].group).count()
+            as f64
+            / n;
+        let _ = &cwnd;
+        println!("  flow {fl}: pacing {pace:.1} Mbit/s cwnd {cwnd:.0} inflight {infl:.0} srtt {rtt:.1} grouped {together:.2}");
+    }
+    (mp / sp, r)
+}

@@ -157,6 +157,15 @@ pub struct Bbr {
     cycle_index: usize,
     cycle_stamp: Instant,
     lost_in_phase: bool,
+    /// The ProbeBW phase another path's controller dictates (Coupled BBR's
+    /// group coupling); `None`: this controller cycles on its own.
+    cycle_lead: Option<usize>,
+    /// Whether another path's controller, which this one follows, is in
+    /// ProbeRTT (`None`: this controller probes RTT on its own timer).
+    probe_rtt_lead: Option<bool>,
+    /// Share of BtlBw this path may use for pacing and inflight (Coupled
+    /// BBR's group coupling; 1 = plain BBR). BtlBw itself stays measured.
+    bw_scale: f64,
     cruise: Cruise,
     rng: u64,
     // ProbeRTT.
@@ -197,6 +206,9 @@ impl Bbr {
             cycle_index: 0,
             cycle_stamp: params.now,
             lost_in_phase: false,
+            cycle_lead: None,
+            probe_rtt_lead: None,
+            bw_scale: 1.0,
             cruise: Cruise::Gain(1.0),
             rng: 0x9e37_79b9_7f4a_7c15 ^ u64::from(params.path_id.0),
             probe_rtt_done: None,
@@ -250,6 +262,47 @@ impl Bbr {
         self.set_pacing_rate();
     }
 
+    /// Follow another controller's ProbeBW phase (`Some(index)`) instead of
+    /// cycling on this path's own clock; used by Coupled BBR so that the
+    /// paths of one bottleneck probe together. Takes effect at the next ACK.
+    pub fn set_cycle_lead(&mut self, lead: Option<usize>) {
+        self.cycle_lead = lead.filter(|&k| k < PROBE_BW_GAINS.len());
+    }
+
+    /// Follow another controller's ProbeRTT (`Some(in_probe_rtt)`): enter
+    /// and leave it with that controller instead of on this path's own
+    /// RTprop timer, so that the paths of one bottleneck drain it together.
+    pub fn set_probe_rtt_lead(&mut self, lead: Option<bool>) {
+        self.probe_rtt_lead = lead;
+    }
+
+    /// Another path of this one's bottleneck lost packets: the probing
+    /// phase may end as if this path had (Coupled BBR's leader).
+    pub fn note_shared_loss(&mut self) {
+        self.lost_in_phase = true;
+    }
+
+    /// In ProbeRTT.
+    pub fn in_probe_rtt(&self) -> bool {
+        self.state == BbrState::ProbeRtt
+    }
+
+    /// Use `scale` (clamped to (0, 1]) of BtlBw for pacing and the window:
+    /// Coupled BBR's share of a group estimate. Takes effect at the next ACK.
+    pub fn set_bw_scale(&mut self, scale: f64) {
+        self.bw_scale = if scale.is_finite() { scale.clamp(0.01, 1.0) } else { 1.0 };
+    }
+
+    /// BtlBw times the coupling scale: what pacing and inflight use.
+    fn usable_bw(&self) -> u64 {
+        (self.btl_bw.get() as f64 * self.bw_scale) as u64
+    }
+
+    /// The ProbeBW phase index while in ProbeBW.
+    pub fn probe_phase(&self) -> Option<u8> {
+        (self.state == BbrState::ProbeBw).then_some(self.cycle_index as u8)
+    }
+
     /// Whether the four-packets-per-RTT pacing of Coupled BBR is in force.
     fn four_per_rtt(&self) -> bool {
         self.state == BbrState::ProbeBw && self.cycle_index >= 2 && self.cruise == Cruise::FourPerRtt
@@ -266,7 +319,7 @@ impl Bbr {
 
     /// gain · BDP plus quanta, or the initial window before any model.
     fn inflight(&self, gain: f64) -> usize {
-        let bw = self.btl_bw.get();
+        let bw = self.usable_bw();
         match self.rt_prop {
             Some(rt) if bw > 0 => {
                 let bdp = bw as f64 * rt.as_secs_f64();
@@ -324,6 +377,14 @@ impl Bbr {
 
     fn update_cycle_phase(&mut self, ev: &AckEvent) {
         if self.state != BbrState::ProbeBw {
+            return;
+        }
+        if let Some(lead) = self.cycle_lead {
+            if lead != self.cycle_index {
+                self.cycle_index = lead;
+                self.cycle_stamp = ev.now;
+                self.lost_in_phase = false;
+            }
             return;
         }
         let full_length = match self.rt_prop {
@@ -389,6 +450,10 @@ impl Bbr {
                 self.rt_prop_stamp = now;
             }
         }
+        if let Some(lead) = self.probe_rtt_lead {
+            self.follow_probe_rtt(lead, now);
+            return;
+        }
         if expired && self.state != BbrState::ProbeRtt {
             self.save_cwnd();
             self.state = BbrState::ProbeRtt;
@@ -424,6 +489,19 @@ impl Bbr {
         }
     }
 
+    /// ProbeRTT entered and left with the controller this one follows.
+    fn follow_probe_rtt(&mut self, lead: bool, now: Instant) {
+        if lead && self.filled_pipe && matches!(self.state, BbrState::ProbeBw | BbrState::Drain) {
+            self.save_cwnd();
+            self.state = BbrState::ProbeRtt;
+            self.probe_rtt_done = None;
+        } else if !lead && self.state == BbrState::ProbeRtt {
+            self.rt_prop_stamp = now;
+            self.cwnd = self.cwnd.max(self.prior_cwnd);
+            self.enter_probe_bw(now);
+        }
+    }
+
     fn update_gains(&mut self) {
         let (p, c) = match self.state {
             BbrState::Startup => (STARTUP_GAIN, CWND_GAIN),
@@ -456,7 +534,7 @@ impl Bbr {
             self.pacing_rate = rate as u64;
             return;
         }
-        let bw = self.btl_bw.get();
+        let bw = self.usable_bw();
         let rate = if bw == 0 {
             self.pacing_gain * self.cwnd as f64 / srtt.as_secs_f64()
         } else {

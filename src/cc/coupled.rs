@@ -261,6 +261,11 @@ pub(crate) mod tests {
             pacing_rate: None,
             in_slow_start: false,
             active: true,
+            group: id,
+            probe_phase: None,
+            probe_rtt: false,
+            delivered: 0,
+            lost: 0,
         }
     }
 

@@ -1,5 +1,9 @@
-//! Coupled BBR (seed paper 000, section IV, eq. 1-2, Alg. 1): BBR on every
-//! path, with the gain of ProbeBW's six cruising phases replaced by
+//! Coupled BBR. Two couplings of per-path BBR (see [`Coupling`]): mpquic's
+//! `coupled-bbr`, which couples only the paths a shared-bottleneck detector
+//! groups, by probing in step; and the paper's Alg. 1, `coupled-bbr-alg1`.
+//!
+//! Alg. 1 (seed paper 000, section IV, eq. 1-2): BBR on every path, with the
+//! gain of ProbeBW's six cruising phases replaced by
 //!
 //! β_i = BW_i · max_j BW_j / Σ_j BW_j²,   α_i = (4β_i − 1)/3,
 //!
@@ -9,7 +13,7 @@
 //! When α_i ≤ 0 the path sends four packets per RTT instead, which keeps it
 //! alive and measuring.
 
-use super::bbr::{Bbr, Cruise};
+use super::bbr::{Bbr, Cruise, MaxFilter, BTL_BW_WINDOW_ROUNDS};
 use super::{AckEvent, CcMetrics, CcParams, CongestionController, LossEvent, PathView};
 use crate::rtt::RttEstimator;
 use crate::PathId;
@@ -41,18 +45,73 @@ pub fn cruise_for(alpha: f64) -> Cruise {
     }
 }
 
+/// How the paths of a connection are coupled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Coupling {
+    /// mpquic's `coupled-bbr`: plain BBR on a path alone in its
+    /// shared-bottleneck group ([`PathView::group`], from [`crate::sbd`]);
+    /// within a group every path follows the ProbeBW phase of the group's
+    /// leader (its lowest path ID), so the group probes and drains together
+    /// and its bottleneck sees one BBR flow.
+    ///
+    /// Why that is fair: a BBR v1 flow's BtlBw is the delivery rate it
+    /// measures while probing at 1.25×. Paths probing at separate times each
+    /// measure 1.25·b_i·C/(1.25·b_i + rest), as independent flows would, so k
+    /// paths take k shares. Probing together they measure
+    /// Σ 1.25·b_i·C/(1.25·Σb + rest): one flow of rate Σb, whose fixed point
+    /// beside a single-path flow of rate c is Σb = c. Each path still paces at
+    /// its own gain·BtlBw and caps inflight at 2·BtlBw·RTprop, so a path
+    /// wrongly grouped with a disjoint one loses nothing: it only probes in
+    /// step. Alg. 1 instead cruises at α·BtlBw, which lets a competitor's
+    /// probes take bandwidth its own estimate never sees again.
+    Groups,
+    /// The paper's Alg. 1 (`coupled-bbr-alg1`): every active path of the
+    /// connection is coupled by α_i, shared bottleneck or not. Kept to
+    /// reproduce seed 000.
+    Alg1,
+}
+
 /// A Coupled BBR controller for one path.
 #[derive(Clone, Debug)]
 pub struct CoupledBbr {
     id: PathId,
     bbr: Bbr,
+    coupling: Coupling,
     alpha: f64,
+    /// Group coupling: max over ten rounds of the group's delivery rate.
+    group_bw: MaxFilter,
+    /// The group's delivered bytes (all its paths together) at this path's
+    /// recent ACKs, back to the send time of the packets now being acked.
+    group_delivered: std::collections::VecDeque<(std::time::Instant, u64)>,
+    /// The group's members when `group_delivered` was started.
+    members: smallvec::SmallVec<[PathId; 4]>,
+    /// Bytes the other paths of the group had lost at the last event.
+    peers_lost: u64,
 }
 
 impl CoupledBbr {
-    /// A controller in Startup.
+    /// `coupled-bbr`, in Startup.
     pub fn new(params: CcParams) -> Self {
-        Self { id: params.path_id, bbr: Bbr::new(params), alpha: 1.0 }
+        Self::with_coupling(params, Coupling::Groups)
+    }
+
+    /// `coupled-bbr-alg1`, in Startup.
+    pub fn alg1(params: CcParams) -> Self {
+        Self::with_coupling(params, Coupling::Alg1)
+    }
+
+    fn with_coupling(params: CcParams, coupling: Coupling) -> Self {
+        let group_bw = MaxFilter::new(BTL_BW_WINDOW_ROUNDS);
+        Self {
+            id: params.path_id,
+            bbr: Bbr::new(params),
+            coupling,
+            alpha: 1.0,
+            group_bw,
+            group_delivered: Default::default(),
+            members: Default::default(),
+            peers_lost: 0,
+        }
     }
 
     /// The underlying BBR state machine.
@@ -60,14 +119,92 @@ impl CoupledBbr {
         &self.bbr
     }
 
-    /// α_i as of the last event.
+    /// α_i as of the last event (Alg. 1; 1 under group coupling).
     pub fn alpha(&self) -> f64 {
         self.alpha
     }
 
-    /// Recompute α from the active paths' BtlBw, this path's own value taken
-    /// from its controller (its view may lag by one event).
+    /// The leader of `id`'s group (its active path with the lowest ID),
+    /// when that is another path.
+    pub fn leader(id: PathId, paths: &[PathView]) -> Option<&PathView> {
+        let group = paths.iter().find(|p| p.id == id)?.group;
+        let leader = paths.iter().filter(|p| p.active && p.group == group).min_by_key(|p| p.id)?;
+        (leader.id != id).then_some(leader)
+    }
+
+    /// The other active paths of this path's group.
+    fn group_peers<'a>(&self, paths: &'a [PathView]) -> impl Iterator<Item = &'a PathView> + 'a {
+        let id = self.id;
+        let group = paths.iter().find(|p| p.id == id).map(|p| p.group);
+        paths.iter().filter(move |p| p.active && p.id != id && Some(p.group) == group)
+    }
+
+    /// Before an event: follow the group leader's phase through it, and pace
+    /// on this path's share of the group's joint estimate: BtlBw scaled by
+    /// group max ÷ Σ BtlBw (per-path maxima of a shared bottleneck add up to
+    /// more than the group ever delivered at once).
+    fn follow(&mut self, paths: &[PathView]) {
+        if self.coupling != Coupling::Groups {
+            return;
+        }
+        let leader = Self::leader(self.id, paths);
+        self.bbr.set_cycle_lead(leader.and_then(|l| l.probe_phase).map(usize::from));
+        self.bbr.set_probe_rtt_lead(leader.map(|l| l.probe_rtt));
+        // The leader's probe ends on a loss anywhere in the group, as one
+        // flow's would.
+        let peers_lost: u64 = self.group_peers(paths).map(|p| p.lost).sum();
+        if leader.is_none() && peers_lost > self.peers_lost {
+            self.bbr.note_shared_loss();
+        }
+        self.peers_lost = peers_lost;
+        let peers: u64 = self.group_peers(paths).map(|p| p.bandwidth).sum();
+        let sum = peers.saturating_add(self.bbr.btl_bw());
+        let joint = self.group_bw.get();
+        let scale = if peers == 0 || joint == 0 || sum == 0 { 1.0 } else { joint as f64 / sum as f64 };
+        self.bbr.set_bw_scale(scale);
+    }
+
+    /// After an ACK: a delivery-rate sample of the whole group into the
+    /// group estimate, taken as BBR takes one for a packet: bytes the group
+    /// delivered since this ACK's newest packet was sent, over the time since
+    /// the group had delivered what it had then (app-limited samples say
+    /// nothing of the bottleneck).
+    fn sample_group(&mut self, ev: &AckEvent, paths: &[PathView]) {
+        let Some(rs) = ev.rate else { return };
+        let members: smallvec::SmallVec<[PathId; 4]> = self.group_peers(paths).map(|p| p.id).collect();
+        if members.is_empty() {
+            self.group_delivered.clear();
+            return;
+        }
+        if members != self.members {
+            // A path joined or left: earlier totals are not comparable.
+            self.members = members;
+            self.group_delivered.clear();
+        }
+        let total =
+            self.group_peers(paths).map(|p| p.delivered).sum::<u64>().saturating_add(rs.total_delivered);
+        // Keep the newest entry at or before the acked packet's send time.
+        let sent = ev.largest_acked_sent;
+        while self.group_delivered.get(1).is_some_and(|&(t, _)| t <= sent) {
+            self.group_delivered.pop_front();
+        }
+        let prior = self.group_delivered.front().copied().filter(|&(t, _)| t <= sent);
+        self.group_delivered.push_back((ev.now, total));
+        let Some((t0, d0)) = prior else { return };
+        let elapsed = ev.now.saturating_duration_since(t0);
+        if rs.is_app_limited || elapsed < rs.interval.min(elapsed.max(rs.rtt)) || elapsed.is_zero() {
+            return;
+        }
+        let rate = (total.saturating_sub(d0) as f64 / elapsed.as_secs_f64()) as u64;
+        self.group_bw.update(self.bbr.round_count(), rate);
+    }
+
+    /// After an event: Alg. 1's α from the active paths' BtlBw, this path's
+    /// own value taken from its controller (its view may lag by one event).
     fn recouple(&mut self, paths: &[PathView]) {
+        if self.coupling != Coupling::Alg1 {
+            return;
+        }
         // Per ACK: no heap allocation for the usual handful of paths.
         let mut bws: smallvec::SmallVec<[f64; 8]> =
             paths.iter().filter(|p| p.active && p.id != self.id).map(|p| p.bandwidth as f64).collect();
@@ -80,7 +217,10 @@ impl CoupledBbr {
 
 impl CongestionController for CoupledBbr {
     fn name(&self) -> &'static str {
-        "coupled-bbr"
+        match self.coupling {
+            Coupling::Groups => "coupled-bbr",
+            Coupling::Alg1 => "coupled-bbr-alg1",
+        }
     }
     fn window(&self) -> usize {
         self.bbr.window()
@@ -94,14 +234,25 @@ impl CongestionController for CoupledBbr {
     fn bandwidth_estimate(&self) -> Option<u64> {
         self.bbr.bandwidth_estimate()
     }
+    fn probe_phase(&self) -> Option<u8> {
+        self.bbr.probe_phase()
+    }
+    fn in_probe_rtt(&self) -> bool {
+        self.bbr.in_probe_rtt()
+    }
     fn on_packet_sent(&mut self, now: std::time::Instant, bytes: usize, bytes_in_flight: usize) {
         self.bbr.on_packet_sent(now, bytes, bytes_in_flight);
     }
     fn on_ack(&mut self, ev: &AckEvent, rtt: &RttEstimator, paths: &[PathView]) {
+        self.follow(paths);
         self.bbr.on_ack(ev, rtt, paths);
+        if self.coupling == Coupling::Groups {
+            self.sample_group(ev, paths);
+        }
         self.recouple(paths);
     }
     fn on_loss(&mut self, ev: &LossEvent, rtt: &RttEstimator, paths: &[PathView]) {
+        self.follow(paths);
         self.bbr.on_loss(ev, rtt, paths);
         self.recouple(paths);
     }
@@ -195,6 +346,11 @@ mod tests {
             pacing_rate: None,
             in_slow_start: false,
             active: true,
+            group: id,
+            probe_phase: None,
+            probe_rtt: false,
+            delivered: 0,
+            lost: 0,
         }
     }
 
@@ -203,7 +359,8 @@ mod tests {
     fn drive(id: u32, bw: u64, other: u64, acks: usize) -> CoupledBbr {
         let t0 = base();
         let mss = 1200;
-        let mut c = CoupledBbr::new(CcParams { path_id: PathId(id), mss, initial_window: 10 * mss, now: t0 });
+        let mut c =
+            CoupledBbr::alg1(CcParams { path_id: PathId(id), mss, initial_window: 10 * mss, now: t0 });
         let mut rtt = RttEstimator::default();
         let r = Duration::from_millis(100);
         let paths = [view(id, 0), view(id + 1, other)];

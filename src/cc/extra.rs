@@ -9,7 +9,7 @@ use super::olia::Olia;
 use super::{CcParams, CongestionController};
 
 /// Names [`build_extra`] knows.
-pub const EXTRA_NAMES: [&str; 5] = ["bbr", "coupled-bbr", "lia", "olia", "balia"];
+pub const EXTRA_NAMES: [&str; 6] = ["bbr", "coupled-bbr", "coupled-bbr-alg1", "lia", "olia", "balia"];
 
 /// Build the controller called `name` (case-insensitive; `coupled_bbr` and
 /// `cbbr` are accepted for `coupled-bbr`), or `None` for another name.
@@ -18,6 +18,7 @@ pub fn build_extra(name: &str, params: CcParams) -> Option<Box<dyn CongestionCon
     let cc: Box<dyn CongestionController> = match name.as_str() {
         "bbr" => Box::new(Bbr::new(params)),
         "coupled-bbr" | "coupled_bbr" | "cbbr" => Box::new(CoupledBbr::new(params)),
+        "coupled-bbr-alg1" => Box::new(CoupledBbr::alg1(params)),
         "lia" => Box::new(Lia::new(params)),
         "olia" => Box::new(Olia::new(params)),
         "balia" => Box::new(Balia::new(params)),

@@ -331,6 +331,7 @@ impl Connection {
                 let id = p.id;
                 self.paths.remove(i);
                 self.cids.drop_local_path(id);
+                self.sbd.remove_path(id);
                 continue;
             }
             if let Some((d, t)) = p.challenge {

@@ -88,6 +88,9 @@ pub struct PathStats {
     pub pacing_gain: Option<f64>,
     /// Congestion-controller state name.
     pub cc_state: &'static str,
+    /// Shared-bottleneck group ([`crate::sbd`]): paths with equal values
+    /// were judged to share a bottleneck; a path alone has its own ID.
+    pub group: u32,
 }
 
 /// What a new path needs from the configuration (kept by the connection so
@@ -329,6 +332,7 @@ impl Path {
             lost_bytes: self.recovery.lost_bytes(),
             pacing_gain: cc.metrics().pacing_gain,
             cc_state: cc.metrics().state,
+            group: self.id.0,
         }
     }
 }

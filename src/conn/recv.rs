@@ -572,6 +572,16 @@ impl Connection {
                     PacketFate::Discarded => {}
                 }
             });
+            if let Some(released) =
+                r.as_ref().ok().and_then(|s| s.sampled_released).filter(|_| self.multipath)
+            {
+                // One-way delay stand-in for shared-bottleneck detection:
+                // the network's RTT (from the pacer's release, so sender-side
+                // pacing delay is left out) less the peer's ACK delay.
+                let rtt = now.saturating_duration_since(released);
+                let owd = rtt.saturating_sub(delay.min(p.recovery.max_ack_delay()));
+                self.sbd.on_sample(p.id, now, owd);
+            }
             if r.as_ref().is_ok_and(|s| s.newly_acked > 0) {
                 p.probes = 0;
                 p.silent_ptos = 0;

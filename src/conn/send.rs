@@ -1152,7 +1152,10 @@ impl Connection {
     }
 
     pub(super) fn path_views(&self) -> Vec<crate::cc::PathView> {
-        self.paths.iter().map(|p| p.recovery.view(p.usable())).collect()
+        self.paths
+            .iter()
+            .map(|p| crate::cc::PathView { group: self.sbd.group(p.id), ..p.recovery.view(p.usable()) })
+            .collect()
     }
 }
 

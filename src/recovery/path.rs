@@ -214,6 +214,11 @@ impl PathRecovery {
             pacing_rate: self.cc.pacing_rate(),
             in_slow_start: self.cc.in_slow_start(),
             active,
+            group: self.id.0,
+            probe_phase: self.cc.probe_phase(),
+            probe_rtt: self.cc.in_probe_rtt(),
+            delivered: self.delivered,
+            lost: self.lost,
         }
     }
 
@@ -256,6 +261,7 @@ impl PathRecovery {
         let rate = self.pacing_rate();
         self.pacer.set_rate(now, rate);
         self.pacer.on_sent(now, pkt.size);
+        pkt.released = self.pacer.release_time(now).unwrap_or(now);
     }
 
     /// Backoff multiplier 2^pto_count, capped.

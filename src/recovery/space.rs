@@ -32,6 +32,10 @@ pub struct AckSummary {
     pub lost: usize,
     /// An RTT sample was taken.
     pub rtt_sampled: bool,
+    /// With an RTT sample: when the sampled packet left the pacer. The time
+    /// from there to the ACK is the network's RTT, without sender-side
+    /// pacing delay (shared-bottleneck detection uses it).
+    pub sampled_released: Option<Instant>,
     /// Persistent congestion was established.
     pub persistent_congestion: bool,
 }
@@ -235,6 +239,7 @@ impl<T> PacketSpace<T> {
         let mut acked_packets = 0usize;
         let mut any_ack_eliciting = false;
         let mut largest_newly_acked_sent: Option<Instant> = None;
+        let mut largest_released: Option<Instant> = None;
         let mut newest_acked_sent: Option<Instant> = None;
         let mut rs: Option<RateBuild> = None;
 
@@ -253,6 +258,7 @@ impl<T> PacketSpace<T> {
                 any_ack_eliciting |= p.ack_eliciting;
                 if p.pn == largest {
                     largest_newly_acked_sent = Some(p.time_sent);
+                    largest_released = Some(p.released);
                 }
                 if newest_acked_sent.is_none_or(|t| p.time_sent > t) {
                     newest_acked_sent = Some(p.time_sent);
@@ -283,6 +289,7 @@ impl<T> PacketSpace<T> {
                 path.first_rtt_sample = Some(now);
             }
             summary.rtt_sampled = true;
+            summary.sampled_released = largest_released;
         }
 
         let (lost, pc) = self.detect_lost(path, now, paths, &mut on_packet);
