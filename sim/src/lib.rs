@@ -19,5 +19,5 @@ pub mod output;
 pub mod report;
 pub mod sim;
 
-pub use report::{FlowSummary, PathSample, PathSummary, Report, Sample};
+pub use report::{FlowSummary, LinkSummary, PathSample, PathSummary, Report, Sample};
 pub use sim::{Failure, FlowSpec, Sim, SimConfig, SimError, Workload};
