@@ -1106,3 +1106,22 @@ fn open_extra_paths(f: &mut Flow, now: Instant) {
     }
     f.st.paths_opened = true;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_round_trip() {
+        for tag in [
+            Tag { flow: 0, path: 0, hop: 0, to_server: true },
+            Tag { flow: 7, path: 3, hop: 1, to_server: false },
+            Tag { flow: u32::MAX as usize, path: MAX_FLOW_PATHS - 1, hop: MAX_HOPS, to_server: false },
+        ] {
+            assert_eq!(Tag::decode(tag.encode()), tag);
+        }
+        // Without routes (hop 0) the layout keeps flow, path and direction where
+        // they were: flow in the high 32 bits, direction in bit 0.
+        assert_eq!(Tag { flow: 2, path: 1, hop: 0, to_server: false }.encode(), (2 << 32) | (1 << 9) | 1);
+    }
+}
