@@ -26,6 +26,8 @@ use mpquic::{Config, Connection, PathError, RecvInfo};
 
 use crate::app::{App, Body, CHUNK};
 use crate::report::{quantile, FlowSummary, LinkSummary, PathSample, PathSummary, Report, Sample};
+pub use crate::tag::MAX_HOPS;
+use crate::tag::{Tag, MAX_FLOW_PATHS};
 
 /// Bytes of IPv4 + UDP headers the links charge on top of each UDP payload.
 pub const HEADER_BYTES: u32 = 28;
@@ -206,38 +208,6 @@ impl SimConfig {
         let mut cfg = SimConfig::new(&scenario.name, 0, duration);
         cfg.flows = vec![FlowSpec::new(scenario.test_paths.clone())];
         cfg
-    }
-}
-
-/// Longest route, in links (the hop index lives in 8 bits of a packet's tag).
-pub const MAX_HOPS: usize = 255;
-/// Most paths per flow (the path index lives in 23 bits of a packet's tag).
-const MAX_FLOW_PATHS: usize = 1 << 23;
-
-/// What a packet's tag says: flow, flow path, hop along the route, direction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Tag {
-    flow: usize,
-    path: usize,
-    hop: usize,
-    to_server: bool,
-}
-
-impl Tag {
-    fn encode(self) -> u64 {
-        ((self.flow as u64) << 32)
-            | ((self.path as u64) << 9)
-            | ((self.hop as u64) << 1)
-            | u64::from(!self.to_server)
-    }
-
-    fn decode(tag: u64) -> Tag {
-        Tag {
-            flow: (tag >> 32) as usize,
-            path: ((tag >> 9) & 0x7f_ffff) as usize,
-            hop: ((tag >> 1) & 0xff) as usize,
-            to_server: tag & 1 == 0,
-        }
     }
 }
 
@@ -1105,23 +1075,4 @@ fn open_extra_paths(f: &mut Flow, now: Instant) {
         }
     }
     f.st.paths_opened = true;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tags_round_trip() {
-        for tag in [
-            Tag { flow: 0, path: 0, hop: 0, to_server: true },
-            Tag { flow: 7, path: 3, hop: 1, to_server: false },
-            Tag { flow: u32::MAX as usize, path: MAX_FLOW_PATHS - 1, hop: MAX_HOPS, to_server: false },
-        ] {
-            assert_eq!(Tag::decode(tag.encode()), tag);
-        }
-        // Without routes (hop 0) the layout keeps flow, path and direction where
-        // they were: flow in the high 32 bits, direction in bit 0.
-        assert_eq!(Tag { flow: 2, path: 1, hop: 0, to_server: false }.encode(), (2 << 32) | (1 << 9) | 1);
-    }
 }
