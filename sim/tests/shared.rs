@@ -132,3 +132,35 @@ fn routes_are_checked() {
     assert!(bad(vec![Route { name: "r".into(), links: vec![0, 3] }]).contains("uses link 3"));
     assert!(bad(vec![]).contains("uses path 0"));
 }
+
+/// The bottleneck buffer of a loaded scenario can be changed (0.5 to 4 BDP): the
+/// RTT the paths across it see is bounded by propagation plus the buffer's drain
+/// time, and grows with the buffer.
+#[test]
+fn bottleneck_buffer_override_bounds_the_rtt() {
+    use emu::queue::{QueueConfig, QueueKind};
+    const BDP: f64 = 625_000.0;
+    let mut srtts = Vec::new();
+    for bdps in [0.5, 1.0, 2.0, 4.0] {
+        let mut sc = Scenario::find("shared-bottleneck").unwrap();
+        let bytes = (BDP * bdps) as u64;
+        sc.set_queue(
+            "bottleneck",
+            QueueConfig { kind: QueueKind::DropTail, packets: None, bytes: Some(bytes) },
+        )
+        .unwrap();
+        let mut cfg = SimConfig::for_scenario(&sc, Duration::from_secs(20));
+        cfg.flows[0].cc = "cubic".into();
+        let r = Sim::from_scenario(&sc, 1, cfg).unwrap().run(&mut |_, _| {});
+        let paths: Vec<_> = r.flows.iter().flat_map(|f| &f.paths).collect();
+        let max_srtt = paths.iter().map(|p| p.srtt_mean_ms).fold(0.0, f64::max);
+        let mean_srtt = paths.iter().map(|p| p.srtt_mean_ms).sum::<f64>() / paths.len() as f64;
+        // Propagation (50 ms), 1 ms per hop each way, then at most a full buffer
+        // draining at 100 Mbit/s.
+        let bound = 54.0 + bytes as f64 * 8.0 / 100e6 * 1e3;
+        println!("{bdps} BDP: mean srtt {mean_srtt:.1} ms, max {max_srtt:.1} ms (bound {bound:.1})");
+        assert!(max_srtt <= bound, "{bdps} BDP: srtt {max_srtt} ms above {bound}");
+        srtts.push(mean_srtt);
+    }
+    assert!(srtts[3] > srtts[0], "RTT does not grow with the buffer: {srtts:?}");
+}
