@@ -166,6 +166,17 @@ impl PathLinks {
     }
 }
 
+/// A path through the network: links in series, by index into a list of
+/// [`PathLinks`]. Uplink packets cross `links` in order (the first is the client's
+/// access link), downlink packets in reverse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// Path name.
+    pub name: String,
+    /// Link indices, client side first.
+    pub links: Vec<usize>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

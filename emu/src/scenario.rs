@@ -1,5 +1,6 @@
 //! Scenario files: several paths, each with its traces, delay, loss, queue and
-//! time-varying schedules, in TOML.
+//! time-varying schedules, in TOML; optionally shared links the paths cross, and
+//! background flows.
 //!
 //! ```toml
 //! name = "break"
@@ -28,6 +29,43 @@
 //! points = [[0.0, 0.0], [10.0, 0.07], [20.0, 0.0]]   # [seconds, value]
 //! ```
 //!
+//! Shared links, background flows and the flow under test's paths (all optional):
+//!
+//! ```toml
+//! test_paths = ["a", "b"]  # paths of the flow under test (default: every path)
+//!
+//! [[link]]                 # a named link: the same keys as a path, except via
+//! name = "bottleneck"
+//! up = "data/const-100mbps"
+//! down = "data/const-100mbps"
+//! delay_ms = 25.0
+//! queue = { kind = "droptail", bytes = 625000 }
+//!
+//! [[path]]
+//! name = "a"
+//! up = "data/const-1000mbps"
+//! down = "data/const-1000mbps"
+//! via = ["bottleneck"]     # crossed after the path's own link, towards the server
+//!
+//! [[flow]]                 # a background flow
+//! paths = ["c"]            # path names; the first carries the handshake
+//! cc = "bbr"               # default: the flow under test's controller
+//! scheduler = "minrtt"     # default minrtt
+//! start = 0.0              # seconds, default 0
+//! bytes = 10000000         # default: unbounded
+//! ```
+//!
+//! An uplink packet crosses the path's own link, then the `via` links in order; a
+//! downlink packet crosses them in reverse. Every path must be used by a flow (the flow
+//! under test or a `[[flow]]`) and every link by a path; names are unique across paths
+//! and links.
+//!
+//! Ranges: `duration` in (0, 86400] s; `start` and schedule times in [0, 86400] s;
+//! `delay_ms` in [0, 60000]; scheduled `delay_ms` values in [-60000, 60000]; `rate`
+//! factors in [0, 1000]; probabilities in [0, 1]; queue `packets` in [1, 10^9], `bytes`
+//! in [1, 10^12]; AQM times in ms as [`QueueArgs::build`] says; flow `bytes` in
+//! [1, 2^50]. Anything else (NaN, infinities) is an error naming the key.
+//!
 //! Loss models: `{ model = "none" }`, `{ model = "bernoulli", p = P }`,
 //! `{ model = "gilbert", p_good_to_bad = .., p_bad_to_good = .., loss_good = ..,
 //! loss_bad = .. }` (`loss_good` defaults to 0, `loss_bad` to 1).
@@ -40,7 +78,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::link::{Link, LinkConfig, PathLinks};
+use crate::link::{Link, LinkConfig, PathLinks, Route};
 use crate::loss::LossModel;
 use crate::profile::{Interp, Profile};
 use crate::queue::{QueueArgs, QueueConfig};
@@ -112,12 +150,18 @@ struct RawScenario {
     #[serde(default)]
     seed: u64,
     #[serde(default)]
-    path: Vec<RawPath>,
+    path: Vec<RawLink>,
+    #[serde(default)]
+    link: Vec<RawLink>,
+    #[serde(default)]
+    flow: Vec<RawFlow>,
+    test_paths: Option<Vec<String>>,
 }
 
+/// A `[[path]]` or a `[[link]]`: the same fields (`via` only on a path).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawPath {
+struct RawLink {
     name: String,
     up: String,
     down: String,
@@ -129,6 +173,18 @@ struct RawPath {
     queue: Option<RawQueue>,
     #[serde(default)]
     schedule: Vec<RawSchedule>,
+    via: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFlow {
+    paths: Vec<String>,
+    cc: Option<String>,
+    scheduler: Option<String>,
+    #[serde(default)]
+    start: f64,
+    bytes: Option<u64>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -170,10 +226,39 @@ struct RawSchedule {
 pub struct PathSpec {
     /// Path name.
     pub name: String,
-    /// Uplink (client -> server) configuration.
+    /// Uplink (client -> server) configuration of the path's own link.
     pub up: LinkConfig,
-    /// Downlink (server -> client) configuration.
+    /// Downlink (server -> client) configuration of the path's own link.
     pub down: LinkConfig,
+    /// Shared links ([`Scenario::links`] indices) the path crosses after its own link,
+    /// towards the server.
+    pub via: Vec<usize>,
+}
+
+/// A named link of a scenario (`[[link]]`), which paths cross with `via`.
+#[derive(Debug, Clone)]
+pub struct LinkSpec {
+    /// Link name.
+    pub name: String,
+    /// Client -> server direction.
+    pub up: LinkConfig,
+    /// Server -> client direction.
+    pub down: LinkConfig,
+}
+
+/// A background flow (`[[flow]]`): a connection besides the flow under test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackgroundFlow {
+    /// Paths ([`Scenario::paths`] indices) it uses; the first carries the handshake.
+    pub paths: Vec<usize>,
+    /// Congestion controller; `None`: the flow under test's.
+    pub cc: Option<String>,
+    /// Path scheduler (default `minrtt`).
+    pub scheduler: String,
+    /// When it connects.
+    pub start: Duration,
+    /// Bytes to transfer; `None`: unbounded.
+    pub bytes: Option<u64>,
 }
 
 /// A loaded, validated scenario.
@@ -189,8 +274,24 @@ pub struct Scenario {
     pub seed: u64,
     /// The paths, in file order.
     pub paths: Vec<PathSpec>,
+    /// The named (shared) links, in file order.
+    pub links: Vec<LinkSpec>,
+    /// Background flows, in file order.
+    pub flows: Vec<BackgroundFlow>,
+    /// Paths ([`Scenario::paths`] indices) the flow under test uses (default: all).
+    pub test_paths: Vec<usize>,
     /// File it was loaded from.
     pub file: PathBuf,
+}
+
+/// The links of a scenario and the route of each path over them, as
+/// [`Scenario::build_network`] makes them.
+#[derive(Debug, Clone)]
+pub struct Network {
+    /// Every path's own link (index = path index), then the named links.
+    pub links: Vec<PathLinks>,
+    /// Per path, in path order.
+    pub routes: Vec<Route>,
 }
 
 /// SplitMix64 step: derives independent per-link seeds from one scenario seed.
@@ -202,8 +303,36 @@ fn mix(seed: u64, salt: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Salt of named link `j`'s seeds: far from the paths' (`2 i + direction`), so that
+/// adding a path does not re-seed the links.
+fn link_salt(j: usize) -> u64 {
+    (1 << 32) + (j as u64) * 2
+}
+
 fn secs(v: f64) -> Duration {
     Duration::try_from_secs_f64(v.max(0.0)).unwrap_or(Duration::MAX)
+}
+
+/// Longest duration, start time or schedule time a scenario may give: one day.
+pub const MAX_SECONDS: f64 = 86_400.0;
+/// Largest one-way delay (and scheduled extra delay, in absolute value), ms.
+pub const MAX_DELAY_MS: f64 = 60_000.0;
+/// Largest `rate` schedule factor.
+pub const MAX_RATE_SCALE: f64 = 1_000.0;
+/// Largest `bytes` of a background flow (1 PiB).
+pub const MAX_FLOW_BYTES: u64 = 1 << 50;
+/// Largest queue limits.
+pub const MAX_QUEUE_PACKETS: u64 = 1_000_000_000;
+/// Largest queue limit in bytes (1 TB).
+pub const MAX_QUEUE_BYTES: u64 = 1_000_000_000_000;
+
+/// Checks that `v` is a number in `[lo, hi]` (NaN fails).
+fn in_range(name: &str, v: f64, lo: f64, hi: f64) -> Result<f64, String> {
+    if v.is_finite() && (lo..=hi).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{name} must be in [{lo}, {hi}], got {v:?}"))
+    }
 }
 
 impl Scenario {
@@ -243,59 +372,34 @@ impl Scenario {
     pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
         let raw: RawScenario = toml::from_str(text)
             .map_err(|e| ScenarioError::Syntax { path: path.to_path_buf(), message: e.to_string() })?;
-        let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
-        let invalid = |context: &str, message: String| ScenarioError::Invalid {
-            path: path.to_path_buf(),
-            context: context.to_string(),
-            message,
-        };
-        if !(raw.duration.is_finite() && raw.duration > 0.0) {
-            return Err(invalid("duration", format!("must be > 0, got {}", raw.duration)));
-        }
+        let bad = |(context, message): (String, String)| invalid(path, &context, message);
+        in_range("duration", raw.duration, f64::MIN_POSITIVE, MAX_SECONDS)
+            .map_err(|m| bad(("duration".into(), m)))?;
         if raw.path.is_empty() {
-            return Err(invalid("path", "a scenario needs at least one [[path]]".into()));
+            return Err(bad(("path".into(), "a scenario needs at least one [[path]]".into())));
         }
-        let mut traces: HashMap<PathBuf, Arc<Trace>> = HashMap::new();
-        let mut load_trace = |rel: &str| -> Result<Arc<Trace>, ScenarioError> {
-            let full = base.join(rel);
-            if let Some(t) = traces.get(&full) {
-                return Ok(t.clone());
-            }
-            let t = Arc::new(Trace::load(&full).map_err(ScenarioError::Trace)?);
-            traces.insert(full, t.clone());
-            Ok(t)
-        };
+        topology::check_names(&raw).map_err(bad)?;
+        let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let mut traces = TraceCache { file: path.to_path_buf(), base, loaded: HashMap::new() };
         let mut paths = Vec::new();
         for (i, rp) in raw.path.iter().enumerate() {
             let ctx = format!("path {:?}", rp.name);
-            if raw.path.iter().take(i).any(|o| o.name == rp.name) {
-                return Err(invalid(&ctx, "duplicate path name".into()));
-            }
-            if !(rp.delay_ms.is_finite() && rp.delay_ms >= 0.0) {
-                return Err(invalid(&ctx, format!("delay_ms must be >= 0, got {}", rp.delay_ms)));
-            }
-            if rp.loss.is_some() && (rp.loss_up.is_some() || rp.loss_down.is_some()) {
-                return Err(invalid(&ctx, "give either loss or loss_up/loss_down, not both".into()));
-            }
-            let loss_up = parse_loss(rp.loss_up.as_ref().or(rp.loss.as_ref()))
-                .map_err(|m| invalid(&format!("{ctx} loss"), m))?;
-            let loss_down = parse_loss(rp.loss_down.as_ref().or(rp.loss.as_ref()))
-                .map_err(|m| invalid(&format!("{ctx} loss"), m))?;
-            let queue = parse_queue(rp.queue.as_ref()).map_err(|m| invalid(&format!("{ctx} queue"), m))?;
-            let mut up = LinkConfig::new(load_trace(&rp.up)?);
-            let mut down = LinkConfig::new(load_trace(&rp.down)?);
-            for (cfg, loss, dir) in [(&mut up, loss_up, 0u64), (&mut down, loss_down, 1)] {
-                cfg.delay = Duration::from_secs_f64(rp.delay_ms / 1000.0);
-                cfg.loss = loss;
-                cfg.queue = queue;
-                cfg.seed = mix(raw.seed, (i as u64) * 2 + dir);
-            }
-            for (j, s) in rp.schedule.iter().enumerate() {
-                apply_schedule(s, &mut up, &mut down)
-                    .map_err(|m| invalid(&format!("{ctx} schedule {}", j + 1), m))?;
-            }
-            paths.push(PathSpec { name: rp.name.clone(), up, down });
+            let (up, down) = link_configs(rp, raw.seed, (i as u64) * 2, &mut traces, &ctx)?;
+            let via = topology::resolve_via(rp, &raw.link).map_err(|m| bad((ctx.clone(), m)))?;
+            paths.push(PathSpec { name: rp.name.clone(), up, down, via });
         }
+        let mut links = Vec::new();
+        for (j, rl) in raw.link.iter().enumerate() {
+            let ctx = format!("link {:?}", rl.name);
+            if rl.via.is_some() {
+                return Err(bad((ctx, "via only applies to a [[path]]".into())));
+            }
+            let (up, down) = link_configs(rl, raw.seed, link_salt(j), &mut traces, &ctx)?;
+            links.push(LinkSpec { name: rl.name.clone(), up, down });
+        }
+        let test_paths = topology::test_paths(&raw).map_err(bad)?;
+        let flows = topology::flows(&raw).map_err(bad)?;
+        topology::check_used(&raw, &paths, &test_paths, &flows).map_err(bad)?;
         let name = raw.name.unwrap_or_else(|| {
             path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
         });
@@ -305,6 +409,9 @@ impl Scenario {
             duration: secs(raw.duration),
             seed: raw.seed,
             paths,
+            links,
+            flows,
+            test_paths,
             file: path.to_path_buf(),
         })
     }
@@ -316,16 +423,120 @@ impl Scenario {
             p.up.seed = mix(seed, (i as u64) * 2);
             p.down.seed = mix(seed, (i as u64) * 2 + 1);
         }
+        for (j, l) in self.links.iter_mut().enumerate() {
+            l.up.seed = mix(seed, link_salt(j));
+            l.down.seed = mix(seed, link_salt(j) + 1);
+        }
         self
     }
 
-    /// Builds fresh links for every path, clocks starting at zero.
+    /// Replaces the queue of the path or named link `name`, both directions (e.g. to
+    /// try several bottleneck buffers on one scenario file).
+    pub fn set_queue(&mut self, name: &str, queue: QueueConfig) -> Result<(), ScenarioError> {
+        let pair = if let Some(p) = self.paths.iter_mut().find(|p| p.name == name) {
+            (&mut p.up, &mut p.down)
+        } else if let Some(l) = self.links.iter_mut().find(|l| l.name == name) {
+            (&mut l.up, &mut l.down)
+        } else {
+            return Err(ScenarioError::Invalid {
+                path: self.file.clone(),
+                context: format!("set_queue {name:?}"),
+                message: "no path or link of that name".into(),
+            });
+        };
+        pair.0.queue = queue;
+        pair.1.queue = queue;
+        Ok(())
+    }
+
+    /// Builds fresh links for every path's own link, clocks starting at zero (named
+    /// links are left out: see [`Scenario::build_network`]).
     pub fn build(&self) -> Vec<PathLinks> {
         self.paths
             .iter()
             .map(|p| PathLinks { name: p.name.clone(), up: Link::new(&p.up), down: Link::new(&p.down) })
             .collect()
     }
+
+    /// Builds every link (the paths' own, then the named ones) and each path's route.
+    pub fn build_network(&self) -> Network {
+        let n = self.paths.len();
+        let mut links = self.build();
+        links.extend(self.links.iter().map(|l| PathLinks {
+            name: l.name.clone(),
+            up: Link::new(&l.up),
+            down: Link::new(&l.down),
+        }));
+        let routes = self
+            .paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Route {
+                name: p.name.clone(),
+                links: std::iter::once(i).chain(p.via.iter().map(|&j| n + j)).collect(),
+            })
+            .collect();
+        Network { links, routes }
+    }
+}
+
+/// Trace files loaded once per scenario (several links may name the same file).
+struct TraceCache {
+    /// The scenario file (for error messages).
+    file: PathBuf,
+    base: PathBuf,
+    loaded: HashMap<PathBuf, Arc<Trace>>,
+}
+
+impl TraceCache {
+    fn get(&mut self, rel: &str) -> Result<Arc<Trace>, ScenarioError> {
+        let full = self.base.join(rel);
+        if let Some(t) = self.loaded.get(&full) {
+            return Ok(t.clone());
+        }
+        let t = Arc::new(Trace::load(&full).map_err(ScenarioError::Trace)?);
+        self.loaded.insert(full, t.clone());
+        Ok(t)
+    }
+}
+
+/// Builds a [`ScenarioError::Invalid`].
+fn invalid(file: &Path, context: &str, message: String) -> ScenarioError {
+    ScenarioError::Invalid { path: file.to_path_buf(), context: context.to_string(), message }
+}
+
+/// Both directions of a `[[path]]`'s or `[[link]]`'s link; `salt` and `salt + 1`
+/// seed the up and down loss RNGs. `ctx` names it in errors.
+fn link_configs(
+    r: &RawLink,
+    seed: u64,
+    salt: u64,
+    traces: &mut TraceCache,
+    ctx: &str,
+) -> Result<(LinkConfig, LinkConfig), ScenarioError> {
+    let file = traces.file.clone();
+    let bad = |m: String| invalid(&file, ctx, m);
+    in_range("delay_ms", r.delay_ms, 0.0, MAX_DELAY_MS).map_err(bad)?;
+    if r.loss.is_some() && (r.loss_up.is_some() || r.loss_down.is_some()) {
+        return Err(bad("give either loss or loss_up/loss_down, not both".into()));
+    }
+    let loss_ctx = |m: String| invalid(&file, &format!("{ctx} loss"), m);
+    let loss_up = parse_loss(r.loss_up.as_ref().or(r.loss.as_ref())).map_err(loss_ctx)?;
+    let loss_down = parse_loss(r.loss_down.as_ref().or(r.loss.as_ref())).map_err(loss_ctx)?;
+    let queue = parse_queue(r.queue.as_ref()).map_err(|m| invalid(&file, &format!("{ctx} queue"), m))?;
+    let mut up = LinkConfig::new(traces.get(&r.up)?);
+    let mut down = LinkConfig::new(traces.get(&r.down)?);
+    for (cfg, loss, dir) in [(&mut up, loss_up, 0u64), (&mut down, loss_down, 1)] {
+        cfg.delay = Duration::from_secs_f64(r.delay_ms / 1000.0);
+        cfg.loss = loss;
+        cfg.queue = queue;
+        cfg.seed = mix(seed, salt + dir);
+    }
+    for (j, s) in r.schedule.iter().enumerate() {
+        apply_schedule(s, &mut up, &mut down)
+            .map_err(|m| invalid(&file, &format!("{ctx} schedule {}", j + 1), m))?;
+    }
+    Ok((up, down))
 }
 
 fn prob(name: &str, v: Option<f64>, default: Option<f64>) -> Result<f64, String> {
@@ -379,6 +590,12 @@ fn parse_queue(raw: Option<&RawQueue>) -> Result<QueueConfig, String> {
     let Some(r) = raw else {
         return Ok(QueueConfig::default());
     };
+    if r.packets.is_some_and(|v| v > MAX_QUEUE_PACKETS) {
+        return Err(format!("packets must be at most {MAX_QUEUE_PACKETS}"));
+    }
+    if r.bytes.is_some_and(|v| v > MAX_QUEUE_BYTES) {
+        return Err(format!("bytes must be at most {MAX_QUEUE_BYTES}"));
+    }
     let args = QueueArgs {
         packets: r.packets,
         bytes: r.bytes,
@@ -402,10 +619,13 @@ fn apply_schedule(s: &RawSchedule, up: &mut LinkConfig, down: &mut LinkConfig) -
         if s.points.is_some() || s.interp.is_some() {
             return Err("an outage takes start (and optional end), not points".into());
         }
-        let start = s.start.ok_or("outage needs start")?;
-        let end = s.end.unwrap_or(f64::INFINITY);
-        if !(start.is_finite() && start >= 0.0 && end > start) {
-            return Err(format!("outage needs 0 <= start < end, got {start}..{end}"));
+        let start = in_range("start", s.start.ok_or("outage needs start")?, 0.0, MAX_SECONDS)?;
+        let end = match s.end {
+            Some(e) => in_range("end", e, 0.0, MAX_SECONDS)?,
+            None => f64::INFINITY,
+        };
+        if end <= start {
+            return Err(format!("outage needs start < end, got {start}..{end}"));
         }
         for (on, cfg) in targets {
             if on {
@@ -428,18 +648,18 @@ fn apply_schedule(s: &RawSchedule, up: &mut LinkConfig, down: &mut LinkConfig) -
     }
     let (lo, hi) = match s.param.as_str() {
         "loss" => (0.0, 1.0),
-        "rate" => (0.0, f64::INFINITY),
-        "delay_ms" => (f64::NEG_INFINITY, f64::INFINITY),
+        "rate" => (0.0, MAX_RATE_SCALE),
+        "delay_ms" => (-MAX_DELAY_MS, MAX_DELAY_MS),
         other => return Err(format!("unknown param {other:?} (loss, delay_ms, rate or outage)")),
     };
     let mut prev = f64::NEG_INFINITY;
     for &(t, v) in points {
-        if !(t.is_finite() && t >= 0.0) || t < prev {
-            return Err(format!("point times must be >= 0 and non-decreasing, got {t}"));
+        if !(t.is_finite() && (0.0..=MAX_SECONDS).contains(&t)) || t < prev {
+            return Err(format!("point times must be in [0, {MAX_SECONDS}] s and non-decreasing, got {t:?}"));
         }
         prev = t;
         if !v.is_finite() || v < lo || v > hi {
-            return Err(format!("{} value {v} out of range [{lo}, {hi}]", s.param));
+            return Err(format!("{} value {v:?} out of range [{lo}, {hi}]", s.param));
         }
     }
     let profile = Profile::new(points.iter().map(|&(t, v)| (secs(t), v)).collect(), interp);
@@ -454,6 +674,8 @@ fn apply_schedule(s: &RawSchedule, up: &mut LinkConfig, down: &mut LinkConfig) -
     }
     Ok(())
 }
+
+mod topology;
 
 #[cfg(test)]
 mod tests;

@@ -10,6 +10,11 @@ const ALL: &[&str] = &[
     "testbed-2x100-loss0.01",
     "testbed-2x100-loss0.1",
     "testbed-2x100-loss1",
+    "testbed-2x100-bg",
+    "testbed-2x100-bg-loss0.01",
+    "testbed-2x100-bg-loss0.1",
+    "shared-bottleneck",
+    "shared-and-disjoint",
     "lte-wifi-A1",
     "lte-wifi-A2",
     "lte-wifi-B1",
@@ -29,6 +34,29 @@ fn every_scenario_loads_by_name() {
         assert_eq!(&s.name, name);
         assert!(s.paths.len() >= 2);
         assert_eq!(s.build().len(), s.paths.len());
+        assert_eq!(s.build_network().links.len(), s.paths.len() + s.links.len());
+    }
+}
+
+#[test]
+fn shared_scenarios_have_their_topology() {
+    let s = Scenario::find("shared-bottleneck").unwrap();
+    assert_eq!(s.links.len(), 1);
+    assert_eq!(s.links[0].down.queue.bytes, Some(625_000));
+    assert_eq!(s.links[0].down.delay, Duration::from_millis(25));
+    assert!(s.paths.iter().all(|p| p.via == [0] && p.up.delay.is_zero()));
+    assert_eq!(s.test_paths, [0, 1]);
+    assert_eq!(s.flows.len(), 1);
+    assert_eq!((s.flows[0].paths.as_slice(), s.flows[0].cc.as_deref()), ([2usize].as_slice(), Some("bbr")));
+    let d = Scenario::find("shared-and-disjoint").unwrap();
+    assert_eq!(d.test_paths, [0, 1, 3]);
+    assert!(d.paths[3].via.is_empty());
+    assert_eq!(d.paths[3].down.delay, Duration::from_millis(15));
+    for name in ["testbed-2x100-bg", "testbed-2x100-bg-loss0.01", "testbed-2x100-bg-loss0.1"] {
+        let s = Scenario::find(name).unwrap();
+        let per_path: Vec<Vec<usize>> = s.flows.iter().map(|f| f.paths.clone()).collect();
+        assert_eq!(per_path, [[0], [0], [1], [1]], "{name}");
+        assert!(s.flows.iter().all(|f| f.cc.is_none()), "{name}");
     }
 }
 

@@ -31,7 +31,17 @@ class SimResult:
         path_summary: DataFrame, one row per path: ``path``, ``bytes``,
             ``throughput_bps``, ``share``, ``srtt_mean_ms``, ``min_rtt_ms``,
             ``lost_packets``, ``retrans_bytes``, ``copy_bytes``, ``link_drops``.
-        flows: list of summary dicts, one per flow (``summary`` is the first).
+        flows: list of summary dicts, one per flow: the flow under test
+            (``summary``) first, then the scenario's background flows
+            (``background`` True).
+        flow_summary: DataFrame, one row per flow: ``flow``, ``background``,
+            ``cc``, ``scheduler``, ``paths`` (names, comma-separated),
+            ``goodput_bps``, ``app_bytes``, ``completion_s``, ``retrans_bytes``.
+        links: DataFrame, one row per network link (each path's own link, then
+            the scenario's shared links): ``link``, ``up_/down_delivered_bytes``
+            (charged sizes, UDP payload + 28 header bytes),
+            ``up_/down_delivered_packets``, ``up_/down_dropped``,
+            ``failure_drops``.
     """
 
     def __init__(self, raw):
@@ -40,6 +50,13 @@ class SimResult:
         self.timeseries = pd.DataFrame(raw["series"])
         self.paths = pd.DataFrame(raw["path_series"])
         self.path_summary = pd.DataFrame(self.summary.get("paths", []))
+        cols = ["flow", "background", "cc", "scheduler", "paths", "goodput_bps",
+                "app_bytes", "completion_s", "retrans_bytes"]
+        rows = [{**{k: f.get(k) for k in cols},
+                 "paths": ",".join(p["path"] for p in f.get("paths", []))}
+                for f in self.flows]
+        self.flow_summary = pd.DataFrame(rows, columns=cols)
+        self.links = pd.DataFrame(raw.get("links", []))
 
     def __repr__(self):
         s = self.summary

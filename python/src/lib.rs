@@ -65,8 +65,31 @@ fn schedulers() -> Vec<&'static str> {
     mpquic::sched::names().to_vec()
 }
 
+/// Adds `paths`, `links` (names of the shared links), `test_paths` (the flow under
+/// test's) and `background_flows` (dicts: `paths`, `cc` (None: the flow under
+/// test's), `scheduler`, `start`, `bytes`) to a scenario description.
+fn describe_topology(d: &Bound<'_, PyDict>, s: &emu::scenario::Scenario) -> PyResult<()> {
+    let py = d.py();
+    let name = |i: &usize| s.paths[*i].name.clone();
+    d.set_item("paths", s.paths.iter().map(|p| p.name.as_str()).collect::<Vec<_>>())?;
+    d.set_item("links", s.links.iter().map(|l| l.name.as_str()).collect::<Vec<_>>())?;
+    d.set_item("test_paths", s.test_paths.iter().map(name).collect::<Vec<_>>())?;
+    let flows = PyList::empty(py);
+    for f in &s.flows {
+        let fd = PyDict::new(py);
+        fd.set_item("paths", f.paths.iter().map(name).collect::<Vec<_>>())?;
+        fd.set_item("cc", f.cc.as_deref())?;
+        fd.set_item("scheduler", &f.scheduler)?;
+        fd.set_item("start", f.start.as_secs_f64())?;
+        fd.set_item("bytes", f.bytes)?;
+        flows.append(fd)?;
+    }
+    d.set_item("background_flows", flows)
+}
+
 /// The scenarios found in `./traces` and the repository's `traces/`: a list of
-/// dicts with `name`, `description`, `duration` (s), `paths` (names) and `file`.
+/// dicts with `name`, `description`, `duration` (s), `paths` (names), `links`,
+/// `test_paths`, `background_flows` and `file`.
 /// Scenarios that fail to load are listed with an `error` key instead.
 #[pyfunction]
 fn scenarios<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
@@ -77,10 +100,9 @@ fn scenarios<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         d.set_item("file", file.to_string_lossy())?;
         match emu::scenario::Scenario::load(&file) {
             Ok(s) => {
-                d.set_item("description", s.description)?;
+                d.set_item("description", &s.description)?;
                 d.set_item("duration", s.duration.as_secs_f64())?;
-                let paths: Vec<String> = s.paths.into_iter().map(|p| p.name).collect();
-                d.set_item("paths", paths)?;
+                describe_topology(&d, &s)?;
             }
             Err(e) => d.set_item("error", e.to_string())?,
         }
@@ -90,7 +112,8 @@ fn scenarios<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
 }
 
 /// Loads and validates a scenario (name, path or dict) and describes it as a dict
-/// (`name`, `description`, `duration`, `seed`, `paths`, `file`); raises
+/// (`name`, `description`, `duration`, `seed`, `paths`, `links`, `test_paths`,
+/// `background_flows`, `file`); raises
 /// `ScenarioError` when it is invalid.
 #[pyfunction]
 #[pyo3(signature = (scenario, base_dir=None))]
@@ -105,8 +128,7 @@ fn load_scenario<'py>(
     d.set_item("description", &s.description)?;
     d.set_item("duration", s.duration.as_secs_f64())?;
     d.set_item("seed", s.seed)?;
-    let paths: Vec<&str> = s.paths.iter().map(|p| p.name.as_str()).collect();
-    d.set_item("paths", paths)?;
+    describe_topology(&d, &s)?;
     d.set_item("file", s.file.to_string_lossy())?;
     Ok(d)
 }

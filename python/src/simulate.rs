@@ -39,6 +39,7 @@ fn flow_dict<'py>(py: Python<'py>, f: &FlowSummary, report: &Report) -> PyResult
     d.set_item("ooo_p95", f.ooo_p95)?;
     d.set_item("ooo_max", f.ooo_max)?;
     d.set_item("error", f.error.as_deref())?;
+    d.set_item("background", f.background)?;
     d.set_item("datagrams", report.datagrams)?;
     d.set_item("stalls", report.stalls)?;
     let paths = PyList::empty(py);
@@ -60,9 +61,27 @@ fn flow_dict<'py>(py: Python<'py>, f: &FlowSummary, report: &Report) -> PyResult
     Ok(d)
 }
 
+/// One dict per network link: bytes delivered and packets dropped each way.
+fn links_list<'py>(py: Python<'py>, report: &Report) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for l in &report.links {
+        let d = PyDict::new(py);
+        d.set_item("link", &l.name)?;
+        for (dir, s) in [("up", &l.up), ("down", &l.down)] {
+            d.set_item(format!("{dir}_delivered_bytes"), s.delivered_bytes)?;
+            d.set_item(format!("{dir}_delivered_packets"), s.delivered_packets)?;
+            d.set_item(format!("{dir}_dropped"), s.dropped_loss + s.dropped_queue)?;
+        }
+        d.set_item("failure_drops", l.failure_drops)?;
+        out.append(d)?;
+    }
+    Ok(out)
+}
+
 /// Runs one simulation; the Python wrapper `mpquic.simulate` documents the arguments.
-/// Returns `{"summary": dict, "flows": [dict], "series": {col: list},
-/// "path_series": {col: list}}`.
+/// Returns `{"summary": dict, "flows": [dict], "links": [dict], "series": {col: list},
+/// "path_series": {col: list}}`; `flows` holds the flow under test, then the
+/// scenario's background flows.
 #[pyfunction]
 #[pyo3(signature = (scenario, cc, scheduler, seed=None, duration=None, sample_interval=0.1, bytes=None, base_dir=None))]
 #[allow(clippy::too_many_arguments)]
@@ -84,7 +103,8 @@ pub(crate) fn simulate<'py>(
         Some(d) => seconds("duration", d)?,
         None => sc.duration,
     };
-    let mut cfg = SimConfig::new(&sc.name, sc.paths.len(), duration);
+    // The flow under test over the scenario's test paths; its background flows follow.
+    let mut cfg = SimConfig::for_scenario(&sc, duration);
     cfg.sample_interval = seconds("sample_interval", sample_interval)?;
     for f in &mut cfg.flows {
         f.cc = cc.clone();
@@ -99,9 +119,6 @@ pub(crate) fn simulate<'py>(
         SimError::Config(m) => ConfigError::new_err(m),
         other => SimulationError::new_err(other.to_string()),
     })?;
-    // Names of the network paths, indexed like the flows' path lists.
-    let names = sim.path_names();
-    let flow_paths: Vec<Vec<usize>> = vec![(0..names.len()).collect()];
     let report = py.detach(move || sim.run(&mut |_, _| {}));
 
     let out = PyDict::new(py);
@@ -115,6 +132,7 @@ pub(crate) fn simulate<'py>(
     };
     out.set_item("summary", summary)?;
     out.set_item("flows", flows)?;
+    out.set_item("links", links_list(py, &report)?)?;
 
     let n = report.samples.len();
     let (mut t, mut flow, mut goodput, mut ooo) =
@@ -128,10 +146,11 @@ pub(crate) fn simulate<'py>(
         goodput.push(s.goodput_bps);
         ooo.push(s.ooo_bytes);
         for (k, p) in s.paths.iter().enumerate() {
-            let net = flow_paths.get(s.flow).and_then(|fp| fp.get(k)).copied().unwrap_or(k);
+            // Path names as the flow's summary gives them (its own path order).
+            let name = report.flows.get(s.flow).and_then(|f| f.paths.get(k)).map(|p| p.name.clone());
             pt.push(ts);
             pflow.push(s.flow);
-            pname.push(names.get(net).cloned().unwrap_or_else(|| format!("path{net}")));
+            pname.push(name.unwrap_or_else(|| format!("path{k}")));
             thr.push(p.throughput_bps);
             srtt.push(p.srtt_ms);
             cwnd.push(p.cwnd);

@@ -18,6 +18,7 @@ pub mod net;
 pub mod output;
 pub mod report;
 pub mod sim;
+mod tag;
 
-pub use report::{FlowSummary, PathSample, PathSummary, Report, Sample};
+pub use report::{FlowSummary, LinkSummary, PathSample, PathSummary, Report, Sample};
 pub use sim::{Failure, FlowSpec, Sim, SimConfig, SimError, Workload};

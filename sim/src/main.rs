@@ -6,131 +6,131 @@
 //!            [--out DIR] [--json]
 //! mpquic-sim --bench [--workload W]
 //! ```
+//!
+//! The flow under test uses the scenario's `test_paths` with `--cc` / `--scheduler`;
+//! the scenario's background flows run beside it and are reported after it.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use emu::scenario::Scenario;
+use clap::error::ErrorKind;
+use clap::Parser;
+use emu::scenario::{Scenario, MAX_SECONDS};
 use sim::{output, Failure, Sim, SimConfig, Workload};
 
-const USAGE: &str = "usage: mpquic-sim --scenario NAME_OR_FILE [--cc NAME] [--scheduler NAME] [--seed N]
-                  [--duration SECONDS] [--bytes N] [--workload h3|stream|upload]
-                  [--interval MS] [--fail PATH@SECONDS]... [--out DIR] [--json]
-       mpquic-sim --bench [--workload W]   (60 s on testbed-2x100, prints wall time)
-
-  --scenario   a scenario name from traces/ (e.g. testbed-2x100) or a .toml file
-  --cc         newreno | cubic | bbr | coupled-bbr | lia | olia | balia (default cubic)
-  --scheduler  path scheduler name (default minrtt)
-  --seed       seed of the links' loss processes (default: the scenario's)
-  --duration   simulated seconds (default: the scenario's; with --bytes, 10x it)
-  --bytes      transfer this many bytes and stop when done (default: unbounded)
-  --workload   h3: HTTP/3 GET of a generated body (default); stream: the same download
-               on a plain QUIC stream; upload: the client sends on a plain stream
-  --upload     same as --workload upload
-  --interval   time-series sampling interval in ms (default 100)
-  --fail       black-hole path PATH (name or index) from SECONDS on
-  --out        write summary.json, series.json and series.csv into DIR
-  --json       print the summary as JSON instead of a table";
-
+/// Run one simulated transfer over an emulated scenario and print a summary.
+#[derive(Parser, Debug)]
+#[command(name = "mpquic-sim", after_help = "--bench runs 60 s on testbed-2x100 and prints the wall time.")]
 struct Args {
+    /// A scenario name from traces/ (e.g. testbed-2x100) or a .toml file.
+    #[arg(long, required_unless_present = "bench")]
     scenario: Option<String>,
+    /// Congestion controller of the flow under test (see the error for the names).
+    #[arg(long, default_value = "cubic", value_parser = cc_name)]
     cc: String,
+    /// Path scheduler of the flow under test (name[:key=value,...]).
+    #[arg(long, default_value = "minrtt", value_parser = scheduler_name)]
     scheduler: String,
+    /// Seed of the links' loss processes (default: the scenario's).
+    #[arg(long)]
     seed: Option<u64>,
+    /// Simulated seconds, in (0, 86400] (default: the scenario's; with --bytes, 10x it).
+    #[arg(long, allow_negative_numbers = true, value_parser = duration_secs)]
     duration: Option<f64>,
+    /// Transfer this many bytes and stop when done (default: unbounded).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     bytes: Option<u64>,
+    /// h3: HTTP/3 GET of a generated body; stream: the same download on a plain QUIC
+    /// stream; upload: the client sends on a plain stream.
+    #[arg(long, default_value = "h3", value_parser = workload)]
     workload: Workload,
-    interval_ms: u64,
-    fails: Vec<(String, f64)>,
+    /// Same as --workload upload.
+    #[arg(long)]
+    upload: bool,
+    /// Time-series sampling interval in ms, in [1, 3600000].
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    interval: u64,
+    /// Black-hole path (or link) PATH, by name or index, from SECONDS on (repeatable).
+    #[arg(long = "fail", value_name = "PATH@SECONDS", value_parser = fail_spec)]
+    fails: Vec<FailSpec>,
+    /// Write summary.json, series.json and series.csv into DIR.
+    #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Print the summary as JSON instead of a table.
+    #[arg(long)]
     json: bool,
+    /// 60 s on testbed-2x100, timed on the wall clock.
+    #[arg(long)]
     bench: bool,
 }
 
-fn parse_args(argv: &[String]) -> Result<Args, String> {
-    let mut a = Args {
-        scenario: None,
-        cc: "cubic".into(),
-        scheduler: "minrtt".into(),
-        seed: None,
-        duration: None,
-        bytes: None,
-        workload: Workload::H3,
-        interval_ms: 100,
-        fails: Vec::new(),
-        out: None,
-        json: false,
-        bench: false,
-    };
-    let mut it = argv.iter();
-    while let Some(arg) = it.next() {
-        let mut val = |name: &str| -> Result<String, String> {
-            it.next().cloned().ok_or_else(|| format!("{name} needs a value"))
-        };
-        match arg.as_str() {
-            "--scenario" => a.scenario = Some(val(arg)?),
-            "--cc" => a.cc = val(arg)?,
-            "--scheduler" => a.scheduler = val(arg)?,
-            "--seed" => {
-                let v = val(arg)?;
-                a.seed = Some(v.parse().map_err(|_| format!("--seed: not an integer: {v:?}"))?);
-            }
-            "--duration" => {
-                let v = val(arg)?;
-                let d: f64 = v.parse().map_err(|_| format!("--duration: not a number: {v:?}"))?;
-                if !(d.is_finite() && d > 0.0 && d <= 86_400.0) {
-                    return Err(format!("--duration: must be in (0, 86400] seconds, got {v}"));
-                }
-                a.duration = Some(d);
-            }
-            "--bytes" => {
-                let v = val(arg)?;
-                let b: u64 = v.parse().map_err(|_| format!("--bytes: not an integer: {v:?}"))?;
-                if b == 0 {
-                    return Err("--bytes: must be > 0".into());
-                }
-                a.bytes = Some(b);
-            }
-            "--upload" => a.workload = Workload::Upload,
-            "--workload" => {
-                a.workload = Workload::parse(&val(arg)?).map_err(|e| format!("--workload: {e}"))?
-            }
-            "--interval" => {
-                let v = val(arg)?;
-                let ms: u64 = v.parse().map_err(|_| format!("--interval: not an integer: {v:?}"))?;
-                if ms == 0 {
-                    return Err("--interval: must be > 0 ms".into());
-                }
-                a.interval_ms = ms;
-            }
-            "--fail" => {
-                let v = val(arg)?;
-                let (p, t) =
-                    v.split_once('@').ok_or_else(|| format!("--fail: expected PATH@SECONDS, got {v:?}"))?;
-                let t: f64 = t.parse().map_err(|_| format!("--fail: not a number of seconds: {t:?}"))?;
-                if !(t.is_finite() && t >= 0.0) {
-                    return Err(format!("--fail: time must be >= 0, got {t}"));
-                }
-                a.fails.push((p.to_string(), t));
-            }
-            "--out" => a.out = Some(PathBuf::from(val(arg)?)),
-            "--json" => a.json = true,
-            "--bench" => a.bench = true,
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
+/// A `--fail PATH@SECONDS`.
+#[derive(Debug, Clone)]
+struct FailSpec {
+    path: String,
+    at: Duration,
+}
+
+fn cc_name(s: &str) -> Result<String, String> {
+    match mpquic::cc::registry::canonical(s) {
+        Some(_) => Ok(s.to_owned()),
+        None => Err(format!("unknown controller (known: {})", mpquic::cc::registry::names().join(", "))),
     }
-    if a.scenario.is_none() && !a.bench {
-        return Err("--scenario is required".into());
+}
+
+fn scheduler_name(s: &str) -> Result<String, String> {
+    mpquic::sched::build(s, &mpquic::sched::SchedParams::default())
+        .map(|_| s.to_owned())
+        .map_err(|e| format!("{e} (known: {})", mpquic::sched::names().join(", ")))
+}
+
+fn seconds(s: &str) -> Result<f64, String> {
+    s.trim().parse::<f64>().map_err(|_| format!("not a number of seconds: {s:?}"))
+}
+
+fn duration_secs(s: &str) -> Result<f64, String> {
+    let d = seconds(s)?;
+    if d.is_finite() && d > 0.0 && d <= MAX_SECONDS {
+        Ok(d)
+    } else {
+        Err(format!("must be in (0, {MAX_SECONDS}] seconds, got {s}"))
     }
-    Ok(a)
+}
+
+fn workload(s: &str) -> Result<Workload, String> {
+    Workload::parse(s).map_err(|e| e.to_string())
+}
+
+fn fail_spec(s: &str) -> Result<FailSpec, String> {
+    let (path, t) = s.split_once('@').ok_or_else(|| format!("expected PATH@SECONDS, got {s:?}"))?;
+    let t = seconds(t)?;
+    if !(t.is_finite() && (0.0..=MAX_SECONDS).contains(&t)) {
+        return Err(format!("time must be in [0, {MAX_SECONDS}] seconds, got {t:?}"));
+    }
+    Ok(FailSpec { path: path.to_owned(), at: Duration::from_secs_f64(t) })
+}
+
+/// Link index of a `--fail` target: a path or link name, or an index.
+fn fail_link(scenario: &Scenario, name: &str) -> Result<usize, String> {
+    let names: Vec<&str> = scenario
+        .paths
+        .iter()
+        .map(|p| p.name.as_str())
+        .chain(scenario.links.iter().map(|l| l.name.as_str()))
+        .collect();
+    names
+        .iter()
+        .position(|n| *n == name)
+        .or_else(|| name.parse::<usize>().ok().filter(|&i| i < names.len()))
+        .ok_or_else(|| format!("--fail: no path or link {name:?} in scenario (known: {})", names.join(", ")))
 }
 
 fn run(a: Args) -> Result<(), String> {
+    let workload = if a.upload { Workload::Upload } else { a.workload };
     if a.bench {
-        return bench(a.workload);
+        return bench(workload);
     }
     let name = a.scenario.clone().unwrap_or_default();
     let scenario = Scenario::find(&name).map_err(|e| format!("scenario {name:?}: {e}"))?;
@@ -140,41 +140,20 @@ fn run(a: Args) -> Result<(), String> {
         (None, Some(_)) => scenario.duration * 10,
         (None, None) => scenario.duration,
     };
-    let mut cfg = SimConfig::new(&scenario.name, scenario.paths.len(), duration);
-    cfg.sample_interval = Duration::from_millis(a.interval_ms);
+    let mut cfg = SimConfig::for_scenario(&scenario, duration);
+    cfg.sample_interval = Duration::from_millis(a.interval);
     for f in &mut cfg.flows {
         f.cc = a.cc.clone();
         f.scheduler = a.scheduler.clone();
         f.bytes = a.bytes;
-        f.workload = a.workload;
+        f.workload = workload;
     }
-    for (p, t) in &a.fails {
-        let idx = scenario
-            .paths
-            .iter()
-            .position(|s| &s.name == p)
-            .or_else(|| p.parse::<usize>().ok().filter(|&i| i < scenario.paths.len()))
-            .ok_or_else(|| {
-                let names: Vec<&str> = scenario.paths.iter().map(|s| s.name.as_str()).collect();
-                format!("--fail: no path {p:?} in scenario (paths: {})", names.join(", "))
-            })?;
-        cfg.failures.push(Failure { path: idx, at: Duration::from_secs_f64(*t) });
+    for fail in &a.fails {
+        cfg.failures.push(Failure { path: fail_link(&scenario, &fail.path)?, at: fail.at });
     }
     let mut sim = Sim::from_scenario(&scenario, seed, cfg).map_err(|e| e.to_string())?;
-    let tty = std::io::stderr().is_terminal();
-    let mut last_pct = u64::MAX;
-    let report = sim.run(&mut |now, end| {
-        if !tty {
-            return;
-        }
-        let pct = (now.as_secs_f64() / end.as_secs_f64().max(1e-9) * 100.0) as u64;
-        if pct != last_pct {
-            last_pct = pct;
-            eprint!("\r{:6.1} / {:.1} s simulated ({pct:3}%)", now.as_secs_f64(), end.as_secs_f64());
-            let _ = std::io::stderr().flush();
-        }
-    });
-    if tty {
+    let report = sim.run(&mut progress());
+    if std::io::stderr().is_terminal() {
         eprint!("\r{:60}\r", "");
     }
     if let Some(dir) = &a.out {
@@ -187,12 +166,26 @@ fn run(a: Args) -> Result<(), String> {
         write("series.json", output::series_json(&report))?;
         write("series.csv", output::csv(&report))?;
     }
-    if a.json {
-        println!("{}", output::summary_json(&report));
-    } else {
-        print!("{}", output::table(&report));
+    let text = if a.json { output::summary_json(&report) + "\n" } else { output::table(&report) };
+    // A closed pipe (e.g. `| head`) is an error to report, not a panic.
+    std::io::stdout().lock().write_all(text.as_bytes()).map_err(|e| format!("writing the summary: {e}"))
+}
+
+/// A progress line on stderr when it is a terminal.
+fn progress() -> impl FnMut(Duration, Duration) {
+    let tty = std::io::stderr().is_terminal();
+    let mut last_pct = u64::MAX;
+    move |now, end| {
+        if !tty {
+            return;
+        }
+        let pct = (now.as_secs_f64() / end.as_secs_f64().max(1e-9) * 100.0) as u64;
+        if pct != last_pct {
+            last_pct = pct;
+            eprint!("\r{:6.1} / {:.1} s simulated ({pct:3}%)", now.as_secs_f64(), end.as_secs_f64());
+            let _ = std::io::stderr().flush();
+        }
     }
-    Ok(())
 }
 
 /// 60 s of one unbounded download on `testbed-2x100` (both paths when multipath is
@@ -220,15 +213,19 @@ fn bench(workload: Workload) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let args = match parse_args(&argv) {
+    let args = match Args::try_parse() {
         Ok(a) => a,
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
-            if e.is_empty() {
-                println!("{USAGE}");
-                return ExitCode::SUCCESS;
-            }
-            eprintln!("mpquic-sim: {e}\n{USAGE}");
+            // clap's first paragraph is the error (a missing argument is named on the
+            // next line); the usage and hint paragraphs follow. One line of it.
+            let text = e.to_string();
+            let first = text.split("\n\n").next().unwrap_or("bad arguments");
+            let line = first.split_whitespace().collect::<Vec<_>>().join(" ");
+            eprintln!("mpquic-sim: {} (see --help)", line.trim_start_matches("error: "));
             return ExitCode::from(2);
         }
     };

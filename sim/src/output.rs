@@ -1,8 +1,12 @@
 //! Writing reports: CSV time series, JSON, and a text summary table.
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
-use crate::report::Report;
+use emu::link::LinkStats;
+use serde::{Serialize, Serializer};
+
+use crate::report::{FlowSummary, LinkSummary, PathSummary, Report};
 
 /// The time series as CSV, one row per (time, flow, path):
 /// `t_s,flow,path,throughput_bps,srtt_ms,cwnd,bytes_in_flight,pacing_bps,goodput_bps,ooo_bytes`
@@ -34,128 +38,217 @@ pub fn csv(report: &Report) -> String {
     s
 }
 
-fn json_str(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(o, "\\u{:04x}", c as u32);
-            }
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
-}
-
-fn num(v: f64) -> String {
+/// A number as the summaries print it: rounded to 3 decimals, `null` if not finite.
+fn num3<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
     if v.is_finite() {
-        format!("{v:.3}")
+        // Through the decimal text, so that the value is exactly the 3-decimal one.
+        s.serialize_f64(format!("{v:.3}").parse().unwrap_or(0.0))
     } else {
-        "null".into()
+        s.serialize_none()
     }
 }
 
-/// The summary (without the time series) as one JSON object.
-pub fn summary_json(report: &Report) -> String {
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        "{{\"name\":{},\"seed\":{},\"duration_s\":{},\"datagrams\":{},\"stalls\":{},\"flows\":[",
-        json_str(&report.name),
-        report.seed,
-        num(report.duration.as_secs_f64()),
-        report.datagrams,
-        report.stalls
-    );
-    for (i, f) in report.flows.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        let _ = write!(
-            s,
-            "{{\"flow\":{},\"workload\":{},\"status\":{},\"body_mismatches\":{},\"cc\":{},\"scheduler\":{},\"established\":{},\"multipath\":{},\"app_bytes\":{},\"goodput_bps\":{},\"completion_s\":{},\"retrans_bytes\":{},\"redundant_bytes\":{},\"copy_bytes\":{},\"sent_ahead_bytes\":{},\"ooo_mean\":{},\"ooo_p95\":{},\"ooo_max\":{},\"error\":{},\"paths\":[",
-            f.flow,
-            json_str(&f.workload),
-            f.status.map(|v| v.to_string()).unwrap_or_else(|| "null".into()),
-            f.body_mismatches,
-            json_str(&f.cc),
-            json_str(&f.scheduler),
-            f.established,
-            f.multipath,
-            f.app_bytes,
-            num(f.goodput_bps),
-            f.completion.map(|c| num(c.as_secs_f64())).unwrap_or_else(|| "null".into()),
-            f.retrans_bytes,
-            f.redundant_bytes,
-            f.copy_bytes,
-            f.sent_ahead_bytes,
-            num(f.ooo_mean),
-            f.ooo_p95,
-            f.ooo_max,
-            f.error.as_deref().map(json_str).unwrap_or_else(|| "null".into()),
-        );
-        for (j, p) in f.paths.iter().enumerate() {
-            if j > 0 {
-                s.push(',');
-            }
-            let _ = write!(
-                s,
-                "{{\"name\":{},\"bytes\":{},\"throughput_bps\":{},\"share\":{},\"srtt_mean_ms\":{},\"min_rtt_ms\":{},\"lost_packets\":{},\"retrans_bytes\":{},\"copy_bytes\":{},\"link_drops\":{}}}",
-                json_str(&p.name),
-                p.bytes,
-                num(p.throughput_bps),
-                num(p.share),
-                num(p.srtt_mean_ms),
-                num(p.min_rtt_ms),
-                p.lost_packets,
-                p.retrans_bytes,
-                p.copy_bytes,
-                p.link_drops
-            );
-        }
-        s.push_str("]}");
+fn secs3<S: Serializer>(v: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(d) => num3(&d.as_secs_f64(), s),
+        None => s.serialize_none(),
     }
-    s.push_str("]}");
-    s
+}
+
+#[derive(Serialize)]
+struct SummaryJson<'a> {
+    name: &'a str,
+    seed: u64,
+    #[serde(serialize_with = "num3")]
+    duration_s: f64,
+    datagrams: u64,
+    stalls: u64,
+    flows: Vec<FlowJson<'a>>,
+    links: Vec<LinkJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct FlowJson<'a> {
+    flow: usize,
+    workload: &'a str,
+    status: Option<u16>,
+    body_mismatches: u64,
+    cc: &'a str,
+    scheduler: &'a str,
+    established: bool,
+    multipath: bool,
+    app_bytes: u64,
+    #[serde(serialize_with = "num3")]
+    goodput_bps: f64,
+    #[serde(serialize_with = "secs3")]
+    completion_s: Option<Duration>,
+    retrans_bytes: u64,
+    redundant_bytes: u64,
+    copy_bytes: u64,
+    sent_ahead_bytes: u64,
+    #[serde(serialize_with = "num3")]
+    ooo_mean: f64,
+    ooo_p95: u64,
+    ooo_max: u64,
+    error: Option<&'a str>,
+    paths: Vec<PathJson<'a>>,
+    background: bool,
+}
+
+#[derive(Serialize)]
+struct PathJson<'a> {
+    name: &'a str,
+    bytes: u64,
+    #[serde(serialize_with = "num3")]
+    throughput_bps: f64,
+    #[serde(serialize_with = "num3")]
+    share: f64,
+    #[serde(serialize_with = "num3")]
+    srtt_mean_ms: f64,
+    #[serde(serialize_with = "num3")]
+    min_rtt_ms: f64,
+    lost_packets: u64,
+    retrans_bytes: u64,
+    copy_bytes: u64,
+    link_drops: u64,
+}
+
+#[derive(Serialize)]
+struct LinkJson<'a> {
+    name: &'a str,
+    up: DirectionJson,
+    down: DirectionJson,
+    failure_drops: u64,
+}
+
+/// One direction of a link; bytes are charged sizes (UDP payload + headers).
+#[derive(Serialize)]
+struct DirectionJson {
+    delivered_packets: u64,
+    delivered_bytes: u64,
+    dropped_loss: u64,
+    dropped_queue: u64,
+}
+
+impl From<&LinkStats> for DirectionJson {
+    fn from(s: &LinkStats) -> DirectionJson {
+        DirectionJson {
+            delivered_packets: s.delivered_packets,
+            delivered_bytes: s.delivered_bytes,
+            dropped_loss: s.dropped_loss,
+            dropped_queue: s.dropped_queue,
+        }
+    }
+}
+
+fn path_json(p: &PathSummary) -> PathJson<'_> {
+    PathJson {
+        name: &p.name,
+        bytes: p.bytes,
+        throughput_bps: p.throughput_bps,
+        share: p.share,
+        srtt_mean_ms: p.srtt_mean_ms,
+        min_rtt_ms: p.min_rtt_ms,
+        lost_packets: p.lost_packets,
+        retrans_bytes: p.retrans_bytes,
+        copy_bytes: p.copy_bytes,
+        link_drops: p.link_drops,
+    }
+}
+
+fn flow_json(f: &FlowSummary) -> FlowJson<'_> {
+    FlowJson {
+        flow: f.flow,
+        workload: &f.workload,
+        status: f.status,
+        body_mismatches: f.body_mismatches,
+        cc: &f.cc,
+        scheduler: &f.scheduler,
+        established: f.established,
+        multipath: f.multipath,
+        app_bytes: f.app_bytes,
+        goodput_bps: f.goodput_bps,
+        completion_s: f.completion,
+        retrans_bytes: f.retrans_bytes,
+        redundant_bytes: f.redundant_bytes,
+        copy_bytes: f.copy_bytes,
+        sent_ahead_bytes: f.sent_ahead_bytes,
+        ooo_mean: f.ooo_mean,
+        ooo_p95: f.ooo_p95,
+        ooo_max: f.ooo_max,
+        error: f.error.as_deref(),
+        paths: f.paths.iter().map(path_json).collect(),
+        background: f.background,
+    }
+}
+
+fn link_json(l: &LinkSummary) -> LinkJson<'_> {
+    LinkJson { name: &l.name, up: (&l.up).into(), down: (&l.down).into(), failure_drops: l.failure_drops }
+}
+
+/// The summary (without the time series) as one JSON object: the run, then one
+/// object per flow (the flow under test first, background flows after it, each with
+/// `"background": true`), then one per link.
+pub fn summary_json(report: &Report) -> String {
+    let s = SummaryJson {
+        name: &report.name,
+        seed: report.seed,
+        duration_s: report.duration.as_secs_f64(),
+        datagrams: report.datagrams,
+        stalls: report.stalls,
+        flows: report.flows.iter().map(flow_json).collect(),
+        links: report.links.iter().map(link_json).collect(),
+    };
+    serde_json::to_string(&s).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}
+
+#[derive(Serialize)]
+struct SampleJson {
+    #[serde(serialize_with = "num3")]
+    t_s: f64,
+    flow: usize,
+    #[serde(serialize_with = "num3")]
+    goodput_bps: f64,
+    ooo_bytes: u64,
+    paths: Vec<PathSampleJson>,
+}
+
+#[derive(Serialize)]
+struct PathSampleJson {
+    #[serde(serialize_with = "num3")]
+    throughput_bps: f64,
+    #[serde(serialize_with = "num3")]
+    srtt_ms: f64,
+    cwnd: u64,
+    bytes_in_flight: u64,
+    #[serde(serialize_with = "num3")]
+    pacing_bps: f64,
 }
 
 /// The time series as a JSON array of samples.
 pub fn series_json(report: &Report) -> String {
-    let mut s = String::from("[");
-    for (i, smp) in report.samples.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        let _ = write!(
-            s,
-            "{{\"t_s\":{},\"flow\":{},\"goodput_bps\":{},\"ooo_bytes\":{},\"paths\":[",
-            num(smp.t.as_secs_f64()),
-            smp.flow,
-            num(smp.goodput_bps),
-            smp.ooo_bytes
-        );
-        for (j, p) in smp.paths.iter().enumerate() {
-            if j > 0 {
-                s.push(',');
-            }
-            let _ = write!(
-                s,
-                "{{\"throughput_bps\":{},\"srtt_ms\":{},\"cwnd\":{},\"bytes_in_flight\":{},\"pacing_bps\":{}}}",
-                num(p.throughput_bps),
-                num(p.srtt_ms),
-                p.cwnd,
-                p.bytes_in_flight,
-                num(p.pacing_bps)
-            );
-        }
-        s.push_str("]}");
-    }
-    s.push(']');
-    s
+    let v: Vec<SampleJson> = report
+        .samples
+        .iter()
+        .map(|smp| SampleJson {
+            t_s: smp.t.as_secs_f64(),
+            flow: smp.flow,
+            goodput_bps: smp.goodput_bps,
+            ooo_bytes: smp.ooo_bytes,
+            paths: smp
+                .paths
+                .iter()
+                .map(|p| PathSampleJson {
+                    throughput_bps: p.throughput_bps,
+                    srtt_ms: p.srtt_ms,
+                    cwnd: p.cwnd,
+                    bytes_in_flight: p.bytes_in_flight,
+                    pacing_bps: p.pacing_bps,
+                })
+                .collect(),
+        })
+        .collect();
+    serde_json::to_string(&v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
 }
 
 fn mbps(bps: f64) -> f64 {
@@ -176,8 +269,9 @@ pub fn table(report: &Report) -> String {
     for f in &report.flows {
         let _ = writeln!(
             s,
-            "flow {} [{} / {} / {}{}]: goodput {:.2} Mbit/s, {} bytes{}{}, completion {}, retrans {} B, redundant {} B, out-of-order mean {:.0} / p95 {} / max {} B",
+            "flow {}{} [{} / {} / {}{}]: goodput {:.2} Mbit/s, {} bytes{}{}, completion {}, retrans {} B, redundant {} B, out-of-order mean {:.0} / p95 {} / max {} B",
             f.flow,
+            if f.background { " (background)" } else { "" },
             f.workload,
             f.cc,
             f.scheduler,
@@ -231,8 +325,35 @@ pub fn table(report: &Report) -> String {
             );
         }
     }
+    links_table(&mut s, report);
     if report.stalls > 0 {
         let _ = writeln!(s, "warning: {} clock stalls", report.stalls);
     }
     s
+}
+
+/// The links' delivered rates and drops, when the scenario has shared links (links
+/// that are not a path of some flow).
+fn links_table(s: &mut String, report: &Report) {
+    let is_path = |name: &str| report.flows.iter().any(|f| f.paths.iter().any(|p| p.name == name));
+    if report.links.iter().all(|l| is_path(&l.name)) {
+        return;
+    }
+    let secs = report.duration.as_secs_f64().max(1e-9);
+    let _ = writeln!(
+        s,
+        "links {:<12} {:>12} {:>12} {:>10} {:>10}",
+        "", "up Mbit/s", "down Mbit/s", "up drops", "down drops"
+    );
+    for l in &report.links {
+        let _ = writeln!(
+            s,
+            "      {:<12} {:>12.2} {:>12.2} {:>10} {:>10}",
+            l.name,
+            mbps(l.up.delivered_bytes as f64 * 8.0 / secs),
+            mbps(l.down.delivered_bytes as f64 * 8.0 / secs),
+            l.up.dropped_loss + l.up.dropped_queue,
+            l.down.dropped_loss + l.down.dropped_queue
+        );
+    }
 }

@@ -57,7 +57,9 @@ pub struct PathSummary {
     /// Stream bytes the sender sent on this path as scheduler copies (the
     /// redundant scheduler, arp's redundant set).
     pub copy_bytes: u64,
-    /// Packets dropped by the link (loss, queue, outage, scheduled failure), data direction.
+    /// Packets dropped by the links of the path's route (loss, queue, outage; data
+    /// direction), plus scheduled-failure drops; summed over the route, so a shared
+    /// link's drops count every flow crossing it.
     pub link_drops: u64,
     /// The sender's shared-bottleneck group at the end (`PathStats::group`):
     /// paths with equal values were judged to share a bottleneck.
@@ -109,6 +111,21 @@ pub struct FlowSummary {
     pub paths: Vec<PathSummary>,
     /// First setup or send error of the flow, if any.
     pub error: Option<String>,
+    /// A scenario's background flow (not the flow under test).
+    pub background: bool,
+}
+
+/// Counters of one network link over the run (a path's own link or a shared one).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkSummary {
+    /// Link name (a path's, or a scenario `[[link]]`'s).
+    pub name: String,
+    /// Client -> server direction (charged sizes: UDP payload + 28 header bytes).
+    pub up: emu::link::LinkStats,
+    /// Server -> client direction.
+    pub down: emu::link::LinkStats,
+    /// Packets dropped by a scheduled failure ([`crate::Failure`]), both directions.
+    pub failure_drops: u64,
 }
 
 /// Everything a run produced.
@@ -122,8 +139,11 @@ pub struct Report {
     pub duration: Duration,
     /// Time series, ordered by time then flow.
     pub samples: Vec<Sample>,
-    /// One per flow.
+    /// One per flow: the flows of [`crate::SimConfig::flows`] in order (for a scenario,
+    /// the flow under test first), then a scenario's background flows.
     pub flows: Vec<FlowSummary>,
+    /// One per network link, in the simulator's link order.
+    pub links: Vec<LinkSummary>,
     /// Datagrams handled by the event loop (a cost figure, not a metric).
     pub datagrams: u64,
     /// Times the clock had to be nudged past a timer that stayed due (should be 0).

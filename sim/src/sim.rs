@@ -7,6 +7,9 @@
 //! connection send. Everything is indexed by `Vec` position (no hash-map iteration), and
 //! the only randomness is the links' seeded loss RNGs, so a seed fixes the outcome.
 //!
+//! A flow path is a route of one or more links in series ([`Route`]): a datagram
+//! leaving one hop's link enters the next at once (its `Packet::tag` carries the hop).
+//!
 //! A datagram whose `at` is in the future is held in a per-path FIFO and enters the
 //! link at `at`. The connection keeps being asked for datagrams (other paths may be
 //! free to send) until some path holds two: then it waits for the next release. So the
@@ -16,13 +19,15 @@ use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::{Duration, Instant};
 
-use emu::link::PathLinks;
+use emu::link::{PathLinks, Route};
 use emu::scenario::Scenario;
 use emu::stage::{Packet, Stage};
 use mpquic::{Config, Connection, PathError, RecvInfo};
 
 use crate::app::{App, Body, CHUNK};
-use crate::report::{quantile, FlowSummary, PathSample, PathSummary, Report, Sample};
+use crate::report::{quantile, FlowSummary, LinkSummary, PathSample, PathSummary, Report, Sample};
+pub use crate::tag::MAX_HOPS;
+use crate::tag::{Tag, MAX_FLOW_PATHS};
 
 /// Bytes of IPv4 + UDP headers the links charge on top of each UDP payload.
 pub const HEADER_BYTES: u32 = 28;
@@ -79,8 +84,8 @@ pub struct FlowSpec {
     pub cc: String,
     /// Scheduler name (`Config::set_scheduler`).
     pub scheduler: String,
-    /// Network paths (indices into the simulator's links) the flow uses; the first
-    /// carries the handshake. More than one requires multipath.
+    /// Network paths (indices into the simulator's routes; without routes, its links)
+    /// the flow uses; the first carries the handshake. More than one requires multipath.
     pub paths: Vec<usize>,
     /// When the client connects.
     pub start: Duration,
@@ -91,6 +96,8 @@ pub struct FlowSpec {
     /// Receive window of the receiving endpoint (connection and stream), in
     /// bytes; `None`: large enough never to limit (128 MiB).
     pub recv_window: Option<u64>,
+    /// A background flow: reported, but the run does not wait for it to complete.
+    pub background: bool,
 }
 
 impl FlowSpec {
@@ -104,7 +111,20 @@ impl FlowSpec {
             bytes: None,
             workload: Workload::H3,
             recv_window: None,
+            background: false,
         }
+    }
+
+    /// Sets the start time (builder style).
+    pub fn start(mut self, at: Duration) -> FlowSpec {
+        self.start = at;
+        self
+    }
+
+    /// Marks the flow as background traffic (builder style).
+    pub fn background(mut self) -> FlowSpec {
+        self.background = true;
+        self
     }
 
     /// Sets the receiver's window (builder style).
@@ -138,11 +158,12 @@ impl FlowSpec {
     }
 }
 
-/// A network path black-holed from `at` on (both directions, packets inside the link
+/// A network link black-holed from `at` on (both directions, packets inside the link
 /// included).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Failure {
-    /// Network path index.
+    /// Link index (for a scenario, a path's own link has the path's index and named
+    /// links follow the paths).
     pub path: usize,
     /// Time of the failure.
     pub at: Duration,
@@ -179,6 +200,14 @@ impl SimConfig {
             failures: Vec::new(),
             max_udp_payload: 1350,
         }
+    }
+
+    /// One download flow over the scenario's `test_paths`, running `duration`
+    /// (the background flows are added by [`Sim::from_scenario`]).
+    pub fn for_scenario(scenario: &Scenario, duration: Duration) -> SimConfig {
+        let mut cfg = SimConfig::new(&scenario.name, 0, duration);
+        cfg.flows = vec![FlowSpec::new(scenario.test_paths.clone())];
+        cfg
     }
 }
 
@@ -312,6 +341,7 @@ pub struct Sim {
     base: Instant,
     now: Duration,
     links: Vec<PathLinks>,
+    routes: Vec<Route>,
     flows: Vec<Flow>,
     failures: Vec<Failure>,
     failure_drops: Vec<u64>,
@@ -370,14 +400,51 @@ fn make_config(server: bool, spec: &FlowSpec, max_udp_payload: usize) -> Result<
     Ok(c)
 }
 
+/// Checks a controller and a scheduler name, listing the known ones if unknown.
+fn check_names(cc: &str, scheduler: &str) -> Result<(), String> {
+    if mpquic::cc::registry::canonical(cc).is_none() {
+        return Err(format!(
+            "unknown controller {cc:?} (known: {})",
+            mpquic::cc::registry::names().join(", ")
+        ));
+    }
+    mpquic::sched::build(scheduler, &mpquic::sched::SchedParams::default())
+        .map(|_| ())
+        .map_err(|e| format!("{e} (known: {})", mpquic::sched::names().join(", ")))
+}
+
 fn addr(flow: usize, k: usize, host: u8, port: u16) -> SocketAddr {
     // 10.<flow>.<path>.<host>; flows and paths beyond 255 wrap (never in practice).
     SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, (flow % 256) as u8, (k % 256) as u8, host), port))
 }
 
 impl Sim {
-    /// A simulation over `links` (network paths, indexed from 0).
+    /// A simulation over `links` (network paths, indexed from 0), each path one link.
     pub fn new(links: Vec<PathLinks>, cfg: SimConfig) -> Result<Sim, SimError> {
+        let routes =
+            links.iter().enumerate().map(|(i, l)| Route { name: l.name.clone(), links: vec![i] }).collect();
+        Sim::with_routes(links, routes, cfg)
+    }
+
+    /// A simulation whose network paths are `routes` over `links`: the flows'
+    /// `paths` index `routes`, failures index `links`.
+    pub fn with_routes(links: Vec<PathLinks>, routes: Vec<Route>, cfg: SimConfig) -> Result<Sim, SimError> {
+        for r in &routes {
+            if r.links.is_empty() || r.links.len() > MAX_HOPS {
+                return Err(SimError::BadPath(format!(
+                    "route {:?} has {} links (1 to {MAX_HOPS})",
+                    r.name,
+                    r.links.len()
+                )));
+            }
+            if let Some(&l) = r.links.iter().find(|&&l| l >= links.len()) {
+                return Err(SimError::BadPath(format!(
+                    "route {:?} uses link {l}, but there are {} links",
+                    r.name,
+                    links.len()
+                )));
+            }
+        }
         if cfg.flows.is_empty() {
             return Err(SimError::Invalid("no flows".into()));
         }
@@ -397,11 +464,14 @@ impl Sim {
             if spec.paths.is_empty() {
                 return Err(SimError::BadPath(format!("flow {i} uses no path")));
             }
-            if let Some(&p) = spec.paths.iter().find(|&&p| p >= links.len()) {
+            if let Some(&p) = spec.paths.iter().find(|&&p| p >= routes.len()) {
                 return Err(SimError::BadPath(format!(
                     "flow {i} uses path {p}, but there are {} paths",
-                    links.len()
+                    routes.len()
                 )));
+            }
+            if spec.paths.len() > MAX_FLOW_PATHS || i > u32::MAX as usize {
+                return Err(SimError::BadPath(format!("flow {i}: too many flows or paths")));
             }
             let n = spec.paths.len();
             flows.push(Flow {
@@ -434,6 +504,7 @@ impl Sim {
             base,
             now: Duration::ZERO,
             links,
+            routes,
             flows,
             failures: cfg.failures,
             failure_drops: vec![0; n_links],
@@ -453,16 +524,47 @@ impl Sim {
         })
     }
 
-    /// A simulation over a scenario's paths (re-seeded with `seed`).
+    /// A simulation over a scenario's network (re-seeded with `seed`): the flows of
+    /// `cfg` (the flow under test: see [`SimConfig::for_scenario`]) over the scenario's
+    /// paths, followed by the scenario's background flows. A background flow without a
+    /// controller takes the first flow's; every background flow takes its workload.
     pub fn from_scenario(scenario: &Scenario, seed: u64, mut cfg: SimConfig) -> Result<Sim, SimError> {
         let sc = scenario.clone().with_seed(seed);
         cfg.seed = seed;
-        Sim::new(sc.build(), cfg)
+        let first = cfg.flows.first().cloned().ok_or_else(|| SimError::Invalid("no flows".into()))?;
+        for (i, bg) in sc.flows.iter().enumerate() {
+            let cc = bg.cc.as_deref().unwrap_or(&first.cc);
+            check_names(cc, &bg.scheduler)
+                .map_err(|m| SimError::Config(format!("scenario flow {}: {m}", i + 1)))?;
+            let mut f = FlowSpec::new(bg.paths.clone())
+                .cc(cc)
+                .scheduler(&bg.scheduler)
+                .workload(first.workload)
+                .start(bg.start)
+                .background();
+            f.bytes = bg.bytes;
+            cfg.flows.push(f);
+        }
+        let net = sc.build_network();
+        Sim::with_routes(net.links, net.routes, cfg)
     }
 
-    /// Names of the network paths.
+    /// Names of the network paths (routes).
     pub fn path_names(&self) -> Vec<String> {
+        self.routes.iter().map(|r| r.name.clone()).collect()
+    }
+
+    /// Names of the links.
+    pub fn link_names(&self) -> Vec<String> {
         self.links.iter().map(|l| l.name.clone()).collect()
+    }
+
+    /// The link a packet of `route` crosses at `hop` (uplink: in route order;
+    /// downlink: reversed).
+    fn hop_link(&self, route: usize, hop: usize, to_server: bool) -> Option<usize> {
+        let links = &self.routes.get(route)?.links;
+        let i = if to_server { hop } else { links.len().checked_sub(hop + 1)? };
+        links.get(i).copied()
     }
 
     fn instant(&self, t: Duration) -> Instant {
@@ -513,11 +615,18 @@ impl Sim {
                 next_sample += self.interval;
                 progress(self.now, end);
             }
-            if self.flows.iter().all(Flow::finished) {
+            if self.done() {
                 break;
             }
         }
         self.report()
+    }
+
+    /// Every flow the run waits for (every bounded flow but the background ones)
+    /// completed.
+    fn done(&self) -> bool {
+        let mut waited = self.flows.iter().filter(|f| !f.spec.background).peekable();
+        waited.peek().is_some() && waited.all(Flow::finished)
     }
 
     fn next_event(&self) -> Duration {
@@ -601,10 +710,17 @@ impl Sim {
             self.give_buf(pkt.data);
             return;
         }
+        let tag = Tag::decode(pkt.tag);
+        let route = self.flows.get(tag.flow).and_then(|f| f.spec.paths.get(tag.path).copied());
+        let next = Tag { hop: tag.hop + 1, ..tag };
+        if let Some(link) = route.and_then(|r| self.hop_link(r, next.hop, tag.to_server)) {
+            // The route goes on: into the next hop's link.
+            pkt.tag = next.encode();
+            self.put_on_link(link, tag.to_server, pkt);
+            return;
+        }
         self.datagrams += 1;
-        let fi = (pkt.tag >> 32) as usize;
-        let k = ((pkt.tag >> 1) & 0x7fff_ffff) as usize;
-        let to_server = pkt.tag & 1 == 0;
+        let (fi, k, to_server) = (tag.flow, tag.path, tag.to_server);
         let now = self.instant(self.now);
         let Some(f) = self.flows.get_mut(fi) else {
             self.give_buf(pkt.data);
@@ -704,8 +820,8 @@ impl Sim {
                 }
             }
         }
-        for (net, pkt) in due.drain(..) {
-            self.put_on_link(net, client, pkt);
+        for (route, pkt) in due.drain(..) {
+            self.put_on_route(route, client, pkt);
         }
         self.due = due;
         loop {
@@ -726,8 +842,8 @@ impl Sim {
                         self.give_buf(buf);
                         continue;
                     };
-                    let net = f.spec.paths[k];
-                    let tag = ((fi as u64) << 32) | ((k as u64) << 1) | u64::from(!client);
+                    let route = f.spec.paths[k];
+                    let tag = Tag { flow: fi, path: k, hop: 0, to_server: client }.encode();
                     let pkt = Packet { size: len as u32 + HEADER_BYTES, data: buf, tag, time: self.now };
                     let at = info.at.saturating_duration_since(self.base);
                     if at > self.now {
@@ -740,7 +856,7 @@ impl Sim {
                         }
                         continue;
                     }
-                    self.put_on_link(net, client, pkt);
+                    self.put_on_route(route, client, pkt);
                 }
                 Ok(None) => {
                     self.give_buf(buf);
@@ -754,6 +870,14 @@ impl Sim {
                     return;
                 }
             }
+        }
+    }
+
+    /// Puts a packet (tagged with hop 0) on the first link of `route`.
+    fn put_on_route(&mut self, route: usize, to_server: bool, pkt: Packet) {
+        match self.hop_link(route, 0, to_server) {
+            Some(link) => self.put_on_link(link, to_server, pkt),
+            None => self.give_buf(pkt.data),
         }
     }
 
@@ -825,12 +949,9 @@ impl Sim {
             let total: u64 = f.st.data_bytes.iter().sum();
             let mut paths: Vec<PathSummary> = (0..f.addrs.len())
                 .map(|k| {
-                    let net = f.spec.paths[k];
-                    let link = &self.links[net];
-                    let l = if f.spec.workload.is_download() { &link.down } else { &link.up };
-                    let ls = l.stats();
+                    let route = &self.routes[f.spec.paths[k]];
                     PathSummary {
-                        name: link.name.clone(),
+                        name: route.name.clone(),
                         bytes: f.st.data_bytes[k],
                         throughput_bps: f.st.data_bytes[k] as f64 * 8.0 / active,
                         share: if total > 0 { f.st.data_bytes[k] as f64 / total as f64 } else { 0.0 },
@@ -839,7 +960,7 @@ impl Sim {
                         } else {
                             0.0
                         },
-                        link_drops: ls.dropped_loss + ls.dropped_queue + self.failure_drops[net],
+                        link_drops: self.route_drops(route, f.spec.workload.is_download()),
                         ..Default::default()
                     }
                 })
@@ -891,6 +1012,7 @@ impl Sim {
                 status: f.app.status(),
                 paths,
                 error: f.st.error.clone(),
+                background: f.spec.background,
             });
         }
         Report {
@@ -899,9 +1021,38 @@ impl Sim {
             duration: self.now,
             samples: self.samples.clone(),
             flows,
+            links: self.link_summaries(),
             datagrams: self.datagrams,
             stalls: self.stalls,
         }
+    }
+}
+
+impl Sim {
+    /// Drops on the links of `route` in the data direction, plus failure drops.
+    fn route_drops(&self, route: &Route, download: bool) -> u64 {
+        route
+            .links
+            .iter()
+            .map(|&l| {
+                let link = &self.links[l];
+                let s = if download { link.down.stats() } else { link.up.stats() };
+                s.dropped_loss + s.dropped_queue + self.failure_drops[l]
+            })
+            .sum()
+    }
+
+    fn link_summaries(&self) -> Vec<LinkSummary> {
+        self.links
+            .iter()
+            .zip(&self.failure_drops)
+            .map(|(l, &failure_drops)| LinkSummary {
+                name: l.name.clone(),
+                up: l.up.stats(),
+                down: l.down.stats(),
+                failure_drops,
+            })
+            .collect()
     }
 }
 

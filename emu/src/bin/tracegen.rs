@@ -480,6 +480,97 @@ fn seed000_dynamic(g: &mut Gen) -> Result<(), String> {
     g.write_scenario("degrade", &s)
 }
 
+/// A `[[link]]` block (the same keys as a path).
+fn link_block(name: &str, trace: &str, delay_ms: f64, extra: &str) -> String {
+    format!("\n[[link]]\nname = \"{name}\"\nup = \"data/{trace}\"\ndown = \"data/{trace}\"\ndelay_ms = {delay_ms:.1}\n{extra}")
+}
+
+/// An access path: 1 Gbit/s, no delay, then `via` links.
+fn access_path(name: &str, via: &[&str]) -> String {
+    let via: Vec<String> = via.iter().map(|v| format!("\"{v}\"")).collect();
+    path_block(name, "const-1000mbps", "const-1000mbps", 0.0, &format!("via = [{}]\n", via.join(", ")))
+}
+
+/// One background flow on `path`; `cc` omitted: the flow under test's controller.
+fn flow_block(path: &str, cc: Option<&str>) -> String {
+    let cc = cc.map(|c| format!("cc = \"{c}\"\n")).unwrap_or_default();
+    format!("\n[[flow]]\npaths = [\"{path}\"]\n{cc}")
+}
+
+/// Shared bottlenecks: a 100 Mbit/s, 25 ms one-way bottleneck with a 1-BDP
+/// (625 kB) drop-tail buffer behind 1 Gbit/s access links; one background bbr flow
+/// on its own access path.
+fn shared(g: &mut Gen) -> Result<(), String> {
+    // 1 Gbit/s = 250 opportunities per 3 ms; 50 Mbit/s = 25 per 6 ms.
+    g.constant("const-1000mbps", 250, 3, 1000.0)?;
+    g.constant("const-50mbps", 25, 6, 50.0)?;
+    let neck =
+        link_block("bottleneck", "const-100mbps", 25.0, "queue = { kind = \"droptail\", bytes = 625000 }\n");
+    let mut s = header(
+        "shared-bottleneck",
+        "paths a and b (1 Gbit/s access) share one 100 Mbit/s, 50 ms RTT, 1-BDP drop-tail bottleneck with a background bbr flow on path c",
+        60.0,
+        g.seed,
+    );
+    s += "test_paths = [\"a\", \"b\"]\n";
+    s += &neck;
+    for p in ["a", "b", "c"] {
+        s += &access_path(p, &["bottleneck"]);
+    }
+    s += &flow_block("c", Some("bbr"));
+    g.write_scenario("shared-bottleneck", &s)?;
+    let mut s = header(
+        "shared-and-disjoint",
+        "paths a and b share a 100 Mbit/s, 50 ms RTT bottleneck with a background bbr flow (path c); path d is disjoint, 50 Mbit/s, 30 ms RTT",
+        60.0,
+        g.seed,
+    );
+    s += "test_paths = [\"a\", \"b\", \"d\"]\n";
+    s += &neck;
+    for p in ["a", "b", "c"] {
+        s += &access_path(p, &["bottleneck"]);
+    }
+    s += &path_block(
+        "d",
+        "const-50mbps",
+        "const-50mbps",
+        15.0,
+        "queue = { kind = \"droptail\", bytes = 187500 }\n",
+    );
+    s += &flow_block("c", Some("bbr"));
+    g.write_scenario("shared-and-disjoint", &s)
+}
+
+/// Seed 000's testbed with two background flows per bottleneck (path), of the flow
+/// under test's controller (Table I).
+fn testbed_bg(g: &mut Gen) -> Result<(), String> {
+    for (suffix, loss) in [("", 0.0), ("-loss0.01", 0.0001), ("-loss0.1", 0.001)] {
+        let name = format!("testbed-2x100-bg{suffix}");
+        let q = "queue = { kind = \"droptail\", bytes = 625000 }\n";
+        let mut s = header(
+            &name,
+            &format!(
+                "seed 000 testbed: 2 x 100 Mbit/s, 25 ms one-way, random loss {:.2}% on path b; two background flows per path, same controller",
+                loss * 100.0
+            ),
+            60.0,
+            g.seed,
+        );
+        s += &path_block("a", "const-100mbps", "const-100mbps", 25.0, q);
+        let l = if loss > 0.0 {
+            format!("loss = {{ model = \"bernoulli\", p = {loss} }}\n")
+        } else {
+            String::new()
+        };
+        s += &path_block("b", "const-100mbps", "const-100mbps", 25.0, &format!("{q}{l}"));
+        for p in ["a", "a", "b", "b"] {
+            s += &flow_block(p, None);
+        }
+        g.write_scenario(&name, &s)?;
+    }
+    Ok(())
+}
+
 fn run(out: &Path, seed: u64) -> Result<String, String> {
     std::fs::create_dir_all(out.join("data")).map_err(|e| e.to_string())?;
     let mut g = Gen { out: out.to_path_buf(), seed, report: String::new(), notes: String::new() };
@@ -488,6 +579,8 @@ fn run(out: &Path, seed: u64) -> Result<String, String> {
     g.report += "| trace | period (s) | lines | target mean (Mbit/s) | measured mean | error | min / max 1 s (Mbit/s) |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     testbed(&mut g)?;
+    testbed_bg(&mut g)?;
+    shared(&mut g)?;
     hetero(&mut g)?;
     seed000_dynamic(&mut g)?;
     lte_wifi(&mut g, &mut rng)?;

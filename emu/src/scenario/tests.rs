@@ -110,7 +110,7 @@ fn aqm_queues_in_scenarios() {
 fn rejects_bad_scenarios() {
     let base = "duration = 10.0\n[[path]]\nname = \"a\"\nup = \"c.up\"\ndown = \"c.down\"\n";
     assert!(err(&format!("{base}colour = 3\n")).contains("colour"));
-    assert!(err(&format!("{base}delay_ms = -1.0\n")).contains("delay_ms must be >= 0"));
+    assert!(err(&format!("{base}delay_ms = -1.0\n")).contains("delay_ms must be in [0, 60000]"));
     assert!(
         err(&format!("{base}loss = {{ model = \"bernoulli\", p = 1.5 }}\n")).contains("p must be in [0, 1]")
     );
@@ -148,4 +148,160 @@ fn rejects_bad_scenarios() {
 fn find_reports_unknown_names() {
     let e = Scenario::find("no-such-scenario-xyz").unwrap_err();
     assert!(e.to_string().contains("no-such-scenario-xyz"));
+}
+
+const SHARED: &str = r#"
+duration = 20.0
+seed = 3
+test_paths = ["a", "b"]
+[[link]]
+name = "neck"
+up = "c.up"
+down = "c.down"
+delay_ms = 25.0
+queue = { kind = "droptail", bytes = 625000 }
+[[path]]
+name = "a"
+up = "c.up"
+down = "c.up"
+via = ["neck"]
+[[path]]
+name = "b"
+up = "c.up"
+down = "c.up"
+delay_ms = 1.0
+via = ["neck"]
+[[path]]
+name = "c"
+up = "c.up"
+down = "c.up"
+via = ["neck"]
+[[flow]]
+paths = ["c"]
+cc = "bbr"
+[[flow]]
+paths = ["c", "a"]
+scheduler = "rr"
+start = 2.5
+bytes = 1000
+"#;
+
+#[test]
+fn loads_links_flows_and_test_paths() {
+    let s = parse(SHARED).unwrap();
+    assert_eq!(s.links.len(), 1);
+    assert_eq!(s.links[0].name, "neck");
+    assert_eq!(s.links[0].down.delay, Duration::from_millis(25));
+    assert_eq!(s.links[0].up.queue.bytes, Some(625_000));
+    assert_eq!(s.paths[1].via, vec![0]);
+    assert_eq!(s.test_paths, vec![0, 1]);
+    assert_eq!(
+        s.flows,
+        vec![
+            BackgroundFlow {
+                paths: vec![2],
+                cc: Some("bbr".into()),
+                scheduler: "minrtt".into(),
+                start: Duration::ZERO,
+                bytes: None
+            },
+            BackgroundFlow {
+                paths: vec![2, 0],
+                cc: None,
+                scheduler: "rr".into(),
+                start: Duration::from_millis(2500),
+                bytes: Some(1000)
+            },
+        ]
+    );
+    // Link seeds differ from every path's and follow the scenario seed.
+    let path_seeds: Vec<u64> = s.paths.iter().flat_map(|p| [p.up.seed, p.down.seed]).collect();
+    assert!(!path_seeds.contains(&s.links[0].up.seed));
+    assert_ne!(s.links[0].up.seed, s.links[0].down.seed);
+    let re = parse(SHARED).unwrap().with_seed(4);
+    assert_ne!(re.links[0].up.seed, s.links[0].up.seed);
+    let net = s.build_network();
+    assert_eq!(net.links.len(), 4);
+    assert_eq!(net.links[3].name, "neck");
+    assert_eq!(net.routes[1], crate::link::Route { name: "b".into(), links: vec![1, 3] });
+}
+
+#[test]
+fn scenarios_without_links_keep_their_defaults() {
+    let s = parse(GOOD).unwrap();
+    assert!(s.links.is_empty() && s.flows.is_empty());
+    assert_eq!(s.test_paths, vec![0, 1]);
+    let net = s.build_network();
+    assert_eq!(net.routes.iter().map(|r| r.links.clone()).collect::<Vec<_>>(), vec![vec![0], vec![1]]);
+}
+
+#[test]
+fn set_queue_overrides_a_link_or_path() {
+    let mut s = parse(SHARED).unwrap();
+    let q = QueueConfig { kind: QueueKind::DropTail, packets: None, bytes: Some(1_250_000) };
+    s.set_queue("neck", q).unwrap();
+    assert_eq!((s.links[0].up.queue, s.links[0].down.queue), (q, q));
+    s.set_queue("b", q).unwrap();
+    assert_eq!(s.paths[1].down.queue, q);
+    assert!(s.set_queue("nope", q).unwrap_err().to_string().contains("nope"));
+}
+
+/// `SHARED` with `from` replaced by `to` (which must occur).
+fn shared_with(from: &str, to: &str) -> String {
+    assert!(SHARED.contains(from), "{from}");
+    SHARED.replacen(from, to, 1)
+}
+
+#[test]
+fn rejects_bad_topologies() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "via = [\"neck\"]\n[[path]]\nname = \"b\"",
+            "via = [\"nek\"]\n[[path]]\nname = \"b\"",
+            "unknown link \"nek\" (links: neck)",
+        ),
+        (
+            "via = [\"neck\"]\n[[path]]\nname = \"b\"",
+            "via = [\"neck\", \"neck\"]\n[[path]]\nname = \"b\"",
+            "twice",
+        ),
+        ("paths = [\"c\"]\ncc", "paths = [\"x\"]\ncc", "flow 1: paths: unknown path \"x\" (paths: a, b, c)"),
+        ("paths = [\"c\"]\ncc", "paths = []\ncc", "paths must not be empty"),
+        ("test_paths = [\"a\", \"b\"]", "test_paths = [\"a\", \"z\"]", "test_paths: unknown path \"z\""),
+        ("test_paths = [\"a\", \"b\"]", "test_paths = []", "test_paths: paths must not be empty"),
+        ("test_paths = [\"a\", \"b\"]", "test_paths = [\"a\"]", "path \"b\": used by no flow"),
+        ("start = 2.5", "start = -1.0", "start must be in [0, 86400]"),
+        ("start = 2.5", "start = nan", "start must be in [0, 86400], got NaN"),
+        ("start = 2.5", "start = 1e300", "start must be in [0, 86400]"),
+        ("bytes = 1000", "bytes = 0", "bytes must be in [1, "),
+        ("cc = \"bbr\"", "cc = \"\"", "cc must not be empty"),
+        ("name = \"neck\"\nup", "name = \"a\"\nup", "duplicate name"),
+        ("[[flow]]\npaths = [\"c\"]", "[[flow]]\ncolour = 1\npaths = [\"c\"]", "colour"),
+        ("delay_ms = 25.0", "delay_ms = 1e300", "link \"neck\": delay_ms must be in [0, 60000], got 1e300"),
+        ("delay_ms = 25.0", "delay_ms = 25.0\nvia = [\"neck\"]", "via only applies to a [[path]]"),
+        ("duration = 20.0", "duration = 1e300", "duration must be in ["),
+        ("duration = 20.0", "duration = inf", "duration must be in ["),
+        ("bytes = 625000", "bytes = 10000000000000000", "bytes must be at most"),
+    ];
+    for (from, to, want) in cases {
+        let e = err(&shared_with(from, to));
+        assert!(e.contains(want), "{to}: {e}");
+    }
+    // A link no path crosses.
+    let unused = format!("{SHARED}[[link]]\nname = \"spare\"\nup = \"c.up\"\ndown = \"c.up\"\n");
+    assert!(err(&unused).contains("link \"spare\": used by no path"));
+}
+
+#[test]
+fn rejects_huge_schedule_values() {
+    let base = "duration = 10.0\n[[path]]\nname = \"a\"\nup = \"c.up\"\ndown = \"c.down\"\n";
+    for (sched, want) in [
+        ("param = \"outage\"\nstart = 1e300\n", "start must be in [0, 86400]"),
+        ("param = \"outage\"\nstart = 1.0\nend = 1e20\n", "end must be in [0, 86400]"),
+        ("param = \"delay_ms\"\npoints = [[0.0, 1e300]]\n", "out of range"),
+        ("param = \"rate\"\npoints = [[1e300, 1.0]]\n", "point times must be in [0, 86400]"),
+    ] {
+        let e = err(&format!("{base}[[path.schedule]]\n{sched}"));
+        assert!(e.contains(want), "{sched}: {e}");
+    }
 }
