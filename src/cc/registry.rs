@@ -7,7 +7,7 @@ use super::{CcParams, CongestionController, UnknownAlgorithm};
 
 /// Canonical names accepted by [`build`] (plus the aliases "reno",
 /// "coupled_bbr" and "cbbr").
-pub const NAMES: &[&str] = &["newreno", "cubic", "bbr", "coupled-bbr", "lia", "olia", "balia"];
+pub const NAMES: &[&str] = &["newreno", "cubic", "bbr", "bbr3", "coupled-bbr", "lia", "olia", "balia"];
 
 /// The controllers selectable by name.
 pub fn names() -> &'static [&'static str] {
