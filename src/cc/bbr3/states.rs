@@ -148,26 +148,21 @@ impl Bbr3 {
         if !self.full_bw_reached || self.adapt_long_term_model(rs) {
             return;
         }
-        match self.state {
-            Bbr3State::ProbeBwDown => {
-                if !self.is_time_to_probe_bw(now) && self.is_time_to_cruise(inflight) {
-                    self.start_probe_bw_cruise();
-                }
+        let state = self.state;
+        match state {
+            Bbr3State::ProbeBwDown if !self.is_time_to_probe_bw(now) && self.is_time_to_cruise(inflight) => {
+                self.start_probe_bw_cruise();
             }
             Bbr3State::ProbeBwCruise => {
                 self.is_time_to_probe_bw(now);
             }
-            Bbr3State::ProbeBwRefill => {
-                if self.round_start {
-                    self.is_bw_probe_sample = true;
-                    self.start_probe_bw_up(rs);
-                }
+            Bbr3State::ProbeBwRefill if self.round_start => {
+                self.is_bw_probe_sample = true;
+                self.start_probe_bw_up(rs);
             }
-            Bbr3State::ProbeBwUp => {
-                if self.is_time_to_go_down(rs, inflight) {
-                    self.prev_probe_too_high = false;
-                    self.start_probe_bw_down(now);
-                }
+            Bbr3State::ProbeBwUp if self.is_time_to_go_down(rs, inflight) => {
+                self.prev_probe_too_high = false;
+                self.start_probe_bw_down(now);
             }
             _ => {}
         }
