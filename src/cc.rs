@@ -210,6 +210,7 @@ pub fn initial_window(mss: usize) -> usize {
 
 pub mod balia;
 pub mod bbr;
+pub mod bbr3;
 pub mod coupled;
 pub mod coupled_bbr;
 pub mod extra;

@@ -1,15 +1,16 @@
-//! Builders for the controllers of this module family (BBR, Coupled BBR,
+//! Builders for the controllers of this module family (BBR, BBRv3, Coupled BBR,
 //! LIA, OLIA, BALIA), for the registry to call.
 
 use super::balia::Balia;
 use super::bbr::Bbr;
+use super::bbr3::Bbr3;
 use super::coupled_bbr::CoupledBbr;
 use super::lia::Lia;
 use super::olia::Olia;
 use super::{CcParams, CongestionController};
 
 /// Names [`build_extra`] knows.
-pub const EXTRA_NAMES: [&str; 6] = ["bbr", "coupled-bbr", "coupled-bbr-alg1", "lia", "olia", "balia"];
+pub const EXTRA_NAMES: [&str; 7] = ["bbr", "bbr3", "coupled-bbr", "coupled-bbr-alg1", "lia", "olia", "balia"];
 
 /// Build the controller called `name` (case-insensitive; `coupled_bbr` and
 /// `cbbr` are accepted for `coupled-bbr`), or `None` for another name.
@@ -17,6 +18,7 @@ pub fn build_extra(name: &str, params: CcParams) -> Option<Box<dyn CongestionCon
     let name = name.to_ascii_lowercase();
     let cc: Box<dyn CongestionController> = match name.as_str() {
         "bbr" => Box::new(Bbr::new(params)),
+        "bbr3" => Box::new(Bbr3::new(params)),
         "coupled-bbr" | "coupled_bbr" | "cbbr" => Box::new(CoupledBbr::new(params)),
         "coupled-bbr-alg1" => Box::new(CoupledBbr::alg1(params)),
         "lia" => Box::new(Lia::new(params)),

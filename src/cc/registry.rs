@@ -8,7 +8,7 @@ use super::{CcParams, CongestionController, UnknownAlgorithm};
 /// Canonical names accepted by [`build`] (plus the aliases "reno",
 /// "coupled_bbr" and "cbbr").
 pub const NAMES: &[&str] =
-    &["newreno", "cubic", "bbr", "coupled-bbr", "coupled-bbr-alg1", "lia", "olia", "balia"];
+    &["newreno", "cubic", "bbr", "bbr3", "coupled-bbr", "coupled-bbr-alg1", "lia", "olia", "balia"];
 
 /// The controllers selectable by name.
 pub fn names() -> &'static [&'static str] {
