@@ -9,8 +9,12 @@
 #
 #   bash ci/main.sh [SCENARIO] [BYTES] [MAX_SIMULATED_S]
 #
-# Each run downloads BYTES (default 40 MB) and stops when the response is complete
-# (or at MAX_SIMULATED_S, default 120), so the table shows the completion time.
+# Each run downloads BYTES (default 200 MB: about a minute, so the download runs
+# through the scenario's first Wi-Fi loss phase, 30-50 s) and stops when the
+# response is complete (or at MAX_SIMULATED_S, default 240), so the table shows
+# the completion time. The pairs compare mpquic's coupled-bbr (coupled only where
+# paths share a bottleneck), the paper's Alg. 1 (coupled-bbr-alg1) and uncoupled
+# bbr with cubic and lia.
 #
 # Results (CSV/JSON time series and summaries, PNG figures) go to
 # out/main/<cc>-<scheduler>/; figures comparing the runs to out/main/compare-*.png.
@@ -20,12 +24,13 @@ bash ci/setup.sh
 source ci/env.sh
 
 scenario="${1:-lte-wifi-A1}"
-bytes="${2:-40000000}"
-duration="${3:-120}"
+bytes="${2:-200000000}"
+duration="${3:-240}"
+pairs="cubic:minrtt lia:minrtt bbr:minrtt coupled-bbr:minrtt coupled-bbr:arp coupled-bbr-alg1:arp"
 cargo build --release -q -p mpquic-sim
 sim="$CARGO_TARGET_DIR/release/mpquic-sim"
 
-for pair in cubic:minrtt lia:minrtt coupled-bbr:minrtt coupled-bbr:arp bbr:rr; do
+for pair in $pairs; do
     cc="${pair%%:*}"
     sched="${pair#*:}"
     echo
@@ -35,7 +40,7 @@ for pair in cubic:minrtt lia:minrtt coupled-bbr:minrtt coupled-bbr:arp bbr:rr; d
 done
 echo
 runs=()
-for pair in cubic:minrtt lia:minrtt coupled-bbr:minrtt coupled-bbr:arp bbr:rr; do
+for pair in $pairs; do
     runs+=("out/main/${pair%%:*}-${pair#*:}")
 done
 # Figures: each run's per-path throughput, out-of-order bytes and RTT over time,

@@ -346,7 +346,7 @@ struct mpquic_config *mpquic_config_new(void);
 void mpquic_config_free(struct mpquic_config *cfg);
 
 // Choose the congestion controller by name ("newreno", "cubic", "bbr",
-// "coupled-bbr", "lia", "olia", "balia"). Returns 0, or
+// "bbr3", "coupled-bbr", "coupled-bbr-alg1", "lia", "olia", "balia"). Returns 0, or
 // MPQUIC_ERROR_UNKNOWN_ALGORITHM (config unchanged).
 int32_t mpquic_config_set_cc(struct mpquic_config *cfg, const char *name);
 

@@ -65,7 +65,7 @@ unsafe fn with_str(
 }
 
 /// Choose the congestion controller by name ("newreno", "cubic", "bbr",
-/// "coupled-bbr", "lia", "olia", "balia"). Returns 0, or
+/// "bbr3", "coupled-bbr", "coupled-bbr-alg1", "lia", "olia", "balia"). Returns 0, or
 /// MPQUIC_ERROR_UNKNOWN_ALGORITHM (config unchanged).
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_config_set_cc(cfg: *mut mpquic_config, name: *const c_char) -> i32 {

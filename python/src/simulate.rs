@@ -55,6 +55,7 @@ fn flow_dict<'py>(py: Python<'py>, f: &FlowSummary, report: &Report) -> PyResult
         pd.set_item("retrans_bytes", p.retrans_bytes)?;
         pd.set_item("copy_bytes", p.copy_bytes)?;
         pd.set_item("link_drops", p.link_drops)?;
+        pd.set_item("group", p.group)?;
         paths.append(pd)?;
     }
     d.set_item("paths", paths)?;
@@ -139,6 +140,7 @@ pub(crate) fn simulate<'py>(
         (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
     let (mut pt, mut pflow, mut pname, mut thr, mut srtt, mut cwnd, mut infl, mut pacing) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut group = Vec::new();
     for s in &report.samples {
         let ts = s.t.as_secs_f64();
         t.push(ts);
@@ -156,6 +158,7 @@ pub(crate) fn simulate<'py>(
             cwnd.push(p.cwnd);
             infl.push(p.bytes_in_flight);
             pacing.push(p.pacing_bps);
+            group.push(p.group);
         }
     }
     let series = PyDict::new(py);
@@ -173,6 +176,7 @@ pub(crate) fn simulate<'py>(
     ps.set_item("cwnd", cwnd)?;
     ps.set_item("bytes_in_flight", infl)?;
     ps.set_item("pacing_bps", pacing)?;
+    ps.set_item("group", group)?;
     out.set_item("path_series", ps)?;
     Ok(out)
 }

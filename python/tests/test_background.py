@@ -41,3 +41,12 @@ def test_background_flows_take_the_controller_under_test():
     r = mpquic.simulate("testbed-2x100-bg", cc="bbr", duration=2.0)
     assert list(r.flow_summary["cc"]) == ["bbr"] * 5
     assert list(r.flow_summary["paths"]) == ["a,b", "a", "a", "b", "b"]
+
+
+def test_shared_bottleneck_groups_show_in_results():
+    """coupled-bbr's detector puts the two paths through one bottleneck in one group."""
+    r = mpquic.simulate("shared-bottleneck", cc="coupled-bbr", duration=8.0)
+    groups = [p["group"] for p in r.flows[0]["paths"]]
+    assert groups[0] == groups[1], groups
+    late = r.paths[(r.paths["flow"] == 0) & (r.paths["t"] > 7.0)]
+    assert late.groupby("t")["group"].nunique().eq(1).all()

@@ -3,7 +3,7 @@ import mpquic
 
 def test_congestion_controllers():
     names = mpquic.congestion_controllers()
-    for n in ("newreno", "cubic", "bbr", "coupled-bbr", "lia", "olia", "balia"):
+    for n in ("newreno", "cubic", "bbr", "bbr3", "coupled-bbr", "coupled-bbr-alg1", "lia", "olia", "balia"):
         assert n in names
 
 

@@ -13,7 +13,7 @@ use crate::report::{FlowSummary, LinkSummary, PathSummary, Report};
 /// (the last two are per flow, repeated on each of its paths).
 pub fn csv(report: &Report) -> String {
     let mut s = String::from(
-        "t_s,flow,path,throughput_bps,srtt_ms,cwnd,bytes_in_flight,pacing_bps,goodput_bps,ooo_bytes\n",
+        "t_s,flow,path,throughput_bps,srtt_ms,cwnd,bytes_in_flight,pacing_bps,goodput_bps,ooo_bytes,group\n",
     );
     for smp in &report.samples {
         let names = report.flows.get(smp.flow).map(|f| &f.paths);
@@ -21,7 +21,7 @@ pub fn csv(report: &Report) -> String {
             let name = names.and_then(|n| n.get(k)).map(|p| p.name.as_str()).unwrap_or("?");
             let _ = writeln!(
                 s,
-                "{:.3},{},{},{:.0},{:.3},{},{},{:.0},{:.0},{}",
+                "{:.3},{},{},{:.0},{:.3},{},{},{:.0},{:.0},{},{}",
                 smp.t.as_secs_f64(),
                 smp.flow,
                 name,
@@ -31,7 +31,8 @@ pub fn csv(report: &Report) -> String {
                 p.bytes_in_flight,
                 p.pacing_bps,
                 smp.goodput_bps,
-                smp.ooo_bytes
+                smp.ooo_bytes,
+                p.group
             );
         }
     }
@@ -111,6 +112,8 @@ struct PathJson<'a> {
     retrans_bytes: u64,
     copy_bytes: u64,
     link_drops: u64,
+    /// The sender's shared-bottleneck group: equal for paths judged shared.
+    group: u32,
 }
 
 #[derive(Serialize)]
@@ -153,6 +156,7 @@ fn path_json(p: &PathSummary) -> PathJson<'_> {
         retrans_bytes: p.retrans_bytes,
         copy_bytes: p.copy_bytes,
         link_drops: p.link_drops,
+        group: p.group,
     }
 }
 
@@ -306,13 +310,22 @@ pub fn table(report: &Report) -> String {
         }
         let _ = writeln!(
             s,
-            "  {:<10} {:>12} {:>7} {:>10} {:>10} {:>8} {:>12} {:>12} {:>10}",
-            "path", "Mbit/s", "share", "srtt ms", "minrtt ms", "lost", "retrans B", "copies B", "link drops"
+            "  {:<10} {:>12} {:>7} {:>10} {:>10} {:>8} {:>12} {:>12} {:>10} {:>6}",
+            "path",
+            "Mbit/s",
+            "share",
+            "srtt ms",
+            "minrtt ms",
+            "lost",
+            "retrans B",
+            "copies B",
+            "link drops",
+            "group"
         );
         for p in &f.paths {
             let _ = writeln!(
                 s,
-                "  {:<10} {:>12.2} {:>6.1}% {:>10.1} {:>10.1} {:>8} {:>12} {:>12} {:>10}",
+                "  {:<10} {:>12.2} {:>6.1}% {:>10.1} {:>10.1} {:>8} {:>12} {:>12} {:>10} {:>6}",
                 p.name,
                 mbps(p.throughput_bps),
                 p.share * 100.0,
@@ -321,7 +334,8 @@ pub fn table(report: &Report) -> String {
                 p.lost_packets,
                 p.retrans_bytes,
                 p.copy_bytes,
-                p.link_drops
+                p.link_drops,
+                p.group
             );
         }
     }

@@ -48,10 +48,10 @@ fn goodput_between(r: &Report, flow: usize, from: f64, to: f64) -> f64 {
 }
 
 /// Coupled BBR with two competing single-path BBR flows, one per bottleneck.
-fn coupled_vs_bbr() -> (f64, f64, f64, Report) {
+fn coupled_vs_bbr(cc: &str) -> (f64, f64, f64, Report) {
     let paths = [PathParams::new("a", 100, ms(25)), PathParams::new("b", 100, ms(25))];
     let flows = vec![
-        FlowSpec::new(vec![0, 1]).cc("coupled-bbr"),
+        FlowSpec::new(vec![0, 1]).cc(cc),
         FlowSpec::new(vec![0]).cc("bbr"),
         FlowSpec::new(vec![1]).cc("bbr"),
     ];
@@ -60,50 +60,131 @@ fn coupled_vs_bbr() -> (f64, f64, f64, Report) {
     let sp1 = goodput_between(&r, 1, 5.0, 30.0);
     let sp2 = goodput_between(&r, 2, 5.0, 30.0);
     println!(
-        "coupled-bbr vs bbr, 2 x 100 Mbit/s / 50 ms, 5-30 s: multipath {mp:.2} Mbit/s (shares {:.2}/{:.2}), single-path {sp1:.2} and {sp2:.2} Mbit/s, ratio {:.3}",
+        "{cc} vs bbr, 2 x 100 Mbit/s / 50 ms, 5-30 s: multipath {mp:.2} Mbit/s (shares {:.2}/{:.2}, groups {}/{}), single-path {sp1:.2} and {sp2:.2} Mbit/s, ratio {:.3}",
         r.flows[0].paths[0].share,
         r.flows[0].paths[1].share,
+        r.flows[0].paths[0].group,
+        r.flows[0].paths[1].group,
         mp / ((sp1 + sp2) / 2.0)
     );
     (mp, sp1, sp2, r)
 }
 
-/// The paper's own fairness claim (seed 000, section VI): the multipath flow is no
-/// more aggressive than a single-path BBR flow at the same bottlenecks. Uncoupled,
-/// it would take about twice a single flow's rate.
+/// The paper's own fairness claim for Alg. 1 (seed 000, section VI): the
+/// multipath flow is no more aggressive than a single-path BBR flow at the same
+/// bottlenecks. Uncoupled, it would take about twice a single flow's rate.
 #[test]
-fn coupled_bbr_is_no_more_aggressive_than_single_path_bbr() {
-    let (mp, sp1, sp2, r) = coupled_vs_bbr();
+fn alg1_is_no_more_aggressive_than_single_path_bbr() {
+    let (mp, sp1, sp2, r) = coupled_vs_bbr("coupled-bbr-alg1");
     assert!(r.flows[0].multipath);
     assert!(mp <= 1.15 * sp1.min(sp2), "multipath {mp:.2} vs single-path {sp1:.2}/{sp2:.2}");
 }
 
-/// Fairness by the design's arithmetic: alone on its paths, Coupled BBR's total is
-/// max_j BW_j, what one single-path BBR flow gets on the best path (seed 000, Fig. 9a).
+/// On two disjoint bottlenecks, coupled-bbr's detector keeps the paths apart,
+/// and each path competes as one BBR flow on its own bottleneck: the
+/// multipath flow takes about two single-path flows' worth, not Alg. 1's one.
 #[test]
-fn coupled_bbr_total_matches_single_path_bbr_on_best_path() {
+fn coupled_bbr_keeps_disjoint_bottlenecks_apart() {
+    let (mp, sp1, sp2, r) = coupled_vs_bbr("coupled-bbr");
+    let f = &r.flows[0];
+    assert_ne!(f.paths[0].group, f.paths[1].group, "disjoint bottlenecks grouped");
+    assert!(mp >= 0.7 * (sp1 + sp2), "multipath {mp:.2} vs single-path {sp1:.2} + {sp2:.2}");
+    assert!(mp <= 1.3 * (sp1 + sp2), "multipath {mp:.2} vs single-path {sp1:.2} + {sp2:.2}");
+}
+
+fn alone(cc: &str, a: u32, b: u32) -> (f64, f64, Report) {
+    let paths = [PathParams::new("a", a, ms(25)), PathParams::new("b", b, ms(25))];
+    let mp = run(&paths, vec![FlowSpec::new(vec![0, 1]).cc(cc)], 20, vec![], ms(100));
+    let sp = run(&paths[..1], vec![FlowSpec::new(vec![0]).cc("bbr")], 20, vec![], ms(100));
+    let (m, s) = (mbps(mp.flows[0].goodput_bps), mbps(sp.flows[0].goodput_bps));
+    println!(
+        "({a}, {b}) Mbit/s: {cc} {m:.2} Mbit/s (shares {:.2}/{:.2}), bbr alone on the best path {s:.2}, ratio {:.3}",
+        mp.flows[0].paths[0].share,
+        mp.flows[0].paths[1].share,
+        m / s
+    );
+    (m, s, mp)
+}
+
+/// Fairness by the design's arithmetic: alone on its paths, Alg. 1's total is
+/// max_j BW_j, what one single-path BBR flow gets on the best path (seed 000,
+/// Fig. 9a) — on paths that share nothing, which is why coupled-bbr does not
+/// do this.
+#[test]
+fn alg1_total_matches_single_path_bbr_on_best_path() {
     for (a, b) in [(100, 100), (100, 50), (100, 20)] {
-        let paths = [PathParams::new("a", a, ms(25)), PathParams::new("b", b, ms(25))];
-        let mp = run(&paths, vec![FlowSpec::new(vec![0, 1]).cc("coupled-bbr")], 20, vec![], ms(100));
-        let sp = run(&paths[..1], vec![FlowSpec::new(vec![0]).cc("bbr")], 20, vec![], ms(100));
-        let (m, s) = (mbps(mp.flows[0].goodput_bps), mbps(sp.flows[0].goodput_bps));
-        println!(
-            "({a}, {b}) Mbit/s: coupled-bbr {m:.2} Mbit/s (shares {:.2}/{:.2}), bbr alone on the best path {s:.2}, ratio {:.3}",
-            mp.flows[0].paths[0].share,
-            mp.flows[0].paths[1].share,
-            m / s
-        );
+        let (m, s, _) = alone("coupled-bbr-alg1", a, b);
         assert!((m / s - 1.0).abs() <= 0.15, "({a}, {b}): coupled {m:.2} vs single {s:.2}");
     }
 }
 
+/// coupled-bbr aggregates paths that share nothing: within 15% of the sum
+/// of their capacities (as one BBR flow per path gets). Two identical
+/// noiseless paths look shared to the detector (their delays move alike) and
+/// are grouped at (100, 100): probing in step costs them nothing.
 #[test]
-#[ignore = "target missed: coupled-bbr multipath 23.02 Mbit/s vs single-path bbr 74.17/88.93 Mbit/s (ratio 0.28, target 0.85..1.15): cruising below BtlBw loses the estimate to the competing BBR flows"]
-fn coupled_bbr_is_fair_to_single_path_bbr() {
-    let (mp, sp1, sp2, r) = coupled_vs_bbr();
-    assert!(r.flows[0].multipath);
-    let single = (sp1 + sp2) / 2.0;
-    assert!((mp / single - 1.0).abs() <= 0.15, "multipath/single = {:.3}", mp / single);
+fn coupled_bbr_aggregates_disjoint_paths() {
+    for (a, b) in [(100, 100), (100, 50), (100, 20)] {
+        let (m, s, r) = alone("coupled-bbr", a, b);
+        let f = &r.flows[0];
+        println!("  groups {}/{}", f.paths[0].group, f.paths[1].group);
+        let sum = s * f64::from(a + b) / f64::from(a);
+        assert!(m >= 0.85 * sum, "({a}, {b}): {m:.2} vs {sum:.2}");
+    }
+}
+
+/// `shared-bottleneck` (two paths, own 1 Gbit/s access links, one 100 Mbit/s
+/// / 50 ms bottleneck, one single-path BBR flow competing) with the
+/// bottleneck buffer at `bdps` BDP: the flow under test's goodput ÷ the
+/// competitor's over 10-60 s, and the report.
+fn shared_bottleneck(cc: &str, bdps: f64) -> (f64, Report) {
+    let mut sc = emu::scenario::Scenario::find("shared-bottleneck").expect("scenario");
+    let q = emu::queue::QueueConfig {
+        kind: emu::queue::QueueKind::DropTail,
+        packets: None,
+        bytes: Some((625_000.0 * bdps) as u64),
+    };
+    sc.set_queue("bottleneck", q).expect("bottleneck link");
+    let mut cfg = SimConfig::for_scenario(&sc, Duration::from_secs(60));
+    cfg.flows[0].cc = cc.into();
+    let r = Sim::from_scenario(&sc, 1, cfg).expect("sim").run(&mut |_, _| {});
+    let (mp, sp) = (goodput_between(&r, 0, 10.0, 60.0), goodput_between(&r, 1, 10.0, 60.0));
+    let f = &r.flows[0];
+    println!(
+        "shared-bottleneck, {bdps} BDP: {cc} {mp:.2} vs bbr {sp:.2} Mbit/s, ratio {:.3}, groups {}/{}",
+        mp / sp,
+        f.paths[0].group,
+        f.paths[1].group
+    );
+    (mp / sp, r)
+}
+
+const BUFFERS: [f64; 4] = [0.5, 1.0, 2.0, 4.0];
+
+/// Where its paths share a bottleneck, coupled-bbr groups them and removes
+/// at least half of what uncoupled BBR takes beyond a fair share beside the
+/// same competitor (ratio − 1), at every buffer size.
+#[test]
+fn coupled_bbr_groups_a_shared_bottleneck_and_yields_to_bbr() {
+    for b in BUFFERS {
+        let (coupled, r) = shared_bottleneck("coupled-bbr", b);
+        let (uncoupled, _) = shared_bottleneck("bbr", b);
+        let f = &r.flows[0];
+        assert_eq!(f.paths[0].group, f.paths[1].group, "{b} BDP: shared paths not grouped");
+        assert!(
+            coupled - 1.0 <= 0.5 * (uncoupled - 1.0),
+            "{b} BDP: coupled {coupled:.3} vs uncoupled {uncoupled:.3}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "target missed: coupled-bbr ÷ competing bbr on shared-bottleneck, 10-60 s, at 0.5/1/2/4 BDP: 1.261/1.332/1.080/1.080 (target 0.85..1.15); uncoupled bbr 1.928/2.098/1.396/1.396; Alg. 1 0.17 at 1 BDP"]
+fn coupled_bbr_is_fair_on_a_shared_bottleneck() {
+    let ratios: Vec<f64> = BUFFERS.iter().map(|&b| shared_bottleneck("coupled-bbr", b).0).collect();
+    for (b, ratio) in BUFFERS.iter().zip(ratios) {
+        assert!((ratio - 1.0).abs() <= 0.15, "{b} BDP: ratio {ratio:.3}");
+    }
 }
 
 #[test]
@@ -162,10 +243,11 @@ fn arp_cuts_out_of_order_bytes() {
     arp_vs_minrtt_ooo("cubic");
 }
 
-/// The paper's pairing (seed 000, Fig. 11 reports 65% less than minRTT at 50/250 ms).
+/// The paper's pairing (seed 000, Fig. 11 reports 65% less than minRTT at
+/// 50/250 ms), with the paper's Coupled BBR (Alg. 1).
 #[test]
 fn arp_cuts_out_of_order_bytes_under_coupled_bbr() {
-    arp_vs_minrtt_ooo("coupled-bbr");
+    arp_vs_minrtt_ooo("coupled-bbr-alg1");
 }
 
 /// At 50/150 ms Alg. 2 is at its boundary (x_2/x_1 = 1 against
@@ -194,7 +276,7 @@ fn arp_keeps_goodput_where_both_paths_are_in_n() {
 /// AR-Scheduling (Alg. 2) keeps the 250 ms path out of N when the rates are equal:
 /// x_2/x_1 = 1 is not above r_2/r_1 - 2 = 3, so that path carries only copies.
 #[test]
-#[ignore = "target missed: arp goodput 20.86 Mbit/s vs best 36.50 (minrtt) under cubic, 16.61 vs 19.60 under coupled-bbr: Alg. 2 puts the 250 ms path in R"]
+#[ignore = "target missed: arp goodput 20.86 Mbit/s vs best 36.50 (minrtt) under cubic (Alg. 2 puts the 250 ms path in R); under coupled-bbr 33.53 vs 35.85 holds"]
 fn arp_goodput_is_near_the_best() {
     for cc in ["cubic", "coupled-bbr"] {
         let runs = hetero_runs(cc);
@@ -287,54 +369,4 @@ fn capacity_retransmits_less_than_minrtt_on_shallow_buffer() {
         );
     }
     assert!(cap.flows[0].retrans_bytes < min.flows[0].retrans_bytes);
-}
-
-/// A multipath flow of `cc` whose two paths cross one 100 Mbit/s / 50 ms
-/// bottleneck (buffer `bdps` × BDP) beside one single-path BBR flow: its
-/// goodput ÷ the single-path flow's over 10-40 s, and the report.
-fn shared_bottleneck(cc: &str, bdps: f64) -> (f64, Report) {
-    let mut link = PathParams::new("bottleneck", 100, ms(25));
-    link.queue_bytes = Some((625_000.0 * bdps) as u64);
-    let paths = if cc.starts_with("single-") { vec![0] } else { vec![0, 0] };
-    let cc = cc.trim_start_matches("single-");
-    let mut flows = vec![FlowSpec::new(paths).cc(cc), FlowSpec::new(vec![0]).cc("bbr")];
-    if let Some(s) = std::env::var("LATE").ok().and_then(|v| v.parse::<u64>().ok()) {
-        flows[1].start = Duration::from_secs(s);
-    }
-    let r = run(&[link], flows, 60, vec![], ms(100));
-    let (mp, sp) = (goodput_between(&r, 0, 10.0, 60.0), goodput_between(&r, 1, 10.0, 60.0));
-    let f = &r.flows[0];
-    println!(
-        "{cc} on 2 paths through one 100 Mbit/s bottleneck ({bdps} BDP) beside bbr: {mp:.2} vs {sp:.2} Mbit/s, ratio {:.3}, groups {}/{}",
-        mp / sp,
-        f.paths[0].group,
-        f.paths.last().map_or(0, |p| p.group)
-    );
-    let w: Vec<String> = (0..6)
-        .map(|k| {
-            format!(
-                "{:.2}",
-                goodput_between(&r, 0, k as f64 * 10.0, k as f64 * 10.0 + 10.0)
-                    / goodput_between(&r, 1, k as f64 * 10.0, k as f64 * 10.0 + 10.0)
-            )
-        })
-        .collect();
-    println!("  ratio per 10 s: {}", w.join(" "));
-    for fl in 0..2 {
-        let ss: Vec<_> = r.samples.iter().filter(|s| s.flow == fl && s.t.as_secs_f64() > 10.0).collect();
-        let n = ss.len() as f64;
-        let pace: f64 =
-            ss.iter().map(|s| s.paths.iter().map(|p| p.pacing_bps).sum::<f64>()).sum::<f64>() / n / 1e6;
-        let cwnd: f64 =
-            ss.iter().map(|s| s.paths.iter().map(|p| p.cwnd as f64).sum::<f64>()).sum::<f64>() / n;
-        let infl: f64 =
-            ss.iter().map(|s| s.paths.iter().map(|p| p.bytes_in_flight as f64).sum::<f64>()).sum::<f64>() / n;
-        let rtt: f64 = ss.iter().map(|s| s.paths[0].srtt_ms).sum::<f64>() / n;
-        let together = ss.iter().filter(|s| s.paths.len() > 1 && s.paths[0].group == s.paths[1].group).count()
-            as f64
-            / n;
-        let _ = &cwnd;
-        println!("  flow {fl}: pacing {pace:.1} Mbit/s cwnd {cwnd:.0} inflight {infl:.0} srtt {rtt:.1} grouped {together:.2}");
-    }
-    (mp / sp, r)
 }
