@@ -58,7 +58,13 @@ pub(crate) struct Pair {
     pub(crate) blackhole: Vec<SocketAddr>,
     /// Extra one-way delay for datagrams from or to an address.
     pub(crate) slow: Vec<(SocketAddr, Duration)>,
+    /// Every datagram the client sent (before any loss), when `Some`.
+    pub(crate) client_sent: Option<Vec<Vec<u8>>>,
+    /// Decides whether a datagram (to_server, bytes) is dropped, besides `loss`.
+    pub(crate) drop_if: Option<DropFilter>,
 }
+
+pub(crate) type DropFilter = Box<dyn FnMut(&Connection, bool, &[u8]) -> bool>;
 
 impl Pair {
     pub(crate) fn new(ccfg: &Config, scfg: &Config) -> Pair {
@@ -85,6 +91,8 @@ impl Pair {
             delivered: 0,
             blackhole: Vec::new(),
             slow: Vec::new(),
+            client_sent: None,
+            drop_if: None,
         }
     }
 
@@ -101,7 +109,15 @@ impl Pair {
                 match conn.send(&mut buf, self.now) {
                     Ok(Some((len, si))) => {
                         n += 1;
+                        if let Some(log) = self.client_sent.as_mut().filter(|_| to_server) {
+                            log.push(buf[..len].to_vec());
+                        }
+                        // The receiver decides (by its own state) what it drops.
+                        let receiver = if to_server { &self.s } else { &self.c };
+                        let filtered =
+                            self.drop_if.as_mut().is_some_and(|f| f(receiver, to_server, &buf[..len]));
                         if self.rng.gen::<f64>() < self.loss
+                            || filtered
                             || self.blackhole.contains(&si.from)
                             || self.blackhole.contains(&si.to)
                         {
@@ -276,6 +292,47 @@ fn handshake_survives_loss() {
         p.loss = 0.0;
         let data = pattern(100_000);
         assert!(p.transfer(0, &data) == data);
+    }
+}
+
+/// Sizes of the client's datagrams that carry an Initial packet (RFC 9000
+/// §14.1: each at least 1200 bytes), over a handshake and a request.
+fn client_initial_datagram_sizes(loss: f64, seed: u64) -> Vec<usize> {
+    let mut p = Pair::default_pair();
+    p.rng = rand::rngs::StdRng::seed_from_u64(seed);
+    p.client_sent = Some(Vec::new());
+    p.loss = loss;
+    p.handshake();
+    p.loss = 0.0;
+    assert_eq!(p.transfer(0, &pattern(10_000)), pattern(10_000));
+    let log = p.client_sent.take().unwrap();
+    // Coalesced packets follow one another; an Initial comes first.
+    let has_initial = |d: &[u8]| {
+        let mut off = 0;
+        while let Ok(h) = packet::parse_header(&d[off..], 8) {
+            if h.ty == packet::PacketType::Initial {
+                return true;
+            }
+            if h.ty == packet::PacketType::Short || h.packet_len == 0 {
+                break;
+            }
+            off += h.packet_len;
+        }
+        false
+    };
+    log.iter().filter(|d| has_initial(d)).map(|d| d.len()).collect()
+}
+
+#[test]
+fn every_client_datagram_with_an_initial_is_padded() {
+    // Lossless: the first flight, and the ACK-only Initial that goes with
+    // the Handshake Finished and the request; under loss, retransmissions.
+    let sizes = client_initial_datagram_sizes(0.0, 7);
+    assert!(sizes.len() >= 2, "the client's Initial ACK was not seen: {sizes:?}");
+    assert!(sizes.iter().all(|&n| n >= 1200), "client Initial datagrams {sizes:?}");
+    for seed in 0..4 {
+        let sizes = client_initial_datagram_sizes(0.2, seed);
+        assert!(sizes.iter().all(|&n| n >= 1200), "seed {seed}: client Initial datagrams {sizes:?}");
     }
 }
 
