@@ -185,13 +185,13 @@ impl Connection {
             self.levels.ku.on_received(path_id, pn);
         }
         if rotated {
-            // The peer may start an update only after acknowledging a packet
-            // of the current phase (RFC 9001 §6.2); an answer to ours is fine.
-            let ku = &self.levels.ku;
-            if !ku.awaiting_peer && ku.phase_acked.is_none() && !ku.first_pn_in_phase.is_empty() {
+            // Checked by what we sent, not by what the peer acknowledged:
+            // the ACK it needed is often in this very packet, whose frames
+            // are not processed yet.
+            if self.levels.ku.premature_peer_update() {
                 return Err(Err(TransportError::new(
                     ErrorCode::KEY_UPDATE_ERROR,
-                    "key update before the previous one was acknowledged",
+                    "second key update before the first was acknowledged",
                 )));
             }
             let pto = self.max_pto();

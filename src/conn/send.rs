@@ -559,6 +559,16 @@ impl Connection {
 
         // Bookkeeping.
         let in_flight = ack_eliciting || pad_to.is_some();
+        if is_data {
+            let own = self.paths[pi].id;
+            for f in &frames {
+                match *f {
+                    SentFrame::Ack { largest } => self.levels.ku.on_ack_sent(own, largest),
+                    SentFrame::PathAck { path, largest } => self.levels.ku.on_ack_sent(path, largest),
+                    _ => {}
+                }
+            }
+        }
         let pkt = SentPacket::new(pn, now, pkt_len, ack_eliciting, in_flight, frames);
         if is_data {
             self.levels.ku.on_sent(self.paths[pi].id, pn);

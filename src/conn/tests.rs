@@ -905,6 +905,48 @@ fn key_update_waits_for_the_current_phase_to_be_acknowledged() {
 }
 
 #[test]
+fn peer_first_key_update_before_our_packets_are_acknowledged_is_followed() {
+    let mut p = Pair::default_pair();
+    p.handshake();
+    // The client updates the moment HANDSHAKE_DONE confirms its handshake
+    // (as aioquic's client does when asked to), before its ACK of the
+    // server's first 1-RTT packets has left: it goes in the first packet of
+    // the new phase.
+    while !p.c.handshake_confirmed {
+        assert!(p.step(), "handshake never confirmed");
+    }
+    assert!(p.s.levels.ku.phase_acked.is_none(), "the case needs none of the server's packets acknowledged");
+    assert!(p.c.levels.initiate_update());
+    let data = pattern(300_000);
+    assert_eq!(p.transfer(0, &data), data);
+    assert!(p.s.local_error().is_none(), "server closed: {:?}", p.s.local_error());
+    assert_eq!((p.c.stats().key_updates, p.s.stats().key_updates), (1, 1));
+}
+
+#[test]
+fn second_peer_key_update_in_a_row_is_a_key_update_error() {
+    let mut p = Pair::default_pair();
+    p.handshake();
+    p.run_for(Duration::from_millis(200));
+    let (c_addr, s_addr) = (p.c_addr, p.s_addr);
+    let mut buf = [0u8; 1500];
+    // The client's packets go straight to the server, which sends nothing
+    // in between, so it never acknowledges the first update.
+    let mut deliver = |p: &mut Pair, n: u64| {
+        p.c.stream_send(n * 4, b"x", true).unwrap();
+        let (len, _) = p.c.send(&mut buf, p.now).unwrap().expect("client packet");
+        let _ = p.s.recv(&mut buf[..len], RecvInfo { from: c_addr, to: s_addr }, p.now);
+    };
+    assert!(p.c.levels.initiate_update());
+    deliver(&mut p, 0);
+    assert_eq!(p.s.stats().key_updates, 1, "the first update is followed");
+    assert!(p.s.local_error().is_none());
+    assert!(p.c.levels.initiate_update());
+    deliver(&mut p, 1);
+    assert_eq!(p.s.local_error().map(|e| e.code), Some(ErrorCode::KEY_UPDATE_ERROR.0));
+}
+
+#[test]
 fn multipath_key_updates_cover_every_path() {
     let (ccfg, mut scfg) = rr_configs();
     scfg.set_key_update_interval(1000);
