@@ -490,9 +490,8 @@ impl Connection {
             Frame::PathResponse(data) => {
                 if let Some(i) = self.path_index(path_id) {
                     let p = &mut self.paths[i];
-                    if p.challenge.is_some_and(|(c, _)| c == data) {
-                        p.challenge = None;
-                        p.challenge_deadline = None;
+                    if p.challenges.answers(&data) {
+                        p.end_validation();
                         if !p.validated {
                             p.validated = true;
                             let id = p.id;
@@ -769,6 +768,10 @@ impl Connection {
         }
         self.handshake_confirmed = true;
         self.drop_level(Level::Handshake);
+        // Paths the client opened before: probe them now (see `probe_path`).
+        for p in self.paths.iter_mut().filter(|p| !p.validated && !p.abandoned && p.challenges.count() == 0) {
+            p.challenge_pending = true;
+        }
         if self.state == State::Handshaking {
             self.state = State::Established;
         }

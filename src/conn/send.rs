@@ -217,6 +217,11 @@ impl Connection {
         if path.abandoned || (path.id != PathId::ZERO && self.cids.assign_dcid(path.id).is_none()) {
             return Ok(None);
         }
+        // A client's new path waits for the handshake to be confirmed (see
+        // `probe_path`): nothing goes out on it before its challenge.
+        if !self.is_server && !self.handshake_confirmed && pi != 0 {
+            return Ok(None);
+        }
         let mut limit = out.len().min(self.max_udp_payload);
         // Anti-amplification (RFC 9000 §8.1): 3x what the client sent, on
         // the first path before the handshake validates the client, and on
@@ -447,6 +452,7 @@ impl Connection {
         // padded to 1200 bytes to check the path MTU (RFC 9000 §8.2.1).
         let mut probing = false;
         let path_pto_floor = self.max_pto();
+        let challenge_wait = if is_data { self.challenge_interval(pi) } else { path_pto_floor };
         if is_data {
             // PATH_RESPONSE / PATH_CHALLENGE.
             let p = &mut self.paths[pi];
@@ -459,17 +465,12 @@ impl Connection {
                 probing = true;
             }
             if p.challenge_pending {
-                let data = match p.challenge {
-                    Some((d, _)) => d,
-                    None => {
-                        let mut d = [0u8; 8];
-                        crypto::fill_random(&mut d);
-                        d
-                    }
-                };
+                // Fresh data every time (RFC 9000 §8.2.1).
+                let data = super::paths::Challenges::fresh();
                 if Frame::PathChallenge(data).encode(&mut w).is_ok() {
                     let pto = p.recovery.rtt().pto_base();
-                    p.challenge = Some((data, now + pto));
+                    p.challenges.on_sent(data);
+                    p.challenge_retry = Some(now + challenge_wait);
                     if p.challenge_deadline.is_none() {
                         // RFC 9000 §8.2.4: three times the larger PTO.
                         p.challenge_deadline = Some(now + pto.max(path_pto_floor) * 3);

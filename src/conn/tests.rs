@@ -60,11 +60,12 @@ pub(crate) struct Pair {
     pub(crate) slow: Vec<(SocketAddr, Duration)>,
     /// Every datagram the client sent (before any loss), when `Some`.
     pub(crate) client_sent: Option<Vec<Vec<u8>>>,
-    /// Decides whether a datagram (to_server, bytes) is dropped, besides `loss`.
+    /// Decides (from the receiver's state and the datagram's addresses)
+    /// whether a datagram is dropped, besides `loss`.
     pub(crate) drop_if: Option<DropFilter>,
 }
 
-pub(crate) type DropFilter = Box<dyn FnMut(&Connection, bool, &[u8]) -> bool>;
+pub(crate) type DropFilter = Box<dyn FnMut(&Connection, &crate::SendInfo) -> bool>;
 
 impl Pair {
     pub(crate) fn new(ccfg: &Config, scfg: &Config) -> Pair {
@@ -114,8 +115,7 @@ impl Pair {
                         }
                         // The receiver decides (by its own state) what it drops.
                         let receiver = if to_server { &self.s } else { &self.c };
-                        let filtered =
-                            self.drop_if.as_mut().is_some_and(|f| f(receiver, to_server, &buf[..len]));
+                        let filtered = self.drop_if.as_mut().is_some_and(|f| f(receiver, &si));
                         if self.rng.gen::<f64>() < self.loss
                             || filtered
                             || self.blackhole.contains(&si.from)
@@ -464,6 +464,105 @@ fn two_path_transfer_uses_both_paths() {
     // one growing): both paths must carry a real part of the data.
     assert!(a as f64 / total >= 0.01 && b as f64 / total >= 0.01, "shares {a} / {b} {st:?}");
     assert_eq!(p.c.paths().count(), 2);
+}
+
+/// Client opens a second path from C2 at once and fetches `len` bytes
+/// with the round-robin scheduler; the first datagram on the new path is
+/// lost. Returns (virtual time to validate it, stream bytes on it).
+fn lost_first_challenge(len: usize) -> (Duration, u64) {
+    let (ccfg, scfg) = rr_configs();
+    let mut p = Pair::new(&ccfg, &scfg);
+    p.handshake();
+    p.run_for(Duration::from_millis(100));
+    let c2: SocketAddr = C2.parse().unwrap();
+    let mut dropped = false;
+    p.drop_if = Some(Box::new(move |_, si| {
+        let first = si.from == c2 && !dropped;
+        dropped |= first;
+        first
+    }));
+    let start = p.now;
+    let id = p.c.probe_path(c2, p.s_addr, p.now).unwrap();
+    let mut validated = None;
+    let data = pattern(len);
+    let got = p.transfer_with(0, &data, |p, _| {
+        if validated.is_none() && Pair::drain_events(&mut p.c).contains(&PathEvent::Validated(id)) {
+            validated = Some(p.now - start);
+        }
+    });
+    assert!(got == data);
+    let t = validated.expect("second path never validated during the transfer");
+    (t, stream_bytes(&p.s, id))
+}
+
+#[test]
+fn lost_path_challenge_is_sent_again_within_a_few_rtts() {
+    // RTT 20 ms on both paths: the retry follows the first path's PTO
+    // (the new path has no RTT sample), not kInitialRtt's second.
+    let (t, bytes) = lost_first_challenge(1 << 20);
+    assert!(t < Duration::from_millis(200), "validated after {t:?}");
+    assert!(bytes > 0, "a 1 MB transfer did not use the second path (validated after {t:?})");
+}
+
+#[test]
+fn path_challenges_carry_fresh_data_and_any_echo_validates() {
+    let mut p = Pair::mp_pair();
+    // The new path's RTT (220 ms) is far above the first path's (20 ms): the
+    // client sends challenges again before the first answer can arrive.
+    let c2: SocketAddr = C2.parse().unwrap();
+    p.slow.push((c2, Duration::from_millis(100)));
+    let start = p.now;
+    let id = p.c.probe_path(c2, p.s_addr, p.now).unwrap();
+    let pi = p.c.path_index(id).unwrap();
+    let mut seen: Vec<[u8; 8]> = Vec::new();
+    let validated = loop {
+        p.run_for(Duration::from_millis(1));
+        if Pair::drain_events(&mut p.c).contains(&PathEvent::Validated(id)) {
+            break p.now - start;
+        }
+        for d in p.c.paths[pi].challenges.sent() {
+            if !seen.contains(d) {
+                seen.push(*d);
+            }
+        }
+        assert!(p.now - start < Duration::from_secs(3), "not validated; challenges {seen:?}");
+    };
+    // Every retry had new data (RFC 9000 §8.2.1)...
+    let sent = seen.len();
+    assert!(sent >= 3, "only {sent} distinct challenges before validation");
+    // ...and the echo of the first one, arriving after one path RTT,
+    // validated the path although newer challenges were outstanding.
+    assert!(validated < Duration::from_millis(300), "validated after {validated:?} ({sent} challenges)");
+}
+
+#[test]
+fn path_probed_before_the_handshake_is_confirmed_waits_for_it() {
+    let mut p = Pair::mp_pair();
+    // A client that has the server's CIDs for new paths before HANDSHAKE_DONE
+    // (peers may send them in 0.5-RTT data): put it back in that state.
+    p.c.handshake_confirmed = false;
+    let c2: SocketAddr = C2.parse().unwrap();
+    let from_c2 = std::rc::Rc::new(std::cell::Cell::new(0));
+    let seen = from_c2.clone();
+    p.drop_if = Some(Box::new(move |_, si| {
+        seen.set(seen.get() + u32::from(si.from == c2));
+        false
+    }));
+    let id = p.c.probe_path(c2, p.s_addr, p.now).unwrap();
+    p.run_for(Duration::from_millis(500));
+    assert_eq!(from_c2.get(), 0, "the new path was used before the handshake was confirmed");
+    assert!(!Pair::drain_events(&mut p.c).contains(&PathEvent::Validated(id)));
+    p.c.confirm_handshake();
+    let start = p.now;
+    let validated = loop {
+        p.run_for(Duration::from_millis(1));
+        if Pair::drain_events(&mut p.c).contains(&PathEvent::Validated(id)) {
+            break p.now - start;
+        }
+        assert!(p.now - start < Duration::from_secs(3), "not validated after confirmation");
+    };
+    // One challenge, answered within a round trip or two.
+    assert!(validated < Duration::from_millis(50), "validated {validated:?} after confirmation");
 }
 
 #[test]
