@@ -1,7 +1,9 @@
 """Download one URL over HTTP/3 with aioquic and write the body to a file.
 
 Used by aioquic_interop.rs. Usage:
-    aioquic_client.py URL OUTPUT --ca FILE
+    aioquic_client.py URL OUTPUT --ca FILE [--key-update]
+--key-update asks aioquic for a 1-RTT key update at once: aioquic starts it
+the moment the handshake is confirmed (RFC 9001 §6.1).
 Prints "status=<code> bytes=<n>" and exits 0 on a complete 2xx response.
 """
 
@@ -11,12 +13,13 @@ import ssl
 import sys
 from urllib.parse import urlparse
 
+from aioquic import tls
 from aioquic.asyncio.client import connect
 from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.h3.connection import H3_ALPN, H3Connection
 from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
-from aioquic.quic.events import QuicEvent
+from aioquic.quic.events import ConnectionTerminated, QuicEvent
 
 
 class Client(QuicConnectionProtocol):
@@ -45,6 +48,12 @@ class Client(QuicConnectionProtocol):
         self.transmit()
 
     def quic_event_received(self, event: QuicEvent):
+        if isinstance(event, ConnectionTerminated):
+            # Report the peer's (or our) close instead of waiting for a timeout.
+            print(f"closed error_code={event.error_code:#x} reason={event.reason_phrase!r}")
+            if not self.done.done():
+                self.done.set_result(False)
+            return
         for ev in self.h3.handle_event(event):
             if isinstance(ev, HeadersReceived):
                 for k, v in ev.headers:
@@ -64,6 +73,7 @@ async def main():
     p.add_argument("url")
     p.add_argument("output")
     p.add_argument("--ca", required=True)
+    p.add_argument("--key-update", action="store_true")
     a = p.parse_args()
     u = urlparse(a.url)
     cfg = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, verify_mode=ssl.CERT_REQUIRED)
@@ -71,9 +81,13 @@ async def main():
     cfg.server_name = u.hostname
     with open(a.output, "wb") as out:
         async with connect(u.hostname, u.port or 443, configuration=cfg, create_protocol=Client) as c:
+            if a.key_update:
+                c._quic.request_key_update()
             c.get(u.netloc, u.path or "/", out)
             await asyncio.wait_for(c.done, timeout=120)
-            print(f"status={c.status} bytes={c.bytes}")
+            # The 1-RTT key phase at the end (1 after one update the server followed).
+            phase = c._quic._cryptos[tls.Epoch.ONE_RTT].send.key_phase
+            print(f"status={c.status} bytes={c.bytes} key_phase={phase}")
             ok = c.status is not None and 200 <= c.status < 300
     return 0 if ok else 1
 

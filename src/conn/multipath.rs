@@ -21,7 +21,9 @@ impl Connection {
     /// Client: open a new path from `local` to `peer`. The path gets the next
     /// unused path ID for which the peer issued a connection ID; data flows
     /// on it once PATH_CHALLENGE/PATH_RESPONSE validated it
-    /// ([`PathEvent::Validated`]).
+    /// ([`PathEvent::Validated`]). Called once the handshake is complete but
+    /// before it is confirmed (HANDSHAKE_DONE), the path is created and its
+    /// first PATH_CHALLENGE waits for the confirmation.
     pub fn probe_path(
         &mut self,
         local: SocketAddr,
@@ -57,7 +59,9 @@ impl Connection {
         };
         self.cids.assign_dcid(id);
         let mut p = Path::with(id, local, peer, &self.path_config, now);
-        p.challenge_pending = true;
+        // Before the handshake is confirmed the server may drop our 1-RTT
+        // packets (RFC 9001 §5.7): the challenge waits for HANDSHAKE_DONE.
+        p.challenge_pending = self.handshake_confirmed;
         self.apply_early_status(&mut p);
         self.paths.push(p);
         self.stats.paths += 1;
@@ -276,9 +280,7 @@ impl Connection {
         {
             let p = &mut self.paths[i];
             p.abandoned = true;
-            p.challenge = None;
-            p.challenge_pending = false;
-            p.challenge_deadline = None;
+            p.end_validation();
             p.responses.clear();
             p.probes = 0;
             p.drop_at = Some(now + pto * 3);
@@ -311,6 +313,20 @@ impl Connection {
         self.push_event(PathEvent::Abandoned(id));
     }
 
+    /// How long to wait for a PATH_RESPONSE to the next challenge on path
+    /// `pi`: the path's PTO once it has an RTT sample; before that, the
+    /// largest PTO of the validated paths (the path's own estimate would be
+    /// kInitialRtt's, about a second). Doubled per challenge already sent,
+    /// like PTO backoff, so a dead path is probed no more often than an
+    /// Initial would be resent (RFC 9000 §8.2.1).
+    pub(super) fn challenge_interval(&self, pi: usize) -> Duration {
+        let p = &self.paths[pi];
+        let own = p.recovery.rtt().has_sample().then(|| p.recovery.rtt().pto_base());
+        let current = self.paths.iter().filter(|q| q.usable()).map(|q| q.recovery.rtt().pto_base()).max();
+        let base = own.or(current).unwrap_or_else(|| p.recovery.rtt().pto_base());
+        base * (1u32 << p.challenges.count().min(6))
+    }
+
     /// The largest PTO among open paths (draft-21 §2.5, §2.6).
     pub(super) fn max_pto(&self) -> Duration {
         self.paths
@@ -334,12 +350,10 @@ impl Connection {
                 self.sbd.remove_path(id);
                 continue;
             }
-            if let Some((d, t)) = p.challenge {
-                if now >= t && !p.validated {
-                    // Resend the same challenge until the deadline.
-                    p.challenge = Some((d, p.challenge_deadline.unwrap_or(t + Duration::from_secs(3))));
-                    p.challenge_pending = true;
-                }
+            if p.challenge_retry.is_some_and(|t| now >= t) && !p.validated {
+                // Another challenge (fresh data) until the deadline.
+                p.challenge_retry = None;
+                p.challenge_pending = true;
             }
             if p.challenge_deadline.is_some_and(|t| now >= t) && !p.validated && !p.abandoned {
                 let id = p.id;

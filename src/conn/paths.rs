@@ -131,8 +131,12 @@ pub(crate) struct Path {
     pub(crate) space: PacketSpace<SentFrames>,
     pub(crate) acks: AckTracker,
     pub(crate) next_pn: u64,
-    /// Our outstanding PATH_CHALLENGE and when it expires.
-    pub(crate) challenge: Option<([u8; 8], Instant)>,
+    /// Data of the PATH_CHALLENGEs sent since validation started, each
+    /// fresh (RFC 9000 §8.2.1); a PATH_RESPONSE may echo any of them.
+    pub(crate) challenges: Challenges,
+    /// When the next PATH_CHALLENGE goes out if no PATH_RESPONSE came.
+    pub(crate) challenge_retry: Option<Instant>,
+    /// A PATH_CHALLENGE is to be sent.
     pub(crate) challenge_pending: bool,
     /// PATH_RESPONSEs owed to the peer.
     pub(crate) responses: Vec<[u8; 8]>,
@@ -171,6 +175,55 @@ pub(crate) struct Path {
     pub(crate) dsr_pending: Option<u64>,
     /// Maximum datagram payload on this path.
     pub(crate) mss: usize,
+}
+
+/// The data of the PATH_CHALLENGEs sent on a path, newest last. Only the
+/// last few are kept: retries back off, so older ones are long overdue.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Challenges {
+    sent: smallvec::SmallVec<[[u8; 8]; 4]>,
+    /// How many were sent in all (the retry backoff exponent).
+    count: u32,
+}
+
+impl Challenges {
+    const KEPT: usize = 8;
+
+    /// Fresh unpredictable data for the next PATH_CHALLENGE.
+    pub(crate) fn fresh() -> [u8; 8] {
+        let mut d = [0u8; 8];
+        crypto::fill_random(&mut d);
+        d
+    }
+
+    pub(crate) fn on_sent(&mut self, data: [u8; 8]) {
+        if self.sent.len() == Self::KEPT {
+            self.sent.remove(0);
+        }
+        self.sent.push(data);
+        self.count += 1;
+    }
+
+    /// A PATH_RESPONSE with `data` answers one of ours.
+    pub(crate) fn answers(&self, data: &[u8; 8]) -> bool {
+        self.sent.contains(data)
+    }
+
+    /// The data of the last challenges sent.
+    #[cfg(test)]
+    pub(crate) fn sent(&self) -> &[[u8; 8]] {
+        &self.sent
+    }
+
+    /// PATH_CHALLENGEs sent so far.
+    pub(crate) fn count(&self) -> u32 {
+        self.count
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.sent.clear();
+        self.count = 0;
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -226,7 +279,8 @@ impl Path {
             space: PacketSpace::new(SpaceKind::Data),
             acks,
             next_pn: 0,
-            challenge: None,
+            challenges: Challenges::default(),
+            challenge_retry: None,
             challenge_pending: false,
             responses: Vec::new(),
             probes: 0,
@@ -256,9 +310,17 @@ impl Path {
         self.validated && !self.abandoned
     }
 
+    /// Stop validating: success, failure or abandonment.
+    pub(crate) fn end_validation(&mut self) {
+        self.challenges.clear();
+        self.challenge_retry = None;
+        self.challenge_pending = false;
+        self.challenge_deadline = None;
+    }
+
     /// Path-validation retry or expiry, and state removal after abandonment.
     pub(crate) fn timer(&self) -> Option<Instant> {
-        let a = self.challenge.map(|(_, t)| t);
+        let a = self.challenge_retry;
         let b = self.challenge_deadline;
         let c = self.drop_at;
         [a, b, c, self.quiet_at].into_iter().flatten().min()

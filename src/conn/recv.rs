@@ -185,13 +185,13 @@ impl Connection {
             self.levels.ku.on_received(path_id, pn);
         }
         if rotated {
-            // The peer may start an update only after acknowledging a packet
-            // of the current phase (RFC 9001 §6.2); an answer to ours is fine.
-            let ku = &self.levels.ku;
-            if !ku.awaiting_peer && ku.phase_acked.is_none() && !ku.first_pn_in_phase.is_empty() {
+            // Checked by what we sent, not by what the peer acknowledged:
+            // the ACK it needed is often in this very packet, whose frames
+            // are not processed yet.
+            if self.levels.ku.premature_peer_update() {
                 return Err(Err(TransportError::new(
                     ErrorCode::KEY_UPDATE_ERROR,
-                    "key update before the previous one was acknowledged",
+                    "second key update before the first was acknowledged",
                 )));
             }
             let pto = self.max_pto();
@@ -490,9 +490,8 @@ impl Connection {
             Frame::PathResponse(data) => {
                 if let Some(i) = self.path_index(path_id) {
                     let p = &mut self.paths[i];
-                    if p.challenge.is_some_and(|(c, _)| c == data) {
-                        p.challenge = None;
-                        p.challenge_deadline = None;
+                    if p.challenges.answers(&data) {
+                        p.end_validation();
                         if !p.validated {
                             p.validated = true;
                             let id = p.id;
@@ -779,6 +778,10 @@ impl Connection {
         }
         self.handshake_confirmed = true;
         self.drop_level(Level::Handshake);
+        // Paths the client opened before: probe them now (see `probe_path`).
+        for p in self.paths.iter_mut().filter(|p| !p.validated && !p.abandoned && p.challenges.count() == 0) {
+            p.challenge_pending = true;
+        }
         if self.state == State::Handshaking {
             self.state = State::Established;
         }

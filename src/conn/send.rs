@@ -18,7 +18,7 @@ use super::{Connection, Error, SendInfo, State};
 
 /// AEAD tag length of every QUIC v1 cipher suite.
 const TAG_LEN: usize = 16;
-/// Minimum size of datagrams carrying ack-eliciting Initial packets.
+/// Minimum size of datagrams carrying Initial packets (RFC 9000 §14.1).
 const MIN_INITIAL_SIZE: usize = 1200;
 /// How far ahead of its pacer a path may be given a packet when there are
 /// several paths (the caller holds it until `SendInfo::at`).
@@ -217,6 +217,11 @@ impl Connection {
         if path.abandoned || (path.id != PathId::ZERO && self.cids.assign_dcid(path.id).is_none()) {
             return Ok(None);
         }
+        // A client's new path waits for the handshake to be confirmed (see
+        // `probe_path`): nothing goes out on it before its challenge.
+        if !self.is_server && !self.handshake_confirmed && pi != 0 {
+            return Ok(None);
+        }
         let mut limit = out.len().min(self.max_udp_payload);
         // Anti-amplification (RFC 9000 §8.1): 3x what the client sent, on
         // the first path before the handshake validates the client, and on
@@ -244,6 +249,9 @@ impl Connection {
         let mut written = 0;
         let mut has_initial = false;
         let mut ack_eliciting_initial = false;
+        // Whether the last packet written has a long header (a 1-RTT packet
+        // runs to the end of the datagram: nothing may follow it).
+        let mut last_long = false;
         for level in [Level::Initial, Level::Handshake, Level::OneRtt] {
             if !self.levels.has_send_keys(level) {
                 continue;
@@ -254,10 +262,12 @@ impl Connection {
             if written + 64 > out.len() {
                 break;
             }
-            // Client Initials are padded to 1200 bytes; the padding goes in the
-            // last packet of the datagram, so decide it for the last one.
+            // The padding goes in the last packet of the datagram, so decide
+            // it for the last one.
             let is_last = level == Level::OneRtt || !self.more_levels_to_send(level);
-            let pad_to = if is_last && (ack_eliciting_initial || (level == Level::Initial && !self.is_server))
+            let pad_to = if is_last
+                && (self.initial_needs_padding(has_initial, ack_eliciting_initial)
+                    || (level == Level::Initial && !self.is_server))
             {
                 Some(MIN_INITIAL_SIZE.saturating_sub(written))
             } else {
@@ -269,6 +279,7 @@ impl Connection {
                         has_initial = true;
                         ack_eliciting_initial |= eliciting;
                     }
+                    last_long = level != Level::OneRtt;
                     written += n;
                 }
                 None => continue,
@@ -277,14 +288,14 @@ impl Connection {
         if written == 0 {
             return Ok(None);
         }
-        // An ack-eliciting Initial not followed by another packet was padded
-        // inside write_packet; if a later level wrote nothing, pad here.
-        if has_initial && ack_eliciting_initial && written < MIN_INITIAL_SIZE.min(out.len()) {
-            // Trailing zero bytes after the last packet are valid padding for
-            // the datagram (receivers discard what they cannot parse).
-            let end = MIN_INITIAL_SIZE.min(out.len());
-            out[written..end].fill(0);
-            written = end;
+        // A datagram that must be padded but whose last packet came out
+        // shorter (a later level predicted to follow wrote nothing) is padded
+        // here: zero bytes after a long-header packet are valid datagram
+        // padding (receivers discard what they cannot parse).
+        let min = MIN_INITIAL_SIZE.min(out.len());
+        if self.initial_needs_padding(has_initial, ack_eliciting_initial) && written < min && last_long {
+            out[written..min].fill(0);
+            written = min;
         }
         let path = &mut self.paths[pi];
         path.amp_sent += written as u64;
@@ -298,6 +309,17 @@ impl Connection {
             self.sched.on_sent(info.path_id, written, redundant);
         }
         Ok(Some((written, info)))
+    }
+
+    /// RFC 9000 §14.1: a client pads every datagram carrying an Initial
+    /// packet (even an ACK-only one coalesced with its Finished and first
+    /// request) to 1200 bytes; a server only those with an ack-eliciting one.
+    fn initial_needs_padding(&self, has_initial: bool, ack_eliciting_initial: bool) -> bool {
+        if self.is_server {
+            ack_eliciting_initial
+        } else {
+            has_initial
+        }
     }
 
     fn more_levels_to_send(&self, level: Level) -> bool {
@@ -430,6 +452,7 @@ impl Connection {
         // padded to 1200 bytes to check the path MTU (RFC 9000 §8.2.1).
         let mut probing = false;
         let path_pto_floor = self.max_pto();
+        let challenge_wait = if is_data { self.challenge_interval(pi) } else { path_pto_floor };
         if is_data {
             // PATH_RESPONSE / PATH_CHALLENGE.
             let p = &mut self.paths[pi];
@@ -442,17 +465,12 @@ impl Connection {
                 probing = true;
             }
             if p.challenge_pending {
-                let data = match p.challenge {
-                    Some((d, _)) => d,
-                    None => {
-                        let mut d = [0u8; 8];
-                        crypto::fill_random(&mut d);
-                        d
-                    }
-                };
+                // Fresh data every time (RFC 9000 §8.2.1).
+                let data = super::paths::Challenges::fresh();
                 if Frame::PathChallenge(data).encode(&mut w).is_ok() {
                     let pto = p.recovery.rtt().pto_base();
-                    p.challenge = Some((data, now + pto));
+                    p.challenges.on_sent(data);
+                    p.challenge_retry = Some(now + challenge_wait);
                     if p.challenge_deadline.is_none() {
                         // RFC 9000 §8.2.4: three times the larger PTO.
                         p.challenge_deadline = Some(now + pto.max(path_pto_floor) * 3);
@@ -521,9 +539,7 @@ impl Connection {
         let frames_end = w.pos();
         let mut plain_end = frames_end.max(pn_offset + 4);
         if let Some(p) = pad_to {
-            if ack_eliciting || level == Level::Initial {
-                plain_end = plain_end.max(p.saturating_sub(TAG_LEN));
-            }
+            plain_end = plain_end.max(p.saturating_sub(TAG_LEN));
         }
         if probing && self.multipath {
             plain_end = plain_end.max(MIN_INITIAL_SIZE.saturating_sub(TAG_LEN));
@@ -544,6 +560,16 @@ impl Connection {
 
         // Bookkeeping.
         let in_flight = ack_eliciting || pad_to.is_some();
+        if is_data {
+            let own = self.paths[pi].id;
+            for f in &frames {
+                match *f {
+                    SentFrame::Ack { largest } => self.levels.ku.on_ack_sent(own, largest),
+                    SentFrame::PathAck { path, largest } => self.levels.ku.on_ack_sent(path, largest),
+                    _ => {}
+                }
+            }
+        }
         let pkt = SentPacket::new(pn, now, pkt_len, ack_eliciting, in_flight, frames);
         if is_data {
             self.levels.ku.on_sent(self.paths[pi].id, pn);
@@ -915,9 +941,13 @@ impl Connection {
         };
         let hdr_len = w.pos();
         f.encode(&mut w).map_err(|_| Error::BufferTooShort)?;
-        let plain_end = w.pos().max(pn_offset + 4);
-        let pkt_len = plain_end + TAG_LEN;
+        let frames_end = w.pos();
         let buf = w.buf_mut();
+        // A client's Initial datagrams are 1200 bytes, closing ones too (§14.1).
+        let padded = if li == 0 && !self.is_server { MIN_INITIAL_SIZE - TAG_LEN } else { 0 };
+        let plain_end = frames_end.max(pn_offset + 4).max(padded.min(buf.len().saturating_sub(TAG_LEN)));
+        buf[frames_end..plain_end].fill(0);
+        let pkt_len = plain_end + TAG_LEN;
         if let Some(o) = long {
             packet::patch_length(buf, &o, pkt_len - pn_offset).map_err(|_| Error::BufferTooShort)?;
         }

@@ -176,6 +176,10 @@ pub(crate) struct KeyUpdate {
     pub(crate) first_pn_in_phase: smallvec::SmallVec<[(PathId, u64); 2]>,
     /// When a packet of the current phase was first acknowledged.
     pub(crate) phase_acked: Option<Instant>,
+    /// We sent, with our current keys, an ACK of a packet the peer protected
+    /// with its current keys: the peer may start the next update (RFC 9001
+    /// §6.2; before that, a new one would be a second update in a row).
+    pub(crate) peer_phase_acked: bool,
     /// Packets protected with the current local keys (AEAD limits).
     pub(crate) packets_in_phase: u64,
     /// Key updates so far (either side's).
@@ -210,6 +214,23 @@ impl KeyUpdate {
         }
     }
 
+    /// We are sending, with the current keys, an ACK for `path` whose
+    /// largest acknowledged is `largest`.
+    pub(crate) fn on_ack_sent(&mut self, path: PathId, largest: u64) {
+        if self.remote_first_pn.iter().any(|&(p, f)| p == path && largest >= f) {
+            self.peer_phase_acked = true;
+        }
+    }
+
+    /// Whether a packet in the peer's next phase is a key update it may not
+    /// start yet: a second one in a row, before we acknowledged a packet of
+    /// the phase the previous update began (RFC 9001 §6.2). The first update
+    /// is always allowed, and so is the peer's answer to ours (§6.1's rule
+    /// on acknowledgements binds the initiator, who alone can check it).
+    pub(crate) fn premature_peer_update(&self) -> bool {
+        !self.awaiting_peer && self.updates > 0 && !self.peer_phase_acked
+    }
+
     /// We are sending `pn` on `path` with the current keys.
     pub(crate) fn on_sent(&mut self, path: PathId, pn: u64) {
         self.packets_in_phase += 1;
@@ -222,6 +243,7 @@ impl KeyUpdate {
         self.phase = !self.phase;
         self.first_pn_in_phase.clear();
         self.phase_acked = None;
+        self.peer_phase_acked = false;
         self.packets_in_phase = 0;
         self.updates += 1;
     }
@@ -300,6 +322,7 @@ impl CryptoLevels {
             self.ku.prev_remote = Some((old, prev_expiry));
         }
         self.ku.remote_first_pn.clear();
+        self.ku.peer_phase_acked = false;
         self.ku.next_remote = self.remote[2].as_ref().and_then(|k| k.next().ok());
         if self.ku.awaiting_peer {
             self.ku.awaiting_peer = false;

@@ -58,7 +58,14 @@ pub(crate) struct Pair {
     pub(crate) blackhole: Vec<SocketAddr>,
     /// Extra one-way delay for datagrams from or to an address.
     pub(crate) slow: Vec<(SocketAddr, Duration)>,
+    /// Every datagram the client sent (before any loss), when `Some`.
+    pub(crate) client_sent: Option<Vec<Vec<u8>>>,
+    /// Decides (from the receiver's state and the datagram's addresses)
+    /// whether a datagram is dropped, besides `loss`.
+    pub(crate) drop_if: Option<DropFilter>,
 }
+
+pub(crate) type DropFilter = Box<dyn FnMut(&Connection, &crate::SendInfo) -> bool>;
 
 impl Pair {
     pub(crate) fn new(ccfg: &Config, scfg: &Config) -> Pair {
@@ -85,6 +92,8 @@ impl Pair {
             delivered: 0,
             blackhole: Vec::new(),
             slow: Vec::new(),
+            client_sent: None,
+            drop_if: None,
         }
     }
 
@@ -101,7 +110,14 @@ impl Pair {
                 match conn.send(&mut buf, self.now) {
                     Ok(Some((len, si))) => {
                         n += 1;
+                        if let Some(log) = self.client_sent.as_mut().filter(|_| to_server) {
+                            log.push(buf[..len].to_vec());
+                        }
+                        // The receiver decides (by its own state) what it drops.
+                        let receiver = if to_server { &self.s } else { &self.c };
+                        let filtered = self.drop_if.as_mut().is_some_and(|f| f(receiver, &si));
                         if self.rng.gen::<f64>() < self.loss
+                            || filtered
                             || self.blackhole.contains(&si.from)
                             || self.blackhole.contains(&si.to)
                         {
@@ -279,6 +295,47 @@ fn handshake_survives_loss() {
     }
 }
 
+/// Sizes of the client's datagrams that carry an Initial packet (RFC 9000
+/// §14.1: each at least 1200 bytes), over a handshake and a request.
+fn client_initial_datagram_sizes(loss: f64, seed: u64) -> Vec<usize> {
+    let mut p = Pair::default_pair();
+    p.rng = rand::rngs::StdRng::seed_from_u64(seed);
+    p.client_sent = Some(Vec::new());
+    p.loss = loss;
+    p.handshake();
+    p.loss = 0.0;
+    assert_eq!(p.transfer(0, &pattern(10_000)), pattern(10_000));
+    let log = p.client_sent.take().unwrap();
+    // Coalesced packets follow one another; an Initial comes first.
+    let has_initial = |d: &[u8]| {
+        let mut off = 0;
+        while let Ok(h) = packet::parse_header(&d[off..], 8) {
+            if h.ty == packet::PacketType::Initial {
+                return true;
+            }
+            if h.ty == packet::PacketType::Short || h.packet_len == 0 {
+                break;
+            }
+            off += h.packet_len;
+        }
+        false
+    };
+    log.iter().filter(|d| has_initial(d)).map(|d| d.len()).collect()
+}
+
+#[test]
+fn every_client_datagram_with_an_initial_is_padded() {
+    // Lossless: the first flight, and the ACK-only Initial that goes with
+    // the Handshake Finished and the request; under loss, retransmissions.
+    let sizes = client_initial_datagram_sizes(0.0, 7);
+    assert!(sizes.len() >= 2, "the client's Initial ACK was not seen: {sizes:?}");
+    assert!(sizes.iter().all(|&n| n >= 1200), "client Initial datagrams {sizes:?}");
+    for seed in 0..4 {
+        let sizes = client_initial_datagram_sizes(0.2, seed);
+        assert!(sizes.iter().all(|&n| n >= 1200), "seed {seed}: client Initial datagrams {sizes:?}");
+    }
+}
+
 #[test]
 fn application_close_reaches_peer() {
     let mut p = Pair::default_pair();
@@ -407,6 +464,105 @@ fn two_path_transfer_uses_both_paths() {
     // one growing): both paths must carry a real part of the data.
     assert!(a as f64 / total >= 0.01 && b as f64 / total >= 0.01, "shares {a} / {b} {st:?}");
     assert_eq!(p.c.paths().count(), 2);
+}
+
+/// Client opens a second path from C2 at once and fetches `len` bytes
+/// with the round-robin scheduler; the first datagram on the new path is
+/// lost. Returns (virtual time to validate it, stream bytes on it).
+fn lost_first_challenge(len: usize) -> (Duration, u64) {
+    let (ccfg, scfg) = rr_configs();
+    let mut p = Pair::new(&ccfg, &scfg);
+    p.handshake();
+    p.run_for(Duration::from_millis(100));
+    let c2: SocketAddr = C2.parse().unwrap();
+    let mut dropped = false;
+    p.drop_if = Some(Box::new(move |_, si| {
+        let first = si.from == c2 && !dropped;
+        dropped |= first;
+        first
+    }));
+    let start = p.now;
+    let id = p.c.probe_path(c2, p.s_addr, p.now).unwrap();
+    let mut validated = None;
+    let data = pattern(len);
+    let got = p.transfer_with(0, &data, |p, _| {
+        if validated.is_none() && Pair::drain_events(&mut p.c).contains(&PathEvent::Validated(id)) {
+            validated = Some(p.now - start);
+        }
+    });
+    assert!(got == data);
+    let t = validated.expect("second path never validated during the transfer");
+    (t, stream_bytes(&p.s, id))
+}
+
+#[test]
+fn lost_path_challenge_is_sent_again_within_a_few_rtts() {
+    // RTT 20 ms on both paths: the retry follows the first path's PTO
+    // (the new path has no RTT sample), not kInitialRtt's second.
+    let (t, bytes) = lost_first_challenge(1 << 20);
+    assert!(t < Duration::from_millis(200), "validated after {t:?}");
+    assert!(bytes > 0, "a 1 MB transfer did not use the second path (validated after {t:?})");
+}
+
+#[test]
+fn path_challenges_carry_fresh_data_and_any_echo_validates() {
+    let mut p = Pair::mp_pair();
+    // The new path's RTT (220 ms) is far above the first path's (20 ms): the
+    // client sends challenges again before the first answer can arrive.
+    let c2: SocketAddr = C2.parse().unwrap();
+    p.slow.push((c2, Duration::from_millis(100)));
+    let start = p.now;
+    let id = p.c.probe_path(c2, p.s_addr, p.now).unwrap();
+    let pi = p.c.path_index(id).unwrap();
+    let mut seen: Vec<[u8; 8]> = Vec::new();
+    let validated = loop {
+        p.run_for(Duration::from_millis(1));
+        if Pair::drain_events(&mut p.c).contains(&PathEvent::Validated(id)) {
+            break p.now - start;
+        }
+        for d in p.c.paths[pi].challenges.sent() {
+            if !seen.contains(d) {
+                seen.push(*d);
+            }
+        }
+        assert!(p.now - start < Duration::from_secs(3), "not validated; challenges {seen:?}");
+    };
+    // Every retry had new data (RFC 9000 §8.2.1)...
+    let sent = seen.len();
+    assert!(sent >= 3, "only {sent} distinct challenges before validation");
+    // ...and the echo of the first one, arriving after one path RTT,
+    // validated the path although newer challenges were outstanding.
+    assert!(validated < Duration::from_millis(300), "validated after {validated:?} ({sent} challenges)");
+}
+
+#[test]
+fn path_probed_before_the_handshake_is_confirmed_waits_for_it() {
+    let mut p = Pair::mp_pair();
+    // A client that has the server's CIDs for new paths before HANDSHAKE_DONE
+    // (peers may send them in 0.5-RTT data): put it back in that state.
+    p.c.handshake_confirmed = false;
+    let c2: SocketAddr = C2.parse().unwrap();
+    let from_c2 = std::rc::Rc::new(std::cell::Cell::new(0));
+    let seen = from_c2.clone();
+    p.drop_if = Some(Box::new(move |_, si| {
+        seen.set(seen.get() + u32::from(si.from == c2));
+        false
+    }));
+    let id = p.c.probe_path(c2, p.s_addr, p.now).unwrap();
+    p.run_for(Duration::from_millis(500));
+    assert_eq!(from_c2.get(), 0, "the new path was used before the handshake was confirmed");
+    assert!(!Pair::drain_events(&mut p.c).contains(&PathEvent::Validated(id)));
+    p.c.confirm_handshake();
+    let start = p.now;
+    let validated = loop {
+        p.run_for(Duration::from_millis(1));
+        if Pair::drain_events(&mut p.c).contains(&PathEvent::Validated(id)) {
+            break p.now - start;
+        }
+        assert!(p.now - start < Duration::from_secs(3), "not validated after confirmation");
+    };
+    // One challenge, answered within a round trip or two.
+    assert!(validated < Duration::from_millis(50), "validated {validated:?} after confirmation");
 }
 
 #[test]
@@ -845,6 +1001,48 @@ fn key_update_waits_for_the_current_phase_to_be_acknowledged() {
     assert!(p.c.update_keys(p.now), "answered and acknowledged: a second update may start");
     assert_eq!(p.transfer(4, &pattern(100_000)), pattern(100_000));
     assert_eq!((p.c.stats().key_updates, p.s.stats().key_updates), (2, 2));
+}
+
+#[test]
+fn peer_first_key_update_before_our_packets_are_acknowledged_is_followed() {
+    let mut p = Pair::default_pair();
+    p.handshake();
+    // The client updates the moment HANDSHAKE_DONE confirms its handshake
+    // (as aioquic's client does when asked to), before its ACK of the
+    // server's first 1-RTT packets has left: it goes in the first packet of
+    // the new phase.
+    while !p.c.handshake_confirmed {
+        assert!(p.step(), "handshake never confirmed");
+    }
+    assert!(p.s.levels.ku.phase_acked.is_none(), "the case needs none of the server's packets acknowledged");
+    assert!(p.c.levels.initiate_update());
+    let data = pattern(300_000);
+    assert_eq!(p.transfer(0, &data), data);
+    assert!(p.s.local_error().is_none(), "server closed: {:?}", p.s.local_error());
+    assert_eq!((p.c.stats().key_updates, p.s.stats().key_updates), (1, 1));
+}
+
+#[test]
+fn second_peer_key_update_in_a_row_is_a_key_update_error() {
+    let mut p = Pair::default_pair();
+    p.handshake();
+    p.run_for(Duration::from_millis(200));
+    let (c_addr, s_addr) = (p.c_addr, p.s_addr);
+    let mut buf = [0u8; 1500];
+    // The client's packets go straight to the server, which sends nothing
+    // in between, so it never acknowledges the first update.
+    let mut deliver = |p: &mut Pair, n: u64| {
+        p.c.stream_send(n * 4, b"x", true).unwrap();
+        let (len, _) = p.c.send(&mut buf, p.now).unwrap().expect("client packet");
+        let _ = p.s.recv(&mut buf[..len], RecvInfo { from: c_addr, to: s_addr }, p.now);
+    };
+    assert!(p.c.levels.initiate_update());
+    deliver(&mut p, 0);
+    assert_eq!(p.s.stats().key_updates, 1, "the first update is followed");
+    assert!(p.s.local_error().is_none());
+    assert!(p.c.levels.initiate_update());
+    deliver(&mut p, 1);
+    assert_eq!(p.s.local_error().map(|e| e.code), Some(ErrorCode::KEY_UPDATE_ERROR.0));
 }
 
 #[test]
