@@ -299,6 +299,7 @@ fn noq_client_mpquic_server(
     blackhole_at: Option<usize>,
     sched: &str,
     key_update: Option<u64>,
+    cc: &str,
 ) -> mpquic::Stats {
     let s1 = udp("127.0.0.1:0");
     let s2 = udp("127.0.0.1:0");
@@ -340,6 +341,7 @@ fn noq_client_mpquic_server(
     // Wait for the first Initial to create the server connection.
     let mut cfg = mpquic_config(true);
     cfg.set_scheduler(sched).unwrap();
+    cfg.set_cc(cc).unwrap();
     if let Some(n) = key_update {
         cfg.set_key_update_interval(n);
     }
@@ -422,14 +424,14 @@ fn mpquic_client_noq_server_blackhole() {
 
 #[test]
 fn noq_client_mpquic_server_two_paths() {
-    noq_client_mpquic_server(None, "rr", None);
+    noq_client_mpquic_server(None, "rr", None, "cubic");
 }
 
 /// Our server updates its keys every 1000 packets over both paths: noq must
 /// follow every update (and answer in the new phase) for 50 MB.
 #[test]
 fn noq_client_follows_mpquic_server_key_updates() {
-    let st = noq_client_mpquic_server(None, "rr", Some(1000));
+    let st = noq_client_mpquic_server(None, "rr", Some(1000), "cubic");
     assert!(st.key_updates >= 5, "only {} key updates", st.key_updates);
 }
 
@@ -437,13 +439,21 @@ fn noq_client_follows_mpquic_server_key_updates() {
 /// noq must reassemble it byte for byte.
 #[test]
 fn noq_client_mpquic_server_arp() {
-    let st = noq_client_mpquic_server(None, "arp", None);
+    let st = noq_client_mpquic_server(None, "arp", None, "cubic");
     assert!(st.sent_ahead_bytes > 0, "arp never sent ahead: {st:?}");
+}
+
+/// coupled-bbr over two paths with a peer that knows nothing of it: the
+/// shared-bottleneck detector runs on RTT samples less noq's ACK delays
+/// (the fallback one-way delay), and the body arrives byte for byte.
+#[test]
+fn noq_client_mpquic_server_coupled_bbr() {
+    noq_client_mpquic_server(None, "arp", None, "coupled-bbr");
 }
 
 #[test]
 fn noq_client_mpquic_server_blackhole() {
-    noq_client_mpquic_server(Some(15 * MB), "rr", None);
+    noq_client_mpquic_server(Some(15 * MB), "rr", None, "cubic");
 }
 
 /// A server that lost a connection's state answers the client's next packets

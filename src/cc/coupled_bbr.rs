@@ -369,11 +369,16 @@ mod tests {
     fn drive(id: u32, bw: u64, other: u64, acks: usize) -> CoupledBbr {
         let t0 = base();
         let mss = 1200;
-        let mut c =
-            CoupledBbr::alg1(CcParams { path_id: PathId(id), mss, initial_window: 10 * mss, now: t0 });
+        let c = CoupledBbr::alg1(CcParams { path_id: PathId(id), mss, initial_window: 10 * mss, now: t0 });
+        drive_with(c, t0, bw, &[view(id, 0), view(id + 1, other)], acks)
+    }
+
+    /// Drive `c` to ProbeBW at `bw` B/s with `paths` as the views, then
+    /// through `acks` more round trips.
+    fn drive_with(mut c: CoupledBbr, t0: Instant, bw: u64, paths: &[PathView], acks: usize) -> CoupledBbr {
+        let mss = 1200;
         let mut rtt = RttEstimator::default();
         let r = Duration::from_millis(100);
-        let paths = [view(id, 0), view(id + 1, other)];
         let mut delivered = 0u64;
         let mut t = Duration::ZERO;
         let bdp = (bw / 10) as usize;
@@ -404,7 +409,7 @@ mod tests {
                     total_lost: 0,
                 }),
             };
-            c.on_ack(&ev, &rtt, &paths);
+            c.on_ack(&ev, &rtt, paths);
         }
         c
     }
@@ -451,5 +456,49 @@ mod tests {
         assert!(close(c.alpha(), 1.0));
         let k = c.bbr().cycle_index();
         assert_eq!(c.metrics().pacing_gain, Some(PROBE_BW_GAINS[k]));
+    }
+
+    fn group_views(leader_group: u32, phase: Option<u8>, probe_rtt: bool) -> [PathView; 2] {
+        // No bandwidth on the leader: the joint-estimate scale stays 1.
+        let leader = PathView { group: leader_group, probe_phase: phase, probe_rtt, ..view(0, 0) };
+        let me = PathView { group: 0, ..view(1, 0) };
+        [leader, me]
+    }
+
+    fn follower(paths: &[PathView], acks: usize) -> CoupledBbr {
+        let t0 = base();
+        let c = CoupledBbr::new(CcParams { path_id: PathId(1), mss: 1200, initial_window: 12_000, now: t0 });
+        drive_with(c, t0, 500_000, paths, acks)
+    }
+
+    #[test]
+    fn a_grouped_path_follows_its_leaders_probe_phase() {
+        for k in 0..8u8 {
+            let c = follower(&group_views(0, Some(k), false), 3);
+            assert_eq!(c.bbr().state(), BbrState::ProbeBw);
+            assert_eq!(c.bbr().cycle_index(), usize::from(k));
+            assert_eq!(c.metrics().pacing_gain, Some(PROBE_BW_GAINS[usize::from(k)]));
+        }
+    }
+
+    #[test]
+    fn a_path_alone_in_its_group_cycles_on_its_own() {
+        // The lower path is in another group: its phase changes nothing.
+        let own: Vec<usize> =
+            (0..8u8).map(|k| follower(&group_views(7, Some(k), false), 3).bbr().cycle_index()).collect();
+        assert!(own.iter().all(|&i| i == own[0]), "{own:?}");
+        assert!(CoupledBbr::leader(PathId(1), &group_views(7, Some(0), false)).is_none());
+    }
+
+    #[test]
+    fn a_grouped_path_drains_with_its_leader() {
+        let c = follower(&group_views(0, None, true), 2);
+        assert_eq!(c.bbr().state(), BbrState::ProbeRtt);
+        assert!(c.window() <= 4 * 1200);
+        // The leader leaves ProbeRTT: so does the follower, window restored.
+        let later = base() + Duration::from_secs(5);
+        let c = drive_with(c, later, 500_000, &group_views(0, Some(2), false), 1);
+        assert_eq!(c.bbr().state(), BbrState::ProbeBw);
+        assert!(c.window() > 4 * 1200);
     }
 }
