@@ -181,6 +181,35 @@ pub struct CcParams {
     pub initial_window: usize,
     /// Time the path was created.
     pub now: Instant,
+    /// Seed for the controller's randomness (e.g. BBR's first ProbeBW
+    /// phase): derived from the path's addresses, so it is the same for the
+    /// same path in every run and differs between connections (two
+    /// connections probing in lockstep would be an artefact).
+    pub seed: u64,
+}
+
+/// A seed for [`CcParams::seed`] from a path's addresses (splitmix64 over
+/// the IP octets and ports).
+pub fn path_seed(local: std::net::SocketAddr, peer: std::net::SocketAddr) -> u64 {
+    let mut h: u64 = 0x243f_6a88_85a3_08d3;
+    let mut mix = |v: u64| {
+        h = (h ^ v).wrapping_add(0x9e37_79b9_7f4a_7c15);
+        h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        h ^= h >> 31;
+    };
+    for a in [local, peer] {
+        match a.ip() {
+            std::net::IpAddr::V4(ip) => mix(u64::from(u32::from(ip))),
+            std::net::IpAddr::V6(ip) => {
+                let v = u128::from(ip);
+                mix(v as u64);
+                mix((v >> 64) as u64);
+            }
+        }
+        mix(u64::from(a.port()));
+    }
+    h
 }
 
 /// Builds one controller per path. Implement it to plug in a controller from

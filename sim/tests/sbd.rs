@@ -114,17 +114,12 @@ fn trials() -> (usize, usize, usize, usize) {
     (right, pairs, fs, fsplit)
 }
 
-/// Coupling paths that do not share a bottleneck is the costly mistake
-/// (their total would shrink to one flow's share): at most 5% of pairs.
+/// At 5 s, at least 95 of the 100 networks are grouped right, and at most 5%
+/// of path pairs are wrongly called shared (coupling paths that share nothing
+/// is the costly mistake: their total would shrink towards one flow's share).
 #[test]
-fn disjoint_paths_are_rarely_called_shared() {
-    let (_, pairs, fs, _) = trials();
-    assert!(fs as f64 <= 0.05 * pairs as f64, "{fs} of {pairs} pairs wrongly shared");
-}
-
-#[test]
-#[ignore = "target missed: 92 of 100 randomized networks grouped right at 5 s (target 95); of 202 pairs 3 wrongly shared, 6 wrongly split (shared paths with 1.5-1.9% random loss and no background traffic: too little queue variation in 5 s)"]
 fn groups_are_right_within_five_seconds_in_randomized_networks() {
-    let (right, ..) = trials();
+    let (right, pairs, fs, _) = trials();
     assert!(right >= 95, "{right} of 100 right");
+    assert!(fs as f64 <= 0.05 * pairs as f64, "{fs} of {pairs} pairs wrongly shared");
 }

@@ -210,7 +210,7 @@ impl Bbr {
             probe_rtt_lead: None,
             bw_scale: 1.0,
             cruise: Cruise::Gain(1.0),
-            rng: 0x9e37_79b9_7f4a_7c15 ^ u64::from(params.path_id.0),
+            rng: 0x9e37_79b9_7f4a_7c15 ^ u64::from(params.path_id.0) ^ params.seed,
             probe_rtt_done: None,
             probe_rtt_round_done: false,
             recovery_start: None,

@@ -253,7 +253,7 @@ impl Bbr3 {
             pacing_rate: 0,
             srtt: None,
             seen_rtt: false,
-            rng: 0x9e37_79b9_7f4a_7c15 ^ u64::from(params.path_id.0).rotate_left(17),
+            rng: 0x9e37_79b9_7f4a_7c15 ^ u64::from(params.path_id.0).rotate_left(17) ^ params.seed,
             log: SendLog::default(),
             delivered: 0,
             lost: 0,

@@ -283,7 +283,7 @@ pub(crate) mod tests {
     #[test]
     fn fractional_growth_accumulates() {
         let t0 = base();
-        let p = CcParams { path_id: PathId(0), mss: 1000, initial_window: 10_000, now: t0 };
+        let p = CcParams { path_id: PathId(0), mss: 1000, initial_window: 10_000, now: t0, seed: 0 };
         let mut w = Window::new(p);
         w.ssthresh = 5_000;
         w.cwnd = 10_000;

@@ -369,7 +369,13 @@ mod tests {
     fn drive(id: u32, bw: u64, other: u64, acks: usize) -> CoupledBbr {
         let t0 = base();
         let mss = 1200;
-        let c = CoupledBbr::alg1(CcParams { path_id: PathId(id), mss, initial_window: 10 * mss, now: t0 });
+        let c = CoupledBbr::alg1(CcParams {
+            path_id: PathId(id),
+            mss,
+            initial_window: 10 * mss,
+            now: t0,
+            seed: 0,
+        });
         drive_with(c, t0, bw, &[view(id, 0), view(id + 1, other)], acks)
     }
 
@@ -467,7 +473,13 @@ mod tests {
 
     fn follower(paths: &[PathView], acks: usize) -> CoupledBbr {
         let t0 = base();
-        let c = CoupledBbr::new(CcParams { path_id: PathId(1), mss: 1200, initial_window: 12_000, now: t0 });
+        let c = CoupledBbr::new(CcParams {
+            path_id: PathId(1),
+            mss: 1200,
+            initial_window: 12_000,
+            now: t0,
+            seed: 0,
+        });
         drive_with(c, t0, 500_000, paths, acks)
     }
 

@@ -230,7 +230,8 @@ mod tests {
     /// A CUBIC controller at 100 packets of 1200 bytes (grown in slow start),
     /// with an RTT of 100 ms.
     fn at_100(t: Instant) -> (Cubic, RttEstimator) {
-        let mut c = Cubic::new(CcParams { path_id: PathId(0), mss: 1200, initial_window: 12000, now: t });
+        let mut c =
+            Cubic::new(CcParams { path_id: PathId(0), mss: 1200, initial_window: 12000, now: t, seed: 0 });
         let mut rtt = RttEstimator::default();
         rtt.update(Duration::from_millis(100), Duration::ZERO);
         c.on_ack(&ack_ev(t, t, 108_000), &rtt, &[]);

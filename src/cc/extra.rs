@@ -38,7 +38,7 @@ mod tests {
     fn builds_each_name() {
         #[allow(clippy::disallowed_methods)]
         let now = std::time::Instant::now();
-        let p = CcParams { path_id: PathId(3), mss: 1200, initial_window: 12_000, now };
+        let p = CcParams { path_id: PathId(3), mss: 1200, initial_window: 12_000, now, seed: 0 };
         for n in EXTRA_NAMES {
             let cc = build_extra(n, p).map(|c| c.name());
             assert_eq!(cc, Some(n));

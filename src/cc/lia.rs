@@ -108,7 +108,8 @@ mod tests {
     #[test]
     fn controller_slow_start_then_coupled() {
         let t0 = base();
-        let mut c = Lia::new(CcParams { path_id: PathId(0), mss: 1000, initial_window: 10_000, now: t0 });
+        let mut c =
+            Lia::new(CcParams { path_id: PathId(0), mss: 1000, initial_window: 10_000, now: t0, seed: 0 });
         let mut rtt = RttEstimator::default();
         rtt.update(Duration::from_millis(100), Duration::ZERO);
         let paths = [view(1, 20_000, 200)];

@@ -169,7 +169,8 @@ mod tests {
         let t = Instant::now();
         let ms = Duration::from_millis;
         let rtt = RttEstimator::default();
-        let mut c = NewReno::new(CcParams { path_id: PathId(0), mss: 1200, initial_window: 12000, now: t });
+        let mut c =
+            NewReno::new(CcParams { path_id: PathId(0), mss: 1200, initial_window: 12000, now: t, seed: 0 });
         assert!(c.in_slow_start());
         // Slow start: the window grows by the bytes acked.
         c.on_ack(&ack_ev(t + ms(100), t, 12000), &rtt, &[]);

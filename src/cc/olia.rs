@@ -165,7 +165,8 @@ mod tests {
     #[test]
     fn controller_can_shrink_in_avoidance() {
         let t0 = base();
-        let mut c = Olia::new(CcParams { path_id: PathId(1), mss: 1000, initial_window: 40_000, now: t0 });
+        let mut c =
+            Olia::new(CcParams { path_id: PathId(1), mss: 1000, initial_window: 40_000, now: t0, seed: 0 });
         let mut rtt = RttEstimator::default();
         rtt.update(Duration::from_millis(200), Duration::ZERO);
         // Loss: 40 000 → 20 000 = ssthresh, congestion avoidance.

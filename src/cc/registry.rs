@@ -44,7 +44,13 @@ mod tests {
 
     #[allow(clippy::disallowed_methods)]
     fn params() -> CcParams {
-        CcParams { path_id: PathId(1), mss: 1200, initial_window: 12000, now: std::time::Instant::now() }
+        CcParams {
+            path_id: PathId(1),
+            mss: 1200,
+            initial_window: 12000,
+            now: std::time::Instant::now(),
+            seed: 0,
+        }
     }
 
     #[test]

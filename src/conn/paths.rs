@@ -259,7 +259,8 @@ impl Path {
         now: Instant,
     ) -> Path {
         let mss = config.mss;
-        let params = CcParams { path_id: id, mss, initial_window: cc::initial_window(mss), now };
+        let seed = cc::path_seed(local, peer);
+        let params = CcParams { path_id: id, mss, initial_window: cc::initial_window(mss), now, seed };
         let controller =
             cc::build(&config.cc, params).unwrap_or_else(|_| Box::new(crate::cc::cubic::Cubic::new(params)));
         let mut recovery = PathRecovery::new(params, controller, config.initial_rtt);

@@ -48,7 +48,7 @@ impl CongestionController for Recorder {
 
 fn path_with_log(now: Instant) -> (PathRecovery, Arc<Mutex<Log>>) {
     let log = Arc::new(Mutex::new(Log::default()));
-    let params = CcParams { path_id: PathId(0), mss: 1200, initial_window: 12000, now };
+    let params = CcParams { path_id: PathId(0), mss: 1200, initial_window: 12000, now, seed: 0 };
     let p = PathRecovery::new(params, Box::new(Recorder(log.clone(), 12000)), ms(333));
     (p, log)
 }

@@ -28,7 +28,8 @@ struct Driver {
 impl Driver {
     fn new(path: u32) -> Self {
         let base = base();
-        let params = CcParams { path_id: PathId(path), mss: MSS, initial_window: 10 * MSS, now: base };
+        let params =
+            CcParams { path_id: PathId(path), mss: MSS, initial_window: 10 * MSS, now: base, seed: 0 };
         Self {
             base,
             t: Duration::ZERO,

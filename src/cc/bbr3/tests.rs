@@ -58,6 +58,7 @@ impl Driver {
             mss: MSS as usize,
             initial_window: 10 * MSS as usize,
             now: base,
+            seed: 0,
         };
         Self {
             base,
