@@ -571,13 +571,15 @@ impl Connection {
                     PacketFate::Discarded => {}
                 }
             });
-            if let Some(released) =
-                r.as_ref().ok().and_then(|s| s.sampled_released).filter(|_| self.multipath)
+            if let Some((sent, released)) =
+                r.as_ref().ok().and_then(|s| s.sampled_times).filter(|_| self.multipath)
             {
                 // One-way delay stand-in for shared-bottleneck detection:
                 // the network's RTT (from the pacer's release, so sender-side
-                // pacing delay is left out) less the peer's ACK delay.
-                let rtt = now.saturating_duration_since(released);
+                // pacing delay is left out; without pacing the caller sends at
+                // once) less the peer's ACK delay.
+                let left = if self.pacing { released } else { sent };
+                let rtt = now.saturating_duration_since(left);
                 let owd = rtt.saturating_sub(delay.min(p.recovery.max_ack_delay()));
                 self.sbd.on_sample(p.id, now, owd);
             }

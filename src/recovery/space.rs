@@ -32,10 +32,10 @@ pub struct AckSummary {
     pub lost: usize,
     /// An RTT sample was taken.
     pub rtt_sampled: bool,
-    /// With an RTT sample: when the sampled packet left the pacer. The time
-    /// from there to the ACK is the network's RTT, without sender-side
-    /// pacing delay (shared-bottleneck detection uses it).
-    pub sampled_released: Option<Instant>,
+    /// With an RTT sample: when the sampled packet was built and when the
+    /// pacer let it leave. From the release to the ACK is the network's RTT
+    /// without sender-side pacing delay (shared-bottleneck detection uses it).
+    pub sampled_times: Option<(Instant, Instant)>,
     /// Persistent congestion was established.
     pub persistent_congestion: bool,
 }
@@ -239,7 +239,7 @@ impl<T> PacketSpace<T> {
         let mut acked_packets = 0usize;
         let mut any_ack_eliciting = false;
         let mut largest_newly_acked_sent: Option<Instant> = None;
-        let mut largest_released: Option<Instant> = None;
+        let mut largest_released: Option<(Instant, Instant)> = None;
         let mut newest_acked_sent: Option<Instant> = None;
         let mut rs: Option<RateBuild> = None;
 
@@ -258,7 +258,7 @@ impl<T> PacketSpace<T> {
                 any_ack_eliciting |= p.ack_eliciting;
                 if p.pn == largest {
                     largest_newly_acked_sent = Some(p.time_sent);
-                    largest_released = Some(p.released);
+                    largest_released = Some((p.time_sent, p.released));
                 }
                 if newest_acked_sent.is_none_or(|t| p.time_sent > t) {
                     newest_acked_sent = Some(p.time_sent);
@@ -289,7 +289,7 @@ impl<T> PacketSpace<T> {
                 path.first_rtt_sample = Some(now);
             }
             summary.rtt_sampled = true;
-            summary.sampled_released = largest_released;
+            summary.sampled_times = largest_released;
         }
 
         let (lost, pc) = self.detect_lost(path, now, paths, &mut on_packet);
