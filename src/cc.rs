@@ -188,15 +188,23 @@ pub struct CcParams {
     pub seed: u64,
 }
 
+/// splitmix64: advances `state` and returns the next value. The controllers'
+/// small deterministic generator (no clock, no OS randomness).
+pub(crate) fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// A seed for [`CcParams::seed`] from a path's addresses (splitmix64 over
 /// the IP octets and ports).
 pub fn path_seed(local: std::net::SocketAddr, peer: std::net::SocketAddr) -> u64 {
     let mut h: u64 = 0x243f_6a88_85a3_08d3;
     let mut mix = |v: u64| {
-        h = (h ^ v).wrapping_add(0x9e37_79b9_7f4a_7c15);
-        h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        h ^= h >> 31;
+        h ^= v;
+        h = splitmix64(&mut h);
     };
     for a in [local, peer] {
         match a.ip() {

@@ -308,13 +308,9 @@ impl Bbr {
         self.state == BbrState::ProbeBw && self.cycle_index >= 2 && self.cruise == Cruise::FourPerRtt
     }
 
-    /// splitmix64: a tiny deterministic generator seeded from the path id.
+    /// The next value of the controller's generator (seeded per path).
     fn next_random(&mut self) -> u64 {
-        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        super::splitmix64(&mut self.rng)
     }
 
     /// gain · BDP plus quanta, or the initial window before any model.

@@ -362,13 +362,9 @@ impl Bbr3 {
         }
     }
 
-    /// splitmix64, seeded from the path id: deterministic per path.
+    /// The next value of the controller's generator (seeded per path).
     fn next_random(&mut self) -> u64 {
-        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        super::splitmix64(&mut self.rng)
     }
 
     /// Uniform in [0, 1).
