@@ -124,28 +124,28 @@ fn header(name: &str, desc: &str, duration: f64, seed: u64) -> String {
     )
 }
 
+/// Seed 000's testbed: paths a and b, 100 Mbit/s, 25 ms one way, 1-BDP
+/// buffers, random loss `loss` on b; `extra` ends the description.
+fn testbed_paths(g: &Gen, name: &str, extra: &str, loss: f64) -> String {
+    let q = "queue = { kind = \"droptail\", bytes = 625000 }\n";
+    let description = format!(
+        "seed 000 testbed: 2 x 100 Mbit/s, 25 ms one-way, random loss {:.2}% on path b{extra}",
+        loss * 100.0
+    );
+    let mut s = header(name, &description, 60.0, g.seed);
+    s += &path_block("a", "const-100mbps", "const-100mbps", 25.0, q);
+    let l =
+        if loss > 0.0 { format!("loss = {{ model = \"bernoulli\", p = {loss} }}\n") } else { String::new() };
+    s += &path_block("b", "const-100mbps", "const-100mbps", 25.0, &format!("{q}{l}"));
+    s
+}
+
 fn testbed(g: &mut Gen) -> Result<(), String> {
     // 100 Mbit/s = 25 opportunities per 3 ms, exactly.
     g.constant("const-100mbps", 25, 3, 100.0)?;
     for (suffix, loss) in [("", 0.0), ("-loss0.01", 0.0001), ("-loss0.1", 0.001), ("-loss1", 0.01)] {
         let name = format!("testbed-2x100{suffix}");
-        let q = "queue = { kind = \"droptail\", bytes = 625000 }\n";
-        let mut s = header(
-            &name,
-            &format!(
-                "seed 000 testbed: 2 x 100 Mbit/s, 25 ms one-way, random loss {:.2}% on path b",
-                loss * 100.0
-            ),
-            60.0,
-            g.seed,
-        );
-        s += &path_block("a", "const-100mbps", "const-100mbps", 25.0, q);
-        let l = if loss > 0.0 {
-            format!("loss = {{ model = \"bernoulli\", p = {loss} }}\n")
-        } else {
-            String::new()
-        };
-        s += &path_block("b", "const-100mbps", "const-100mbps", 25.0, &format!("{q}{l}"));
+        let s = testbed_paths(g, &name, "", loss);
         g.write_scenario(&name, &s)?;
     }
     Ok(())
@@ -546,23 +546,7 @@ fn shared(g: &mut Gen) -> Result<(), String> {
 fn testbed_bg(g: &mut Gen) -> Result<(), String> {
     for (suffix, loss) in [("", 0.0), ("-loss0.01", 0.0001), ("-loss0.1", 0.001)] {
         let name = format!("testbed-2x100-bg{suffix}");
-        let q = "queue = { kind = \"droptail\", bytes = 625000 }\n";
-        let mut s = header(
-            &name,
-            &format!(
-                "seed 000 testbed: 2 x 100 Mbit/s, 25 ms one-way, random loss {:.2}% on path b; two background flows per path, same controller",
-                loss * 100.0
-            ),
-            60.0,
-            g.seed,
-        );
-        s += &path_block("a", "const-100mbps", "const-100mbps", 25.0, q);
-        let l = if loss > 0.0 {
-            format!("loss = {{ model = \"bernoulli\", p = {loss} }}\n")
-        } else {
-            String::new()
-        };
-        s += &path_block("b", "const-100mbps", "const-100mbps", 25.0, &format!("{q}{l}"));
+        let mut s = testbed_paths(g, &name, "; two background flows per path, same controller", loss);
         for p in ["a", "a", "b", "b"] {
             s += &flow_block(p, None);
         }
