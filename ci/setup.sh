@@ -19,6 +19,9 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
 fi
 
+# clippy runs in the test command (the engine's clock ban is a clippy rule).
+cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+
 # aioquic for the HTTP/3 interop test (apps/tests/aioquic_interop.rs), in a
 # venv outside the clone so it is built once per machine.
 AIOQUIC_VERSION=1.7.2

@@ -189,8 +189,9 @@ pub struct CcParams {
 }
 
 /// splitmix64: advances `state` and returns the next value. The controllers'
-/// small deterministic generator (no clock, no OS randomness).
-pub(crate) fn splitmix64(state: &mut u64) -> u64 {
+/// small deterministic generator (no clock, no OS randomness); tests and
+/// experiments that need reproducible randomness use it too.
+pub fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);

@@ -8,15 +8,11 @@ use std::time::Duration;
 use sim::net::PathParams;
 use sim::{FlowSpec, Sim, SimConfig};
 
-/// splitmix64.
+/// The engine's splitmix64, with ranges.
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        mpquic::cc::splitmix64(&mut self.0)
     }
     fn range(&mut self, lo: u64, hi: u64) -> u64 {
         lo + self.next() % (hi - lo + 1)

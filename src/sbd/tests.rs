@@ -8,15 +8,11 @@ fn base() -> Instant {
     Instant::now()
 }
 
-/// splitmix64 in [0, 1).
+/// Uniform in [0, 1), from the controllers' splitmix64.
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+        (crate::cc::splitmix64(&mut self.0) >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 

@@ -506,30 +506,29 @@ fn shared(g: &mut Gen) -> Result<(), String> {
     g.constant("const-50mbps", 25, 6, 50.0)?;
     let neck =
         link_block("bottleneck", "const-100mbps", 25.0, "queue = { kind = \"droptail\", bytes = 625000 }\n");
-    let mut s = header(
+    // Paths a, b and c through the bottleneck, bbr in the background on c.
+    let seed = g.seed;
+    let through_neck = |name: &str, description: &str, tests: &str| {
+        let mut s = header(name, description, 60.0, seed);
+        s += &format!("test_paths = {tests}\n");
+        s += &neck;
+        for p in ["a", "b", "c"] {
+            s += &access_path(p, &["bottleneck"]);
+        }
+        s
+    };
+    let mut s = through_neck(
         "shared-bottleneck",
         "paths a and b (1 Gbit/s access) share one 100 Mbit/s, 50 ms RTT, 1-BDP drop-tail bottleneck with a background bbr flow on path c",
-        60.0,
-        g.seed,
+        "[\"a\", \"b\"]",
     );
-    s += "test_paths = [\"a\", \"b\"]\n";
-    s += &neck;
-    for p in ["a", "b", "c"] {
-        s += &access_path(p, &["bottleneck"]);
-    }
     s += &flow_block("c", Some("bbr"));
     g.write_scenario("shared-bottleneck", &s)?;
-    let mut s = header(
+    let mut s = through_neck(
         "shared-and-disjoint",
         "paths a and b share a 100 Mbit/s, 50 ms RTT bottleneck with a background bbr flow (path c); path d is disjoint, 50 Mbit/s, 30 ms RTT",
-        60.0,
-        g.seed,
+        "[\"a\", \"b\", \"d\"]",
     );
-    s += "test_paths = [\"a\", \"b\", \"d\"]\n";
-    s += &neck;
-    for p in ["a", "b", "c"] {
-        s += &access_path(p, &["bottleneck"]);
-    }
     s += &path_block(
         "d",
         "const-50mbps",
