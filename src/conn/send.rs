@@ -52,6 +52,28 @@ impl Connection {
     /// Write the next datagram into `out`. `None` means there is nothing to
     /// send now (check [`Connection::timeout`]).
     pub fn send(&mut self, out: &mut [u8], now: Instant) -> Result<Option<(usize, SendInfo)>, Error> {
+        let r = self.send_next(out, now)?;
+        if r.is_none() {
+            self.mark_app_limited();
+        }
+        Ok(r)
+    }
+
+    /// Nothing left to send: a path with window to spare is limited by the
+    /// application, not the network, and its next rate samples say so (BBR
+    /// must not take them for the bottleneck's rate).
+    fn mark_app_limited(&mut self) {
+        if self.streams.has_pending_data() || !self.is_established() {
+            return;
+        }
+        for p in self.paths.iter_mut().filter(|p| p.usable()) {
+            if p.recovery.bytes_in_flight() < p.recovery.cwnd() {
+                p.recovery.on_app_limited();
+            }
+        }
+    }
+
+    fn send_next(&mut self, out: &mut [u8], now: Instant) -> Result<Option<(usize, SendInfo)>, Error> {
         if self.paths.len() == 1 {
             return self.send_on_index(out, 0, now);
         }

@@ -365,6 +365,26 @@ fn wrong_ca_fails_handshake_with_crypto_error() {
     assert!(!p.c.is_established());
 }
 
+/// A sender whose application has nothing more to send while its window
+/// has room marks the path app-limited, so BBR does not take the next rate
+/// samples for the bottleneck's; one that is still sending does not.
+#[test]
+fn idle_sender_with_window_to_spare_is_app_limited() {
+    let mut scfg = config(true);
+    scfg.set_cc("bbr").unwrap();
+    let mut p = Pair::new(&config(false), &scfg);
+    p.handshake();
+    let mut busy = false;
+    let data = pattern(300_000);
+    let got = p.transfer_with(0, &data, |p, n| {
+        busy |= (100_000..200_000).contains(&n) && p.s.paths[0].recovery.is_app_limited()
+    });
+    assert_eq!(got, data);
+    assert!(!busy, "marked app-limited while the body was still being sent");
+    p.run_for(Duration::from_millis(100));
+    assert!(p.s.paths[0].recovery.is_app_limited(), "idle sender not marked app-limited");
+}
+
 #[test]
 fn idle_timeout_closes() {
     let mut ccfg = config(false);

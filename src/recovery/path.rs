@@ -195,6 +195,11 @@ impl PathRecovery {
         self.cc.on_app_limited(self.bytes_in_flight);
     }
 
+    /// Packets sent now are marked app-limited (the bubble is open).
+    pub fn is_app_limited(&self) -> bool {
+        self.app_limited != 0
+    }
+
     /// This path's facts for controllers and schedulers; `active` is the
     /// connection's verdict (validated, not abandoned, not backup-only).
     pub fn view(&self, active: bool) -> PathView {
