@@ -10,6 +10,7 @@
 //! - [`stage`]: the [`Stage`](stage::Stage) trait and its implementations (queue +
 //!   trace-driven service, fixed delay, random loss), composed by wrapping.
 //! - [`aqm`]: CoDel and PIE for the link queue.
+//! - [`impair`]: reordering, duplication and corruption (for robustness tests).
 //! - [`profile`]: piecewise time-varying parameters (delay spikes, loss ramps, rate
 //!   scaling, outages).
 //! - [`link`]: [`Link`](link::Link), one direction of one path, and
@@ -18,6 +19,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod aqm;
+pub mod impair;
 pub mod link;
 pub mod loss;
 pub mod profile;

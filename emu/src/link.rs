@@ -3,10 +3,13 @@
 //! A link is `loss -> queue + trace-driven service -> fixed delay`, the order of
 //! `mm-loss` inside `mm-delay` around `mm-link` for the direction leaving the host: lost
 //! packets never take capacity, and the delay is applied to what leaves the bottleneck.
+//! Optional impairments (reordering, duplication, corruption) act last, on what the
+//! delay line delivers.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::impair::{ImpairStage, Impairments};
 use crate::loss::{LossModel, LossStage};
 use crate::profile::Profile;
 use crate::queue::{QueueConfig, TraceStage};
@@ -32,6 +35,8 @@ pub struct LinkConfig {
     pub rate_scale: Vec<Profile>,
     /// Outage windows `[start, end)`: arrivals are dropped and service stops.
     pub outages: Vec<(Duration, Duration)>,
+    /// Reordering, duplication and corruption of delivered packets.
+    pub impair: Impairments,
     /// Seed of this link's loss RNG.
     pub seed: u64,
 }
@@ -48,6 +53,7 @@ impl LinkConfig {
             loss_profiles: Vec::new(),
             rate_scale: Vec::new(),
             outages: Vec::new(),
+            impair: Impairments::default(),
             seed: 0,
         }
     }
@@ -68,6 +74,12 @@ pub struct LinkStats {
     pub dropped_loss: u64,
     /// Packets dropped by the queue limits.
     pub dropped_queue: u64,
+    /// Delivered packets that were held back (reordered).
+    pub reordered: u64,
+    /// Extra copies delivered (duplication).
+    pub duplicated: u64,
+    /// Delivered packets with a flipped bit.
+    pub corrupted: u64,
 }
 
 type Inner = Chain<Chain<LossStage, TraceStage>, DelayStage>;
@@ -76,6 +88,9 @@ type Inner = Chain<Chain<LossStage, TraceStage>, DelayStage>;
 #[derive(Debug, Clone)]
 pub struct Link {
     inner: Inner,
+    /// Impairments after the delay line; `None` costs nothing per packet.
+    impair: Option<ImpairStage>,
+    scratch: Vec<Packet>,
     stats: LinkStats,
 }
 
@@ -100,7 +115,14 @@ impl Link {
         for p in &cfg.delay_extra_ms {
             delay.add_extra_ms(p.clone());
         }
-        Link { inner: Chain::new(Chain::new(loss, service), delay), stats: LinkStats::default() }
+        let impair =
+            (!cfg.impair.is_none()).then(|| ImpairStage::new(cfg.impair, cfg.seed ^ 0x494d_5041_4952));
+        Link {
+            inner: Chain::new(Chain::new(loss, service), delay),
+            impair,
+            scratch: Vec::new(),
+            stats: LinkStats::default(),
+        }
     }
 
     /// Counters so far.
@@ -108,6 +130,10 @@ impl Link {
         let mut s = self.stats;
         s.dropped_loss = self.inner.first.first.dropped();
         s.dropped_queue = self.inner.first.second.dropped();
+        if let Some(i) = &self.impair {
+            let i = i.stats();
+            (s.reordered, s.duplicated, s.corrupted) = (i.reordered, i.duplicated, i.corrupted);
+        }
         s
     }
 
@@ -119,7 +145,8 @@ impl Link {
     /// Packets inside the link (queued, being served or in the delay line).
     pub fn in_flight(&self) -> u64 {
         let s = self.stats();
-        s.arrived_packets - s.delivered_packets - s.dropped_loss - s.dropped_queue
+        (s.arrived_packets + s.duplicated)
+            .saturating_sub(s.delivered_packets + s.dropped_loss + s.dropped_queue)
     }
 }
 
@@ -132,7 +159,16 @@ impl Stage for Link {
 
     fn dequeue_ready(&mut self, now: Duration, out: &mut Vec<Packet>) {
         let start = out.len();
-        self.inner.dequeue_ready(now, out);
+        match &mut self.impair {
+            None => self.inner.dequeue_ready(now, out),
+            Some(impair) => {
+                self.inner.dequeue_ready(now, &mut self.scratch);
+                for p in self.scratch.drain(..) {
+                    impair.enqueue(p.time, p);
+                }
+                impair.dequeue_ready(now, out);
+            }
+        }
         for p in out.iter().skip(start) {
             self.stats.delivered_packets += 1;
             self.stats.delivered_bytes += u64::from(p.size);
@@ -140,7 +176,11 @@ impl Stage for Link {
     }
 
     fn next_wakeup(&self) -> Option<Duration> {
-        self.inner.next_wakeup()
+        let held = self.impair.as_ref().and_then(|i| i.next_wakeup());
+        match (self.inner.next_wakeup(), held) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 }
 

@@ -15,6 +15,7 @@
 //! delay_ms = 25.0          # one-way, each direction (mm-delay)
 //! loss = { model = "bernoulli", p = 0.0001 }        # both directions; or loss_up / loss_down
 //! queue = { kind = "droptail", packets = 200 }      # or bytes = N; kind = infinite | drophead
+//! # impair = { reorder = 0.01, reorder_ms = 10.0, duplicate = 0.001, corrupt = 0.001 }  # both directions
 //! # queue = { kind = "codel", packets = 100, target = 5, interval = 100 }        # ms
 //! # queue = { kind = "pie", packets = 100, qdelay_ref = 15, max_burst = 150 }    # ms
 //!
@@ -78,6 +79,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::impair::Impairments;
 use crate::link::{Link, LinkConfig, PathLinks, Route};
 use crate::loss::LossModel;
 use crate::profile::{Interp, Profile};
@@ -174,6 +176,35 @@ struct RawLink {
     #[serde(default)]
     schedule: Vec<RawSchedule>,
     via: Option<Vec<String>>,
+    impair: Option<RawImpair>,
+}
+
+/// Reordering, duplication and corruption (probabilities per packet).
+#[derive(Deserialize, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+struct RawImpair {
+    #[serde(default)]
+    reorder: f64,
+    #[serde(default)]
+    reorder_ms: f64,
+    #[serde(default)]
+    duplicate: f64,
+    #[serde(default)]
+    corrupt: f64,
+}
+
+impl RawImpair {
+    fn parse(self) -> Result<Impairments, String> {
+        in_range("reorder_ms", self.reorder_ms, 0.0, 10_000.0)?;
+        let imp = Impairments {
+            reorder: self.reorder,
+            reorder_delay: Duration::from_secs_f64(self.reorder_ms / 1000.0),
+            duplicate: self.duplicate,
+            corrupt: self.corrupt,
+        };
+        imp.validate()?;
+        Ok(imp)
+    }
 }
 
 #[derive(Deserialize)]
@@ -524,12 +555,18 @@ fn link_configs(
     let loss_up = parse_loss(r.loss_up.as_ref().or(r.loss.as_ref())).map_err(loss_ctx)?;
     let loss_down = parse_loss(r.loss_down.as_ref().or(r.loss.as_ref())).map_err(loss_ctx)?;
     let queue = parse_queue(r.queue.as_ref()).map_err(|m| invalid(&file, &format!("{ctx} queue"), m))?;
+    let impair = r
+        .impair
+        .map(RawImpair::parse)
+        .transpose()
+        .map_err(|m| invalid(&file, &format!("{ctx} impair"), m))?;
     let mut up = LinkConfig::new(traces.get(&r.up)?);
     let mut down = LinkConfig::new(traces.get(&r.down)?);
     for (cfg, loss, dir) in [(&mut up, loss_up, 0u64), (&mut down, loss_down, 1)] {
         cfg.delay = Duration::from_secs_f64(r.delay_ms / 1000.0);
         cfg.loss = loss;
         cfg.queue = queue;
+        cfg.impair = impair.unwrap_or_default();
         cfg.seed = mix(seed, salt + dir);
     }
     for (j, s) in r.schedule.iter().enumerate() {

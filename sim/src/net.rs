@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use emu::impair::Impairments;
 use emu::link::{Link, LinkConfig, PathLinks};
 use emu::loss::LossModel;
 use emu::queue::{QueueConfig, QueueKind};
@@ -42,6 +43,8 @@ pub struct PathParams {
     /// An AQM instead of drop-tail (`QueueKind::CoDel` or `QueueKind::Pie`); the limits
     /// above still apply (tail drop at the limit).
     pub aqm: Option<QueueKind>,
+    /// Reordering, duplication and corruption, each way.
+    pub impair: Impairments,
 }
 
 impl PathParams {
@@ -56,6 +59,7 @@ impl PathParams {
             queue_bytes: Some(bdp.max(15_000)),
             queue_packets: None,
             aqm: None,
+            impair: Impairments::default(),
         }
     }
 
@@ -64,6 +68,7 @@ impl PathParams {
         let trace = Arc::new(constant_trace(self.mbps)?);
         let mut cfg = LinkConfig::new(trace);
         cfg.delay = self.delay;
+        cfg.impair = self.impair;
         cfg.loss = if self.loss > 0.0 { LossModel::Bernoulli { p: self.loss } } else { LossModel::None };
         cfg.queue =
             QueueConfig { kind: QueueKind::DropTail, packets: self.queue_packets, bytes: self.queue_bytes };

@@ -92,6 +92,7 @@ struct FlowJson<'a> {
     ooo_p95: u64,
     ooo_max: u64,
     error: Option<&'a str>,
+    closed: Option<&'a str>,
     paths: Vec<PathJson<'a>>,
     background: bool,
 }
@@ -181,6 +182,7 @@ fn flow_json(f: &FlowSummary) -> FlowJson<'_> {
         ooo_p95: f.ooo_p95,
         ooo_max: f.ooo_max,
         error: f.error.as_deref(),
+        closed: f.closed.as_deref(),
         paths: f.paths.iter().map(path_json).collect(),
         background: f.background,
     }
@@ -307,6 +309,9 @@ pub fn table(report: &Report) -> String {
         }
         if let Some(e) = &f.error {
             let _ = writeln!(s, "  error: {e}");
+        }
+        if let Some(c) = f.closed.as_ref().filter(|_| f.completion.is_none()) {
+            let _ = writeln!(s, "  connection ended before the transfer: {c}");
         }
         let _ = writeln!(
             s,

@@ -111,6 +111,9 @@ pub struct FlowSummary {
     pub paths: Vec<PathSummary>,
     /// First setup or send error of the flow, if any.
     pub error: Option<String>,
+    /// How the connection ended, if it closed before the run did: which side
+    /// closed, the QUIC error code and reason, or the idle timeout.
+    pub closed: Option<String>,
     /// A scenario's background flow (not the flow under test).
     pub background: bool,
 }

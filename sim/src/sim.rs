@@ -1012,6 +1012,8 @@ impl Sim {
                 status: f.app.status(),
                 paths,
                 error: f.st.error.clone(),
+                closed: closed(f.client.as_ref().map(|e| &e.conn), "client")
+                    .or_else(|| closed(f.server.as_ref().map(|e| &e.conn), "server")),
                 background: f.spec.background,
             });
         }
@@ -1077,4 +1079,20 @@ fn open_extra_paths(f: &mut Flow, now: Instant) {
         }
     }
     f.st.paths_opened = true;
+}
+
+/// How `conn` ended, if it has: its own close, the peer's, or the idle timeout.
+fn closed(conn: Option<&Connection>, side: &str) -> Option<String> {
+    let conn = conn?;
+    let describe = |who: &str, c: &mpquic::CloseInfo| {
+        let kind = if c.is_app { "application" } else { "transport" };
+        format!("{side} {who} {kind} error {:#x} {:?}", c.code, String::from_utf8_lossy(&c.reason))
+    };
+    if let Some(c) = conn.local_error() {
+        return Some(describe("closed with", c));
+    }
+    if let Some(c) = conn.peer_error() {
+        return Some(describe("got", c));
+    }
+    conn.is_closed().then(|| format!("{side} idle timeout"))
 }

@@ -392,9 +392,12 @@ impl Connection {
             }
             (sp.next_pn, sp.sent.largest_acked())
         };
-        // PATH_ACKs of other paths that are due (or that can only be sent
-        // on another path because theirs is abandoned).
-        let other_acks = is_data && self.multipath && self.paths.len() > 1 && self.other_acks_due(pi, now);
+        // PATH_ACKs of paths that can only be sent on another path because
+        // theirs is abandoned or unusable. A live path carries its own: one
+        // that dies must not take the others' acknowledgements with it (and
+        // each path's RTT then crosses its own reverse link, which the
+        // shared-bottleneck detector prefers).
+        let other_acks = is_data && self.multipath && self.paths.len() > 1 && self.orphan_acks_due(pi);
         let ack_due = if is_data {
             let a = &self.paths[pi].acks;
             other_acks
@@ -1105,18 +1108,15 @@ impl Connection {
         false
     }
 
-    /// Another path has PATH_ACKs due that this packet should carry.
-    fn other_acks_due(&self, pi: usize, now: Instant) -> bool {
+    /// Another path that cannot carry its own PATH_ACKs has some to send.
+    fn orphan_acks_due(&self, pi: usize) -> bool {
         self.paths.iter().enumerate().any(|(j, p)| {
-            j != pi
-                && p.acks.has_new()
-                && !p.acks.ranges().is_empty()
-                && (p.abandoned || !p.usable() || p.acks.ack_deadline().is_some_and(|d| d <= now))
+            j != pi && p.acks.has_new() && !p.acks.ranges().is_empty() && (p.abandoned || !p.usable())
         })
     }
 
-    /// PATH_ACK frames for other paths' packet-number spaces: those due, and
-    /// all of those of abandoned paths (draft-21 §3.4.3).
+    /// PATH_ACK frames for the packet-number spaces of paths that cannot
+    /// carry them themselves: abandoned (draft-21 §3.4.3) or unusable ones.
     fn write_other_acks(
         &mut self,
         w: &mut Writer<'_>,
@@ -1130,7 +1130,7 @@ impl Connection {
                 continue;
             }
             let p = &mut self.paths[j];
-            let due = p.abandoned || !p.usable() || p.acks.ack_deadline().is_some_and(|d| d <= now);
+            let due = p.abandoned || !p.usable();
             if !p.acks.has_new() || !due || p.acks.ranges().is_empty() {
                 continue;
             }

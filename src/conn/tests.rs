@@ -682,6 +682,28 @@ fn blackholed_path_is_detected_and_abandoned() {
     assert!(!p.s.is_closed() && !p.c.is_closed());
 }
 
+/// The path the handshake ran on may die too: the transfer finishes on the
+/// second path and the first is abandoned.
+#[test]
+fn blackholed_first_path_is_abandoned_and_the_transfer_completes() {
+    let mut p = Pair::mp_pair();
+    p.open_second_path();
+    let first = p.c_addr;
+    let data = pattern(3 << 20);
+    let mut done = false;
+    let got = p.transfer_with(0, &data, |p, n| {
+        if !done && n > 1 << 20 {
+            done = true;
+            p.blackhole.push(first);
+        }
+    });
+    assert!(got == data);
+    p.run_for(Duration::from_secs(5));
+    let ev = Pair::drain_events(&mut p.s);
+    assert!(ev.contains(&PathEvent::Abandoned(PathId(0))), "server saw {ev:?}");
+    assert!(!p.s.is_closed() && !p.c.is_closed());
+}
+
 #[test]
 fn backup_status_is_honoured_by_scheduler() {
     let mut p = Pair::mp_pair();
@@ -1083,6 +1105,9 @@ fn multipath_key_updates_cover_every_path() {
     let dropped = p.c.stats().dropped;
     let got = p.transfer(0, &data);
     assert_eq!(got, data);
+    // The server may have updated after its last data packet: let what it
+    // sends next (its ACKs of the client's ACKs, probes) reach the client.
+    p.run_for(Duration::from_millis(500));
     let (s, c) = (p.s.stats(), p.c.stats());
     // Late packets of the old phase on the other path are still decrypted
     // (the previous-phase test is per path).

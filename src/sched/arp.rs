@@ -100,6 +100,8 @@ pub fn bytes_arriving_first(rtt: Duration, faster: impl IntoIterator<Item = (f64
 struct ArpPathState {
     role: Option<PathRole>,
     rate: RateMeter,
+    /// The path's lost-packet count at the last decision.
+    lost: u64,
 }
 
 /// The rate a path actually sends at (x_i), measured over periods of one
@@ -154,6 +156,9 @@ pub struct ArpScheduler {
     last_ar: Option<Instant>,
     rr_last: Option<PathId>,
     buf: Vec<ArPath>,
+    /// Until when a path of N is in trouble (it lost packets recently), so
+    /// that R's copies may fill R's windows.
+    trouble_until: Option<Instant>,
     c: Counters,
 }
 
@@ -255,16 +260,36 @@ impl ArpScheduler {
         })
     }
 
+    /// A path of N that lost packets puts the connection in trouble for two
+    /// of the largest RTTs.
+    fn note_losses(&mut self, ctx: &SchedContext<'_>) {
+        let max_rtt = ctx.paths.iter().filter(|p| ctx.eligible(p)).map(|p| p.srtt).max().unwrap_or_default();
+        for p in ctx.paths {
+            let in_n = self.in_n(p.id);
+            let st = self.st.get_or_insert(p.id);
+            if in_n && p.lost_packets > st.lost {
+                self.trouble_until = Some(ctx.now + 2 * max_rtt);
+            }
+            st.lost = p.lost_packets;
+        }
+    }
+
     /// A path of R that can carry a copy: window space, and fewer bytes in
     /// flight than the connection has unacknowledged (so copies do not run
-    /// ahead of the data they duplicate).
+    /// ahead of the data they duplicate). While the paths of N deliver
+    /// without loss, copies are only worth keeping R measured and its
+    /// RTT known: R keeps [`MIN_INFLIGHT_FOR_N`] packets in flight, no more
+    /// (copies then cost a few percent of the bytes, not R's whole window).
+    /// Once N loses packets, R may fill its window with copies.
     fn redundant_path(&self, ctx: &SchedContext<'_>) -> Option<PathId> {
+        let trouble = self.trouble_until.is_some_and(|t| ctx.now < t);
         ctx.best_by(
             |p| {
                 ctx.eligible(p)
                     && p.has_space()
                     && self.role(p.id) == Some(PathRole::Redundant)
                     && (p.bytes_in_flight as u64) < ctx.pending.unacked_bytes
+                    && (trouble || p.packets_in_flight < MIN_INFLIGHT_FOR_N)
             },
             |p| p.srtt,
         )
@@ -298,6 +323,7 @@ impl Scheduler for ArpScheduler {
             }
         } else {
             self.maybe_run_ar(ctx);
+            self.note_losses(ctx);
             match self.p_schedule(ctx) {
                 Some(d) => d,
                 None => match self.redundant_path(ctx) {
@@ -467,12 +493,12 @@ mod tests {
 
     #[test]
     fn slow_path_goes_redundant_and_carries_copies() {
-        // Path 0: 10 MB/s, 20 ms; path 1: 0.5 MB/s, 200 ms, 8 in flight.
+        // Path 0: 10 MB/s, 20 ms; path 1: 0.5 MB/s, 200 ms, 2 in flight.
         // N = {0}: Σx = 1e7, Σxr = 2e5. Path 1: left 5e5/1e7 = 0.05;
         // right (0.2·1e7 − 4e5)/2e5 = 8 → R.
         let mut s = ArpScheduler::default();
         let now = t0();
-        let paths = [rated(0, 20, 10_000_000, 100, 100), rated(1, 200, 500_000, 20, 8)];
+        let paths = [rated(0, 20, 10_000_000, 100, 100), rated(1, 200, 500_000, 20, 2)];
         let pending = PendingInfo { new_bytes: 1_000_000, unacked_bytes: 200_000, ..Default::default() };
         // Path 0 is full: new data waits for it; path 1 carries a copy.
         let d = s.decide(&SchedContext::new(now, &paths, pending));
@@ -480,11 +506,39 @@ mod tests {
         assert_eq!(s.role(PathId(0)), Some(PathRole::NonRedundant));
         assert_eq!(s.role(PathId(1)), Some(PathRole::Redundant));
         // Path 0 opens: the fastest path of N sends from the front.
-        let paths = [rated(0, 20, 10_000_000, 100, 90), rated(1, 200, 500_000, 20, 8)];
+        let paths = [rated(0, 20, 10_000_000, 100, 90), rated(1, 200, 500_000, 20, 2)];
         let d = s.decide(&SchedContext::new(now, &paths, pending));
         assert_eq!(d, Decision::SendAhead { path: PathId(0), skip: 0, max_len: 952 });
         let m = s.metrics();
         assert!(m.paths.iter().any(|p| p.id == PathId(1) && p.role == Some(PathRole::Redundant)));
+    }
+
+    #[test]
+    fn copies_fill_r_only_while_n_loses_packets() {
+        let mut s = ArpScheduler::default();
+        let now = t0();
+        let pending = PendingInfo { new_bytes: 1_000_000, unacked_bytes: 200_000, ..Default::default() };
+        let r_with = |inflight| [rated(0, 20, 10_000_000, 100, 100), rated(1, 200, 500_000, 20, inflight)];
+        // No loss on N: R keeps four packets in flight to stay measured.
+        let d = s.decide(&SchedContext::new(now, &r_with(MIN_INFLIGHT_FOR_N - 1), pending));
+        assert_eq!(d, Decision::Redundant { path: PathId(1) });
+        let d = s.decide(&SchedContext::new(now, &r_with(MIN_INFLIGHT_FOR_N), pending));
+        assert_eq!(d, Decision::WAIT);
+        // Path 0 (N) loses a packet: for two of the largest RTTs R may fill
+        // its window with copies.
+        let mut lossy = r_with(8);
+        lossy[0].lost_packets = 1;
+        assert_eq!(
+            s.decide(&SchedContext::new(now, &lossy, pending)),
+            Decision::Redundant { path: PathId(1) }
+        );
+        let later = now + Duration::from_millis(399);
+        assert_eq!(
+            s.decide(&SchedContext::new(later, &lossy, pending)),
+            Decision::Redundant { path: PathId(1) }
+        );
+        let after = now + Duration::from_millis(401);
+        assert_eq!(s.decide(&SchedContext::new(after, &lossy, pending)), Decision::WAIT);
     }
 
     #[test]

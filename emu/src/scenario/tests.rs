@@ -305,3 +305,20 @@ fn rejects_huge_schedule_values() {
         assert!(e.contains(want), "{sched}: {e}");
     }
 }
+
+#[test]
+fn impairments_apply_to_both_directions_and_are_checked() {
+    let base = "duration = 10.0\n[[path]]\nname = \"a\"\nup = \"c.up\"\ndown = \"c.down\"\n";
+    let s =
+        parse(&format!("{base}impair = {{ reorder = 0.02, reorder_ms = 8.0, duplicate = 0.01 }}\n")).unwrap();
+    for cfg in [&s.paths[0].up, &s.paths[0].down] {
+        assert_eq!(cfg.impair.reorder, 0.02);
+        assert_eq!(cfg.impair.reorder_delay, Duration::from_millis(8));
+        assert_eq!(cfg.impair.duplicate, 0.01);
+        assert_eq!(cfg.impair.corrupt, 0.0);
+    }
+    assert!(parse(base).unwrap().paths[0].up.impair.is_none());
+    assert!(err(&format!("{base}impair = {{ corrupt = 2.0 }}\n")).contains("corrupt must be a probability"));
+    assert!(err(&format!("{base}impair = {{ reorder_ms = 1e300 }}\n")).contains("reorder_ms must be in"));
+    assert!(err(&format!("{base}impair = {{ jitter = 1.0 }}\n")).contains("jitter"));
+}
