@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/socket.h>
 /* ALPN of HTTP/3 in the wire format quiche_config_set_application_protos takes. */
@@ -38,6 +39,18 @@ enum quiche_h3_event_type {
   QUICHE_H3_EVENT_GOAWAY = 3,
   QUICHE_H3_EVENT_RESET = 4,
   QUICHE_H3_EVENT_PRIORITY_UPDATE = 5,
+};
+
+/* Kinds of path events; no typedef, as quiche_path_event_type is also a
+ * function. */
+enum quiche_path_event_type {
+  QUICHE_PATH_EVENT_NEW = 0,
+  QUICHE_PATH_EVENT_VALIDATED = 1,
+  QUICHE_PATH_EVENT_FAILED_VALIDATION = 2,
+  QUICHE_PATH_EVENT_CLOSED = 3,
+  QUICHE_PATH_EVENT_REUSED_SOURCE_CONNECTION_ID = 4,
+  QUICHE_PATH_EVENT_PEER_MIGRATED = 5,
+  QUICHE_PATH_EVENT_PMTU_UPDATED = 6,
 };
 
 
@@ -216,6 +229,9 @@ typedef struct quiche_config quiche_config;
 // free with quiche_conn_free. Use from one thread at a time.
 typedef struct quiche_conn quiche_conn;
 
+// Connection IDs (opaque). Free with quiche_connection_id_iter_free.
+typedef struct quiche_connection_id_iter quiche_connection_id_iter;
+
 // HTTP/3 settings (opaque).
 typedef struct quiche_h3_config quiche_h3_config;
 
@@ -225,6 +241,12 @@ typedef struct quiche_h3_conn quiche_h3_conn;
 
 // An event from quiche_h3_conn_poll (opaque). Free with quiche_h3_event_free.
 typedef struct quiche_h3_event quiche_h3_event;
+
+// A path event (opaque). Free with quiche_path_event_free.
+typedef struct quiche_path_event quiche_path_event;
+
+// A snapshot of peer addresses (opaque). Free with quiche_socket_addr_iter_free.
+typedef struct quiche_socket_addr_iter quiche_socket_addr_iter;
 
 // A snapshot of stream IDs (opaque). Free with quiche_stream_iter_free.
 typedef struct quiche_stream_iter quiche_stream_iter;
@@ -274,6 +296,14 @@ typedef struct quiche_h3_priority {
   // Incremental delivery.
   bool incremental;
 } quiche_h3_priority;
+
+// HTTP/3 counters.
+typedef struct quiche_h3_stats {
+  // 0: not counted by mpquic.
+  uint64_t qpack_encoder_stream_recv_bytes;
+  // 0: not counted by mpquic.
+  uint64_t qpack_decoder_stream_recv_bytes;
+} quiche_h3_stats;
 
 // mpquic extension: a path's multipath statistics.
 typedef struct quiche_mp_path_stats {
@@ -902,6 +932,31 @@ ssize_t quiche_h3_recv_body(struct quiche_h3_conn *conn,
 // stream it has not seen; `id` is not used). 0 or a negative error.
 int quiche_h3_send_goaway(struct quiche_h3_conn *conn, struct quiche_conn *quic_conn, uint64_t _id);
 
+// Parse an RFC 9218 Priority field value ("u=N", "i", comma-separated)
+// into `*parsed` (defaults: urgency 3, not incremental). 0, or
+// QUICHE_H3_ERR_FRAME_ERROR for a value that does not parse.
+int quiche_h3_parse_extensible_priority(uint8_t *priority,
+                                        size_t priority_len,
+                                        struct quiche_h3_priority *parsed);
+
+// Not supported (mpquic sends no PRIORITY_UPDATE):
+// QUICHE_H3_ERR_FRAME_UNEXPECTED.
+int quiche_h3_send_priority_update_for_request(struct quiche_h3_conn *_conn,
+                                               struct quiche_conn *_quic_conn,
+                                               uint64_t _stream_id,
+                                               struct quiche_h3_priority *_priority);
+
+// PRIORITY_UPDATE frames are not kept: QUICHE_H3_ERR_DONE.
+int quiche_h3_take_last_priority_update(struct quiche_h3_conn *_conn,
+                                        uint64_t _prioritized_element_id,
+                                        int (*_cb)(uint8_t *priority_field_value,
+                                                   uint64_t priority_field_value_len,
+                                                   void *argp),
+                                        void *_argp);
+
+// Fill `out` (mpquic counts nothing here: zeros).
+void quiche_h3_conn_stats(const struct quiche_h3_conn *_conn, struct quiche_h3_stats *out);
+
 // mpquic extension: open a new path from `local` to `peer` on a client
 // whose multipath offer was accepted (quiche_conn_is_multipath); its
 // wire path ID goes to `*path_id` (may be NULL). Data flows on it once the
@@ -971,6 +1026,101 @@ ssize_t quiche_retry(const uint8_t *scid,
                      uint32_t version,
                      uint8_t *out,
                      size_t out_len);
+
+// Like quiche_conn_send, for the path from `from` to `to` (either may be
+// NULL: the first path matching the other). QUICHE_ERR_DONE when that
+// path has nothing to send, QUICHE_ERR_INVALID_STATE when there is no such
+// path.
+ssize_t quiche_conn_send_on_path(struct quiche_conn *conn,
+                                 uint8_t *out,
+                                 size_t out_len,
+                                 const struct sockaddr *from,
+                                 socklen_t from_len,
+                                 const struct sockaddr *to,
+                                 socklen_t to_len,
+                                 struct quiche_send_info *out_info);
+
+// One datagram, as quiche_conn_send_quantum (pacing is per packet).
+size_t quiche_conn_send_quantum_on_path(const struct quiche_conn *conn,
+                                        const struct sockaddr *_local_addr,
+                                        socklen_t _local_len,
+                                        const struct sockaddr *_peer_addr,
+                                        socklen_t _peer_len);
+
+// 1 if the path from `from` to `to` is validated, 0 if not yet,
+// QUICHE_ERR_INVALID_STATE if there is no such path.
+int quiche_conn_is_path_validated(const struct quiche_conn *conn,
+                                  const struct sockaddr *from,
+                                  size_t from_len,
+                                  const struct sockaddr *to,
+                                  size_t to_len);
+
+// The peer addresses of the paths on local address `from`.
+struct quiche_socket_addr_iter *quiche_conn_paths_iter(struct quiche_conn *conn,
+                                                       const struct sockaddr *from,
+                                                       size_t from_len);
+
+// The next address into `*peer` / `*peer_len`; false at the end.
+bool quiche_socket_addr_iter_next(struct quiche_socket_addr_iter *iter,
+                                  struct sockaddr_storage *peer,
+                                  size_t *peer_len);
+
+// Release an address iterator (NULL is accepted).
+void quiche_socket_addr_iter_free(struct quiche_socket_addr_iter *iter);
+
+// The next path event, or NULL. Status changes of multipath paths are
+// not reported here.
+struct quiche_path_event *quiche_conn_path_event_next(struct quiche_conn *conn);
+
+// The kind of a path event.
+enum quiche_path_event_type quiche_path_event_type(const struct quiche_path_event *ev);
+
+// The addresses of a NEW event.
+void quiche_path_event_new(const struct quiche_path_event *ev,
+                           struct sockaddr_storage *local,
+                           socklen_t *local_len,
+                           struct sockaddr_storage *peer,
+                           socklen_t *peer_len);
+
+// The addresses of a VALIDATED event.
+void quiche_path_event_validated(const struct quiche_path_event *ev,
+                                 struct sockaddr_storage *local,
+                                 socklen_t *local_len,
+                                 struct sockaddr_storage *peer,
+                                 socklen_t *peer_len);
+
+// The addresses of a FAILED_VALIDATION event.
+void quiche_path_event_failed_validation(const struct quiche_path_event *ev,
+                                         struct sockaddr_storage *local,
+                                         socklen_t *local_len,
+                                         struct sockaddr_storage *peer,
+                                         socklen_t *peer_len);
+
+// The addresses of a CLOSED event (zeroed: the path is gone).
+void quiche_path_event_closed(const struct quiche_path_event *ev,
+                              struct sockaddr_storage *local,
+                              socklen_t *local_len,
+                              struct sockaddr_storage *peer,
+                              socklen_t *peer_len);
+
+// Release a path event (NULL is accepted).
+void quiche_path_event_free(struct quiche_path_event *ev);
+
+// Our source connection IDs. mpquic exposes the first one only (the one
+// given to quiche_connect / quiche_accept, which routes the connection).
+struct quiche_connection_id_iter *quiche_conn_source_ids(struct quiche_conn *conn);
+
+// Retired source IDs: always empty (mpquic does not expose them).
+struct quiche_connection_id_iter *quiche_conn_retired_scid_iter(struct quiche_conn *_conn);
+
+// The next ID into `*out` / `*out_len` (valid until the iterator is
+// freed); false at the end.
+bool quiche_connection_id_iter_next(struct quiche_connection_id_iter *iter,
+                                    const uint8_t **out,
+                                    size_t *out_len);
+
+// Release an ID iterator (NULL is accepted).
+void quiche_connection_id_iter_free(struct quiche_connection_id_iter *iter);
 
 // Fill `out` with the connection's counters (zeros before the first
 // packet of a server connection).
@@ -1100,6 +1250,95 @@ int quiche_conn_migrate_source(struct quiche_conn *_conn,
 
 // Not supported (mpquic manages connection IDs): QUICHE_ERR_INVALID_STATE.
 int quiche_conn_retire_dcid(struct quiche_conn *_conn, uint64_t _dcid_seq);
+
+// Not supported (mpquic sends ACK-eliciting probes itself when its timers
+// say so): QUICHE_ERR_INVALID_STATE.
+ssize_t quiche_conn_send_ack_eliciting(struct quiche_conn *_conn);
+
+// Not supported: QUICHE_ERR_INVALID_STATE.
+ssize_t quiche_conn_send_ack_eliciting_on_path(struct quiche_conn *_conn,
+                                               const struct sockaddr *_local,
+                                               socklen_t _local_len,
+                                               const struct sockaddr *_peer,
+                                               socklen_t _peer_len);
+
+// Not supported (the idle timeout is the config's): QUICHE_ERR_INVALID_STATE.
+int quiche_conn_set_max_idle_timeout(struct quiche_conn *_conn, uint64_t _v);
+
+// Not supported (mpquic issues its own connection IDs):
+// QUICHE_ERR_INVALID_STATE.
+int quiche_conn_new_scid(struct quiche_conn *_conn,
+                         const uint8_t *_scid,
+                         size_t _scid_len,
+                         const uint8_t *_reset_token,
+                         bool _retire_if_needed,
+                         uint64_t *_scid_seq);
+
+// Not tracked: 0.
+size_t quiche_conn_active_scids(struct quiche_conn *_conn);
+
+// Not tracked: 0.
+size_t quiche_conn_scids_left(struct quiche_conn *_conn);
+
+// Not tracked: 0.
+size_t quiche_conn_available_dcids(const struct quiche_conn *_conn);
+
+// Not tracked: 0.
+size_t quiche_conn_retired_scids(const struct quiche_conn *_conn);
+
+// Not exposed: `*out_len` = 0.
+void quiche_conn_destination_id(const struct quiche_conn *_conn,
+                                const uint8_t **out,
+                                size_t *out_len);
+
+// Accepted, no effect (key logging is per config: quiche_config_log_keys).
+void quiche_conn_set_keylog_fd(struct quiche_conn *_conn, int _fd);
+
+// Accepted, no effect (no qlog output from the quiche API).
+void quiche_conn_set_qlog_fd(struct quiche_conn *_conn,
+                             int _fd,
+                             const char *_log_title,
+                             const char *_log_desc);
+
+// Not supported (mpquic owns its TLS state): NULL.
+struct quiche_conn *quiche_conn_new_with_tls(const uint8_t *_scid,
+                                             size_t _scid_len,
+                                             const uint8_t *_odcid,
+                                             size_t _odcid_len,
+                                             const struct sockaddr *_local,
+                                             socklen_t _local_len,
+                                             const struct sockaddr *_peer,
+                                             socklen_t _peer_len,
+                                             const struct quiche_config *_config,
+                                             void *_ssl,
+                                             bool _is_server);
+
+// Not supported (mpquic owns its TLS state): NULL.
+struct quiche_conn *quiche_conn_new_with_tls_and_client_dcid(const uint8_t *_scid,
+                                                             size_t _scid_len,
+                                                             const uint8_t *_dcid,
+                                                             size_t _dcid_len,
+                                                             const struct sockaddr *_local,
+                                                             socklen_t _local_len,
+                                                             const struct sockaddr *_peer,
+                                                             socklen_t _peer_len,
+                                                             const struct quiche_config *_config,
+                                                             void *_ssl);
+
+// No DATAGRAM support: nothing queued, no effect.
+void quiche_conn_dgram_purge_outgoing(struct quiche_conn *_conn, bool (*_f)(uint8_t*, size_t));
+
+// No DATAGRAM support: 0.
+ssize_t quiche_conn_dgram_recv_queue_byte_size(const struct quiche_conn *_conn);
+
+// No DATAGRAM support: 0.
+ssize_t quiche_conn_dgram_send_queue_byte_size(const struct quiche_conn *_conn);
+
+// No DATAGRAM support: false.
+bool quiche_conn_is_dgram_send_queue_full(const struct quiche_conn *_conn);
+
+// No DATAGRAM support: false.
+bool quiche_conn_is_dgram_recv_queue_full(const struct quiche_conn *_conn);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -11,6 +11,9 @@
 //! `cargo build` in this test's target directory and profile (a no-op when
 //! they are built already), the examples with make.
 
+// Real processes on real sockets: deadlines come from the wall clock.
+#![allow(clippy::disallowed_methods)]
+
 #[path = "quiche_examples/peers.rs"]
 mod peers;
 

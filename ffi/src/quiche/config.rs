@@ -78,6 +78,13 @@ fn base() -> Config {
 
 /// Borrow a config, or return `err` for NULL.
 macro_rules! cfg {
+    ($p:expr) => {
+        // SAFETY: the caller passes a live config used by one thread.
+        match unsafe { $p.as_mut() } {
+            Some(c) => c,
+            None => return,
+        }
+    };
     ($p:expr, $err:expr) => {
         // SAFETY: the caller passes a live config used by one thread.
         match unsafe { $p.as_mut() } {
@@ -193,9 +200,12 @@ pub extern "C" fn quiche_config_set_ticket_key(
 /// Verify the peer's certificate (default: clients yes, servers no).
 #[no_mangle]
 pub unsafe extern "C" fn quiche_config_verify_peer(config: *mut quiche_config, v: bool) {
-    let c = cfg!(config, ());
+    let c = cfg!(config);
     guard((), || {
-        c.apply(move |e| Ok(e.verify_peer(v)));
+        c.apply(move |e| {
+            e.verify_peer(v);
+            Ok(())
+        });
     });
 }
 
@@ -203,10 +213,13 @@ pub unsafe extern "C" fn quiche_config_verify_peer(config: *mut quiche_config, v
 /// enables key logging here and takes the file per connection).
 #[no_mangle]
 pub unsafe extern "C" fn quiche_config_log_keys(config: *mut quiche_config) {
-    let c = cfg!(config, ());
+    let c = cfg!(config);
     guard((), || {
         if let Ok(path) = std::env::var("SSLKEYLOGFILE") {
-            c.apply(move |e| Ok(e.log_keys_to(&path)));
+            c.apply(move |e| {
+                e.log_keys_to(&path);
+                Ok(())
+            });
         }
     });
 }
@@ -238,32 +251,46 @@ unsafe fn set(
     config: *mut quiche_config,
     op: impl Fn(&mut Config) -> Result<(), ConfigError> + Send + Sync + 'static,
 ) {
-    let c = cfg!(config, ());
+    let c = cfg!(config);
     guard((), || {
         c.apply(op);
     })
+}
+
+/// Apply a setting that cannot fail.
+unsafe fn set_unit(config: *mut quiche_config, op: impl Fn(&mut Config) + Send + Sync + 'static) {
+    // SAFETY: forwarded.
+    unsafe {
+        set(config, move |e| {
+            op(e);
+            Ok(())
+        })
+    };
 }
 
 /// Idle timeout in milliseconds (0: none).
 #[no_mangle]
 pub unsafe extern "C" fn quiche_config_set_max_idle_timeout(config: *mut quiche_config, v: u64) {
     // SAFETY: forwarded.
-    unsafe { set(config, move |e| Ok(e.set_max_idle_timeout(v))) };
+    unsafe { set_unit(config, move |e| e.set_max_idle_timeout(v)) };
 }
 /// Largest UDP payload sent (clamped to 1200..65527).
 #[no_mangle]
 pub unsafe extern "C" fn quiche_config_set_max_send_udp_payload_size(config: *mut quiche_config, v: usize) {
-    let c = cfg!(config, ());
+    let c = cfg!(config);
     guard((), || {
         c.max_send = v.clamp(1200, 65527);
-        c.apply(move |e| Ok(e.set_max_send_udp_payload_size(v)));
+        c.apply(move |e| {
+            e.set_max_send_udp_payload_size(v);
+            Ok(())
+        });
     })
 }
 /// Connection flow-control credit given to the peer.
 #[no_mangle]
 pub unsafe extern "C" fn quiche_config_set_initial_max_data(config: *mut quiche_config, v: u64) {
     // SAFETY: forwarded.
-    unsafe { set(config, move |e| Ok(e.set_initial_max_data(v))) };
+    unsafe { set_unit(config, move |e| e.set_initial_max_data(v)) };
 }
 /// Credit on bidirectional streams we open.
 #[no_mangle]
@@ -272,7 +299,7 @@ pub unsafe extern "C" fn quiche_config_set_initial_max_stream_data_bidi_local(
     v: u64,
 ) {
     // SAFETY: forwarded.
-    unsafe { set(config, move |e| Ok(e.set_initial_max_stream_data_bidi_local(v))) };
+    unsafe { set_unit(config, move |e| e.set_initial_max_stream_data_bidi_local(v)) };
 }
 /// Credit on bidirectional streams the peer opens.
 #[no_mangle]
@@ -281,25 +308,25 @@ pub unsafe extern "C" fn quiche_config_set_initial_max_stream_data_bidi_remote(
     v: u64,
 ) {
     // SAFETY: forwarded.
-    unsafe { set(config, move |e| Ok(e.set_initial_max_stream_data_bidi_remote(v))) };
+    unsafe { set_unit(config, move |e| e.set_initial_max_stream_data_bidi_remote(v)) };
 }
 /// Credit on unidirectional streams.
 #[no_mangle]
 pub unsafe extern "C" fn quiche_config_set_initial_max_stream_data_uni(config: *mut quiche_config, v: u64) {
     // SAFETY: forwarded.
-    unsafe { set(config, move |e| Ok(e.set_initial_max_stream_data_uni(v))) };
+    unsafe { set_unit(config, move |e| e.set_initial_max_stream_data_uni(v)) };
 }
 /// Bidirectional streams the peer may open.
 #[no_mangle]
 pub unsafe extern "C" fn quiche_config_set_initial_max_streams_bidi(config: *mut quiche_config, v: u64) {
     // SAFETY: forwarded.
-    unsafe { set(config, move |e| Ok(e.set_initial_max_streams_bidi(v))) };
+    unsafe { set_unit(config, move |e| e.set_initial_max_streams_bidi(v)) };
 }
 /// Unidirectional streams the peer may open.
 #[no_mangle]
 pub unsafe extern "C" fn quiche_config_set_initial_max_streams_uni(config: *mut quiche_config, v: u64) {
     // SAFETY: forwarded.
-    unsafe { set(config, move |e| Ok(e.set_initial_max_streams_uni(v))) };
+    unsafe { set_unit(config, move |e| e.set_initial_max_streams_uni(v)) };
 }
 /// ACK delay exponent (at most 20; larger values are ignored).
 #[no_mangle]
@@ -317,25 +344,25 @@ pub unsafe extern "C" fn quiche_config_set_max_ack_delay(config: *mut quiche_con
 #[no_mangle]
 pub unsafe extern "C" fn quiche_config_set_disable_active_migration(config: *mut quiche_config, v: bool) {
     // SAFETY: forwarded.
-    unsafe { set(config, move |e| Ok(e.set_disable_active_migration(v))) };
+    unsafe { set_unit(config, move |e| e.set_disable_active_migration(v)) };
 }
 /// Pace sending (default on); quiche_send_info.at says when.
 #[no_mangle]
 pub unsafe extern "C" fn quiche_config_enable_pacing(config: *mut quiche_config, v: bool) {
     // SAFETY: forwarded.
-    unsafe { set(config, move |e| Ok(e.enable_pacing(v))) };
+    unsafe { set_unit(config, move |e| e.enable_pacing(v)) };
 }
 /// Largest connection flow-control window auto-tuning may reach.
 #[no_mangle]
 pub unsafe extern "C" fn quiche_config_set_max_connection_window(config: *mut quiche_config, v: u64) {
     // SAFETY: forwarded.
-    unsafe { set(config, move |e| Ok(e.set_max_connection_window(v))) };
+    unsafe { set_unit(config, move |e| e.set_max_connection_window(v)) };
 }
 /// Largest stream flow-control window auto-tuning may reach.
 #[no_mangle]
 pub unsafe extern "C" fn quiche_config_set_max_stream_window(config: *mut quiche_config, v: u64) {
     // SAFETY: forwarded.
-    unsafe { set(config, move |e| Ok(e.set_max_stream_window(v))) };
+    unsafe { set_unit(config, move |e| e.set_max_stream_window(v)) };
 }
 /// How many connection IDs of ours the peer may hold (at least 2).
 #[no_mangle]
@@ -426,7 +453,7 @@ pub unsafe extern "C" fn quiche_config_set_cc_algorithm(
     config: *mut quiche_config,
     algo: quiche_cc_algorithm,
 ) {
-    let c = cfg!(config, ());
+    let c = cfg!(config);
     let name = match algo {
         quiche_cc_algorithm::QUICHE_CC_RENO => "newreno",
         quiche_cc_algorithm::QUICHE_CC_CUBIC => "cubic",
@@ -480,6 +507,9 @@ pub unsafe extern "C" fn quiche_config_set_initial_max_path_id(config: *mut quic
     let c = cfg!(config, QUICHE_ERR_INVALID_STATE.c());
     guard(QUICHE_ERR_INVALID_STATE.c(), || {
         let Ok(v) = u32::try_from(v) else { return QUICHE_ERR_INVALID_STATE.c() };
-        c.apply(move |e| Ok(e.set_initial_max_path_id((v > 0).then_some(v))))
+        c.apply(move |e| {
+            e.set_initial_max_path_id((v > 0).then_some(v));
+            Ok(())
+        })
     })
 }

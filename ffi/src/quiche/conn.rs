@@ -52,6 +52,11 @@ impl quiche_conn {
         Box::into_raw(Box::new(quiche_conn { state, scid, trace_id, max_send, established_logged: false }))
     }
 
+    /// Our first source connection ID.
+    pub(crate) fn scid_bytes(&self) -> &[u8] {
+        self.scid.as_slice()
+    }
+
     /// The engine connection, once it exists.
     pub(crate) fn live(&self) -> Option<&Connection> {
         match &self.state {
@@ -91,6 +96,13 @@ impl quiche_conn {
 
 /// Borrow a connection, or return `err` for NULL.
 macro_rules! conn_ref {
+    ($p:expr) => {
+        // SAFETY: the caller passes a live connection used by one thread.
+        match unsafe { $p.as_ref() } {
+            Some(c) => c,
+            None => return,
+        }
+    };
     ($p:expr, $err:expr) => {
         // SAFETY: the caller passes a live connection used by one thread.
         match unsafe { $p.as_ref() } {
@@ -100,6 +112,13 @@ macro_rules! conn_ref {
     };
 }
 macro_rules! conn_mut {
+    ($p:expr) => {
+        // SAFETY: the caller passes a live connection used by one thread.
+        match unsafe { $p.as_mut() } {
+            Some(c) => c,
+            None => return,
+        }
+    };
     ($p:expr, $err:expr) => {
         // SAFETY: the caller passes a live connection used by one thread.
         match unsafe { $p.as_mut() } {
@@ -351,7 +370,7 @@ pub unsafe extern "C" fn quiche_conn_timeout_as_millis(conn: *const quiche_conn)
 /// Run the timers that are due (loss detection, idle timeout, pacing).
 #[no_mangle]
 pub unsafe extern "C" fn quiche_conn_on_timeout(conn: *mut quiche_conn) {
-    let c = conn_mut!(conn, ());
+    let c = conn_mut!(conn);
     guard((), || {
         if let Some(live) = c.live_mut() {
             live.on_timeout(now());
@@ -406,7 +425,7 @@ pub unsafe extern "C" fn quiche_conn_trace_id(
     out: *mut *const u8,
     out_len: *mut usize,
 ) {
-    let c = conn_ref!(conn, ());
+    let c = conn_ref!(conn);
     // SAFETY: forwarded out pointers; the bytes live in the connection.
     unsafe { out_bytes(&c.trace_id.as_bytes()[..c.trace_id.len() - 1], out, out_len) };
 }
@@ -418,7 +437,7 @@ pub unsafe extern "C" fn quiche_conn_source_id(
     out: *mut *const u8,
     out_len: *mut usize,
 ) {
-    let c = conn_ref!(conn, ());
+    let c = conn_ref!(conn);
     // SAFETY: as above.
     unsafe { out_bytes(c.scid.as_slice(), out, out_len) };
 }
@@ -430,7 +449,7 @@ pub unsafe extern "C" fn quiche_conn_application_proto(
     out: *mut *const u8,
     out_len: *mut usize,
 ) {
-    let c = conn_ref!(conn, ());
+    let c = conn_ref!(conn);
     // SAFETY: as above.
     unsafe { out_bytes(c.live().map_or(&[], Connection::application_proto), out, out_len) };
 }
@@ -442,7 +461,7 @@ pub unsafe extern "C" fn quiche_conn_server_name(
     out: *mut *const u8,
     out_len: *mut usize,
 ) {
-    let c = conn_ref!(conn, ());
+    let c = conn_ref!(conn);
     let name = c.live().and_then(Connection::server_name).unwrap_or("");
     // SAFETY: as above.
     unsafe { out_bytes(name.as_bytes(), out, out_len) };

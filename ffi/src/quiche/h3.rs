@@ -608,3 +608,82 @@ pub unsafe extern "C" fn quiche_h3_send_goaway(
         })
     }
 }
+
+/// Parse an RFC 9218 Priority field value ("u=N", "i", comma-separated)
+/// into `*parsed` (defaults: urgency 3, not incremental). 0, or
+/// QUICHE_H3_ERR_FRAME_ERROR for a value that does not parse.
+#[no_mangle]
+pub unsafe extern "C" fn quiche_h3_parse_extensible_priority(
+    priority: *mut u8,
+    priority_len: usize,
+    parsed: *mut quiche_h3_priority,
+) -> c_int {
+    // SAFETY: `priority` holds `priority_len` bytes; `parsed` is valid.
+    let (Some(b), Some(out)) = (unsafe { slice(priority, priority_len) }, unsafe { parsed.as_mut() }) else {
+        return QUICHE_H3_ERR_FRAME_ERROR as c_int;
+    };
+    let Ok(s) = std::str::from_utf8(b) else { return QUICHE_H3_ERR_FRAME_ERROR as c_int };
+    let mut p = quiche_h3_priority { urgency: 3, incremental: false };
+    for item in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+        match item.split(';').next().unwrap_or("") {
+            "i" | "i=?1" => p.incremental = true,
+            "i=?0" => p.incremental = false,
+            x => match x.strip_prefix("u=").map(str::parse::<u8>) {
+                Some(Ok(u)) if u <= 7 => p.urgency = u,
+                Some(_) => return QUICHE_H3_ERR_FRAME_ERROR as c_int,
+                // Unknown parameters are ignored (RFC 9218 §4).
+                None => {}
+            },
+        }
+    }
+    *out = p;
+    0
+}
+
+/// Not supported (mpquic sends no PRIORITY_UPDATE):
+/// QUICHE_H3_ERR_FRAME_UNEXPECTED.
+#[no_mangle]
+pub extern "C" fn quiche_h3_send_priority_update_for_request(
+    _conn: *mut quiche_h3_conn,
+    _quic_conn: *mut quiche_conn,
+    _stream_id: u64,
+    _priority: *mut quiche_h3_priority,
+) -> c_int {
+    QUICHE_H3_ERR_FRAME_UNEXPECTED as c_int
+}
+
+/// PRIORITY_UPDATE frames are not kept: QUICHE_H3_ERR_DONE.
+#[no_mangle]
+pub extern "C" fn quiche_h3_take_last_priority_update(
+    _conn: *mut quiche_h3_conn,
+    _prioritized_element_id: u64,
+    _cb: Option<
+        unsafe extern "C" fn(
+            priority_field_value: *mut u8,
+            priority_field_value_len: u64,
+            argp: *mut c_void,
+        ) -> c_int,
+    >,
+    _argp: *mut c_void,
+) -> c_int {
+    QUICHE_H3_ERR_DONE as c_int
+}
+
+/// HTTP/3 counters.
+#[repr(C)]
+#[derive(Default)]
+pub struct quiche_h3_stats {
+    /// 0: not counted by mpquic.
+    pub qpack_encoder_stream_recv_bytes: u64,
+    /// 0: not counted by mpquic.
+    pub qpack_decoder_stream_recv_bytes: u64,
+}
+
+/// Fill `out` (mpquic counts nothing here: zeros).
+#[no_mangle]
+pub unsafe extern "C" fn quiche_h3_conn_stats(_conn: *const quiche_h3_conn, out: *mut quiche_h3_stats) {
+    // SAFETY: valid when not NULL.
+    if let Some(o) = unsafe { out.as_mut() } {
+        *o = quiche_h3_stats::default();
+    }
+}

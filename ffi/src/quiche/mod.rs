@@ -15,6 +15,7 @@ mod conn;
 mod h3;
 mod mp;
 mod packet;
+mod paths;
 mod stats;
 mod stream;
 #[cfg(test)]
@@ -26,6 +27,7 @@ pub use conn::*;
 pub use h3::*;
 pub use mp::*;
 pub use packet::*;
+pub use paths::*;
 pub use stats::*;
 pub use stream::*;
 pub use unsupported::*;

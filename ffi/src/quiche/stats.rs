@@ -74,7 +74,7 @@ pub struct quiche_stats {
 /// packet of a server connection).
 #[no_mangle]
 pub unsafe extern "C" fn quiche_conn_stats(conn: *const quiche_conn, out: *mut quiche_stats) {
-    let c = conn_ref!(conn, ());
+    let c = conn_ref!(conn);
     // SAFETY: `out` is valid when not NULL.
     let Some(out) = (unsafe { out.as_mut() }) else { return };
     guard((), || *out = c.live().map(stats).unwrap_or_default());

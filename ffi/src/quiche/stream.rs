@@ -36,6 +36,10 @@ pub unsafe extern "C" fn quiche_conn_stream_recv(
         // SAFETY: `out` holds `buf_len` writable bytes.
         let Some(o) = (unsafe { slice_mut(out, buf_len) }) else { return QUICHE_ERR_INVALID_STATE.ss() };
         let Some(live) = c.live_mut() else { return QUICHE_ERR_DONE.ss() };
+        // quiche forgets a stream once its FIN was read.
+        if live.stream_finished(stream_id) {
+            return QUICHE_ERR_INVALID_STREAM_STATE.ss();
+        }
         match live.stream_recv(stream_id, o) {
             // Nothing read and not the end: quiche says Done.
             Ok((0, false)) => QUICHE_ERR_DONE.ss(),
