@@ -226,6 +226,7 @@ fn http3_client_downloads_from_mpquic_server() {
 #[test]
 fn http3_client_downloads_from_quiche_server() {
     let data = body(1 << 20, 2);
+    examples(); // built before the server starts waiting for its client
     let (addr, t) = peers::h3_server(data.clone());
     let out = example_client("http3-client", &addr.to_string(), &[], &[]);
     assert!(out.status.success(), "{}", text(&out));
@@ -292,6 +293,7 @@ fn client_example_downloads_from_quiche_hq_server() {
     // client.c reads at most 65535 bytes per wake-up and only wakes on a
     // datagram, so a larger response would stall it (with quiche too).
     let data = body(60_000, 3);
+    examples(); // built before the server starts waiting for its client
     let (addr, t) = peers::hq_server(data.clone());
     let out = example_client("client", &addr.to_string(), &[], &[]);
     assert!(out.status.success(), "{}", text(&out));

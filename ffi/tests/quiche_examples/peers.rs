@@ -87,7 +87,7 @@ fn run(
 fn accept(sock: &UdpSocket, alpn: &[u8]) -> Option<quiche::Connection> {
     let local = sock.local_addr().unwrap();
     let mut buf = vec![0u8; 65535];
-    sock.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
     let (n, from) = sock.recv_from(&mut buf).ok()?;
     let hdr = quiche::Header::from_slice(&mut buf[..n], quiche::MAX_CONN_ID_LEN).ok()?;
     if hdr.ty != quiche::Type::Initial {
