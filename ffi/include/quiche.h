@@ -13,8 +13,8 @@
  * quiche_config_set_scheduler_name, mpquic's names in
  * quiche_config_set_cc_algorithm_name, quiche_conn_is_multipath,
  * quiche_conn_open_path, quiche_conn_path_count, quiche_conn_mp_path_stats.
- * What is not supported returns quiche's error for it (ffi/README section
- * in the top-level README lists it).
+ * What is not supported returns quiche's error for it (the README's
+ * "quiche's C API" section lists what is covered and what is not).
  */
 
 #ifndef QUICHE_H
