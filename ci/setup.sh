@@ -4,7 +4,7 @@
 set -euo pipefail
 
 need_apt=()
-for pkg in cmake libclang-dev pkg-config libev-dev python3-venv valgrind make; do
+for pkg in cmake libclang-dev pkg-config libev-dev uthash-dev python3-venv valgrind make; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

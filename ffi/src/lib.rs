@@ -30,6 +30,7 @@ mod addr;
 mod config;
 mod conn;
 mod h3;
+pub mod quiche;
 mod server;
 #[cfg(test)]
 mod tests;

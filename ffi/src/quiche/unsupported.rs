@@ -1,0 +1,250 @@
+//! quiche functions mpquic does not support, answering with quiche's error
+//! for them so programs that call them still link and fail cleanly.
+//! DATAGRAM frames (RFC 9221) and quiche's single-path migration API are
+//! not implemented; multipath paths are opened with quiche_conn_open_path.
+
+use std::ffi::c_int;
+
+use libc::{sockaddr, socklen_t, ssize_t};
+
+use super::conn::quiche_conn;
+use super::{QUICHE_ERR_DONE, QUICHE_ERR_INVALID_STATE};
+
+/// No DATAGRAM support: QUICHE_ERR_INVALID_STATE.
+#[no_mangle]
+pub extern "C" fn quiche_conn_dgram_send(
+    _conn: *mut quiche_conn,
+    _buf: *const u8,
+    _buf_len: usize,
+) -> ssize_t {
+    QUICHE_ERR_INVALID_STATE.ss()
+}
+
+/// No DATAGRAM support: QUICHE_ERR_INVALID_STATE.
+#[no_mangle]
+pub extern "C" fn quiche_conn_dgram_recv(_conn: *mut quiche_conn, _buf: *mut u8, _buf_len: usize) -> ssize_t {
+    QUICHE_ERR_INVALID_STATE.ss()
+}
+
+/// No DATAGRAM support: QUICHE_ERR_INVALID_STATE.
+#[no_mangle]
+pub extern "C" fn quiche_conn_dgram_max_writable_len(_conn: *const quiche_conn) -> ssize_t {
+    QUICHE_ERR_INVALID_STATE.ss()
+}
+
+/// No DATAGRAM support: QUICHE_ERR_DONE (nothing queued).
+#[no_mangle]
+pub extern "C" fn quiche_conn_dgram_recv_front_len(_conn: *const quiche_conn) -> ssize_t {
+    QUICHE_ERR_DONE.ss()
+}
+
+/// No DATAGRAM support: 0.
+#[no_mangle]
+pub extern "C" fn quiche_conn_dgram_recv_queue_len(_conn: *const quiche_conn) -> ssize_t {
+    0
+}
+
+/// No DATAGRAM support: 0.
+#[no_mangle]
+pub extern "C" fn quiche_conn_dgram_send_queue_len(_conn: *const quiche_conn) -> ssize_t {
+    0
+}
+
+/// Single-path migration is not supported (open multipath paths with
+/// quiche_conn_open_path): QUICHE_ERR_INVALID_STATE.
+#[no_mangle]
+pub extern "C" fn quiche_conn_probe_path(
+    _conn: *mut quiche_conn,
+    _local: *const sockaddr,
+    _local_len: socklen_t,
+    _peer: *const sockaddr,
+    _peer_len: socklen_t,
+    _seq: *mut u64,
+) -> c_int {
+    QUICHE_ERR_INVALID_STATE.c()
+}
+
+/// Not supported: QUICHE_ERR_INVALID_STATE.
+#[no_mangle]
+pub extern "C" fn quiche_conn_migrate(
+    _conn: *mut quiche_conn,
+    _local: *const sockaddr,
+    _local_len: socklen_t,
+    _peer: *const sockaddr,
+    _peer_len: socklen_t,
+    _seq: *mut u64,
+) -> c_int {
+    QUICHE_ERR_INVALID_STATE.c()
+}
+
+/// Not supported: QUICHE_ERR_INVALID_STATE.
+#[no_mangle]
+pub extern "C" fn quiche_conn_migrate_source(
+    _conn: *mut quiche_conn,
+    _local: *const sockaddr,
+    _local_len: socklen_t,
+    _seq: *mut u64,
+) -> c_int {
+    QUICHE_ERR_INVALID_STATE.c()
+}
+
+/// Not supported (mpquic manages connection IDs): QUICHE_ERR_INVALID_STATE.
+#[no_mangle]
+pub extern "C" fn quiche_conn_retire_dcid(_conn: *mut quiche_conn, _dcid_seq: u64) -> c_int {
+    QUICHE_ERR_INVALID_STATE.c()
+}
+
+/// Not supported (mpquic sends ACK-eliciting probes itself when its timers
+/// say so): QUICHE_ERR_INVALID_STATE.
+#[no_mangle]
+pub extern "C" fn quiche_conn_send_ack_eliciting(_conn: *mut quiche_conn) -> ssize_t {
+    QUICHE_ERR_INVALID_STATE.ss()
+}
+
+/// Not supported: QUICHE_ERR_INVALID_STATE.
+#[no_mangle]
+pub extern "C" fn quiche_conn_send_ack_eliciting_on_path(
+    _conn: *mut quiche_conn,
+    _local: *const sockaddr,
+    _local_len: socklen_t,
+    _peer: *const sockaddr,
+    _peer_len: socklen_t,
+) -> ssize_t {
+    QUICHE_ERR_INVALID_STATE.ss()
+}
+
+/// Not supported (the idle timeout is the config's): QUICHE_ERR_INVALID_STATE.
+#[no_mangle]
+pub extern "C" fn quiche_conn_set_max_idle_timeout(_conn: *mut quiche_conn, _v: u64) -> c_int {
+    QUICHE_ERR_INVALID_STATE.c()
+}
+
+/// Not supported (mpquic issues its own connection IDs):
+/// QUICHE_ERR_INVALID_STATE.
+#[no_mangle]
+pub extern "C" fn quiche_conn_new_scid(
+    _conn: *mut quiche_conn,
+    _scid: *const u8,
+    _scid_len: usize,
+    _reset_token: *const u8,
+    _retire_if_needed: bool,
+    _scid_seq: *mut u64,
+) -> c_int {
+    QUICHE_ERR_INVALID_STATE.c()
+}
+
+/// Not tracked: 0.
+#[no_mangle]
+pub extern "C" fn quiche_conn_active_scids(_conn: *mut quiche_conn) -> usize {
+    0
+}
+
+/// Not tracked: 0.
+#[no_mangle]
+pub extern "C" fn quiche_conn_scids_left(_conn: *mut quiche_conn) -> usize {
+    0
+}
+
+/// Not tracked: 0.
+#[no_mangle]
+pub extern "C" fn quiche_conn_available_dcids(_conn: *const quiche_conn) -> usize {
+    0
+}
+
+/// Not tracked: 0.
+#[no_mangle]
+pub extern "C" fn quiche_conn_retired_scids(_conn: *const quiche_conn) -> usize {
+    0
+}
+
+/// Not exposed: `*out_len` = 0.
+#[no_mangle]
+pub unsafe extern "C" fn quiche_conn_destination_id(
+    _conn: *const quiche_conn,
+    out: *mut *const u8,
+    out_len: *mut usize,
+) {
+    // SAFETY: forwarded out pointers.
+    unsafe { super::conn::out_bytes(&[], out, out_len) };
+}
+
+/// Accepted, no effect (key logging is per config: quiche_config_log_keys).
+#[no_mangle]
+pub extern "C" fn quiche_conn_set_keylog_fd(_conn: *mut quiche_conn, _fd: c_int) {}
+
+/// Accepted, no effect (no qlog output from the quiche API).
+#[no_mangle]
+pub extern "C" fn quiche_conn_set_qlog_fd(
+    _conn: *mut quiche_conn,
+    _fd: c_int,
+    _log_title: *const std::ffi::c_char,
+    _log_desc: *const std::ffi::c_char,
+) {
+}
+
+/// Not supported (mpquic owns its TLS state): NULL.
+#[no_mangle]
+pub extern "C" fn quiche_conn_new_with_tls(
+    _scid: *const u8,
+    _scid_len: usize,
+    _odcid: *const u8,
+    _odcid_len: usize,
+    _local: *const sockaddr,
+    _local_len: socklen_t,
+    _peer: *const sockaddr,
+    _peer_len: socklen_t,
+    _config: *const super::quiche_config,
+    _ssl: *mut std::ffi::c_void,
+    _is_server: bool,
+) -> *mut quiche_conn {
+    std::ptr::null_mut()
+}
+
+/// Not supported (mpquic owns its TLS state): NULL.
+#[no_mangle]
+pub extern "C" fn quiche_conn_new_with_tls_and_client_dcid(
+    _scid: *const u8,
+    _scid_len: usize,
+    _dcid: *const u8,
+    _dcid_len: usize,
+    _local: *const sockaddr,
+    _local_len: socklen_t,
+    _peer: *const sockaddr,
+    _peer_len: socklen_t,
+    _config: *const super::quiche_config,
+    _ssl: *mut std::ffi::c_void,
+) -> *mut quiche_conn {
+    std::ptr::null_mut()
+}
+
+/// No DATAGRAM support: nothing queued, no effect.
+#[no_mangle]
+pub extern "C" fn quiche_conn_dgram_purge_outgoing(
+    _conn: *mut quiche_conn,
+    _f: Option<extern "C" fn(*mut u8, usize) -> bool>,
+) {
+}
+
+/// No DATAGRAM support: 0.
+#[no_mangle]
+pub extern "C" fn quiche_conn_dgram_recv_queue_byte_size(_conn: *const quiche_conn) -> ssize_t {
+    0
+}
+
+/// No DATAGRAM support: 0.
+#[no_mangle]
+pub extern "C" fn quiche_conn_dgram_send_queue_byte_size(_conn: *const quiche_conn) -> ssize_t {
+    0
+}
+
+/// No DATAGRAM support: false.
+#[no_mangle]
+pub extern "C" fn quiche_conn_is_dgram_send_queue_full(_conn: *const quiche_conn) -> bool {
+    false
+}
+
+/// No DATAGRAM support: false.
+#[no_mangle]
+pub extern "C" fn quiche_conn_is_dgram_recv_queue_full(_conn: *const quiche_conn) -> bool {
+    false
+}
