@@ -125,7 +125,7 @@ impl Sockets {
 
     /// Read every queued datagram on every socket and hand each to `f`.
     /// (The poller is edge-triggered, so sockets are drained completely.)
-    pub fn recv_all(&mut self, buf: &mut [u8], mut f: impl FnMut(&mut [u8], RecvInfo)) -> io::Result<()> {
+    pub fn recv_all(&self, buf: &mut [u8], mut f: impl FnMut(&mut [u8], RecvInfo)) -> io::Result<()> {
         for (s, local) in self.socks.iter().zip(&self.addrs) {
             loop {
                 match s.recv_from(buf) {
