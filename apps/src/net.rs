@@ -1,6 +1,7 @@
 //! UDP sockets for the event loop (mio), datagram routing helpers, and a
 //! paced sender that honours [`mpquic::SendInfo::at`].
 
+use std::cell::RefCell;
 use std::fs::File;
 use std::io;
 use std::net::SocketAddr;
@@ -10,6 +11,8 @@ use std::time::{Duration, Instant};
 use mio::net::UdpSocket;
 use mio::{Events, Interest, Poll, Token};
 use mpquic::{Connection, RecvInfo, SendInfo};
+
+use crate::batch::{Batch, Gso};
 
 /// Largest datagram we read.
 pub const MAX_DATAGRAM: usize = 65535;
@@ -24,6 +27,10 @@ pub struct Sockets {
     events: Events,
     socks: Vec<UdpSocket>,
     addrs: Vec<SocketAddr>,
+    /// Per socket: whether GSO still works there.
+    gso: Vec<Gso>,
+    /// Due datagrams of one path, sent together by [`Sockets::flush`].
+    batch: RefCell<Batch>,
 }
 
 fn grow_buffers(sock: &UdpSocket) {
@@ -107,7 +114,15 @@ impl Sockets {
             bound.push(s.local_addr()?);
             socks.push(s);
         }
-        Ok(Sockets { poll, events: Events::with_capacity(64), socks, addrs: bound })
+        let gso = socks.iter().map(|_| Gso::default()).collect();
+        Ok(Sockets {
+            poll,
+            events: Events::with_capacity(64),
+            socks,
+            addrs: bound,
+            gso,
+            batch: RefCell::default(),
+        })
     }
 
     /// The bound addresses, in the order given to [`Sockets::bind`].
@@ -147,9 +162,32 @@ impl Sockets {
 
     /// Send `data` from the socket bound to `info.from`.
     pub fn send(&self, data: &[u8], info: &SendInfo) -> io::Result<()> {
+        self.send_segments(data, data.len().max(1), info)
+    }
+
+    /// Queue a datagram that is due now; it leaves with the next ones of
+    /// the same path in one GSO send (at the latest at [`Sockets::flush`]).
+    pub fn send_batched(&self, data: &[u8], info: &SendInfo) -> io::Result<()> {
+        let full = !self.batch.borrow().fits(data.len(), info);
+        if full {
+            self.flush()?;
+        }
+        self.batch.borrow_mut().push(data, info);
+        Ok(())
+    }
+
+    /// Send the queued batch.
+    pub fn flush(&self) -> io::Result<()> {
+        let mut r = Ok(());
+        self.batch.borrow_mut().take(|buf, segment, info| r = self.send_segments(buf, segment, info));
+        r
+    }
+
+    fn send_segments(&self, data: &[u8], segment: usize, info: &SendInfo) -> io::Result<()> {
         let i = self.addrs.iter().position(|a| *a == info.from).unwrap_or(0);
         let s = self.socks.get(i).ok_or_else(|| io::Error::other("no socket"))?;
-        match s.send_to(data, info.to) {
+        let gso = self.gso.get(i).ok_or_else(|| io::Error::other("no socket"))?;
+        match gso.send(s, data, segment, info.to) {
             Ok(_) => Ok(()),
             // A full socket buffer is congestion loss; recovery handles it.
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
@@ -191,7 +229,7 @@ impl Outbox {
             }
             // Socket errors other than a full buffer mean the local
             // address went away; the path will fail on its own.
-            let _ = socks.send(d, info);
+            let _ = socks.send_batched(d, info);
             false
         });
         let one_path = conn.paths().count() <= 1;
@@ -201,9 +239,10 @@ impl Outbox {
             if info.at > now + PACING_SLACK {
                 self.held.push((d.to_vec(), info));
             } else {
-                let _ = socks.send(d, &info);
+                let _ = socks.send_batched(d, &info);
             }
         }
+        let _ = socks.flush();
         Ok(self.held.iter().map(|(_, i)| i.at).min())
     }
 }
