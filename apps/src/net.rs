@@ -29,8 +29,9 @@ pub struct Sockets {
     addrs: Vec<SocketAddr>,
     /// Per socket: whether GSO still works there.
     gso: Vec<Gso>,
-    /// Due datagrams of one path, sent together by [`Sockets::flush`].
-    batch: RefCell<Batch>,
+    /// Due datagrams, one batch per path (a scheduler that alternates
+    /// paths still gets full batches), sent by [`Sockets::flush`].
+    batches: RefCell<Vec<Batch>>,
 }
 
 fn grow_buffers(sock: &UdpSocket) {
@@ -110,6 +111,7 @@ impl Sockets {
                 }
             };
             grow_buffers(&s);
+            crate::batch::enable_gro(&s);
             poll.registry().register(&mut s, Token(i), Interest::READABLE)?;
             bound.push(s.local_addr()?);
             socks.push(s);
@@ -121,7 +123,7 @@ impl Sockets {
             socks,
             addrs: bound,
             gso,
-            batch: RefCell::default(),
+            batches: RefCell::default(),
         })
     }
 
@@ -140,12 +142,13 @@ impl Sockets {
 
     /// Read every queued datagram on every socket and hand each to `f`.
     /// (The poller is edge-triggered, so sockets are drained completely.)
+    /// With GRO a read may hold several datagrams; they are split here.
     pub fn recv_all(&self, buf: &mut [u8], mut f: impl FnMut(&mut [u8], RecvInfo)) -> io::Result<()> {
         for (s, local) in self.socks.iter().zip(&self.addrs) {
             loop {
-                match s.recv_from(buf) {
-                    Ok((n, from)) => {
-                        if let Some(d) = buf.get_mut(..n) {
+                match crate::batch::recv(s, buf) {
+                    Ok((n, from, segment)) => {
+                        for d in buf.get_mut(..n).unwrap_or_default().chunks_mut(segment) {
                             f(d, RecvInfo { from, to: *local });
                         }
                     }
@@ -168,18 +171,37 @@ impl Sockets {
     /// Queue a datagram that is due now; it leaves with the next ones of
     /// the same path in one GSO send (at the latest at [`Sockets::flush`]).
     pub fn send_batched(&self, data: &[u8], info: &SendInfo) -> io::Result<()> {
-        let full = !self.batch.borrow().fits(data.len(), info);
-        if full {
-            self.flush()?;
+        let mut batches = self.batches.borrow_mut();
+        let i = match batches
+            .iter()
+            .position(|b| b.is_for(info))
+            .or_else(|| batches.iter().position(Batch::is_empty))
+        {
+            Some(i) => i,
+            None => {
+                batches.push(Batch::default());
+                batches.len() - 1
+            }
+        };
+        let b = &mut batches[i];
+        let mut r = Ok(());
+        if !b.fits(data.len(), info) {
+            b.take(|buf, segment, info| r = self.send_segments(buf, segment, info));
         }
-        self.batch.borrow_mut().push(data, info);
-        Ok(())
+        b.push(data, info);
+        r
     }
 
-    /// Send the queued batch.
+    /// Send every queued batch.
     pub fn flush(&self) -> io::Result<()> {
         let mut r = Ok(());
-        self.batch.borrow_mut().take(|buf, segment, info| r = self.send_segments(buf, segment, info));
+        for b in self.batches.borrow_mut().iter_mut() {
+            b.take(|buf, segment, info| {
+                if let Err(e) = self.send_segments(buf, segment, info) {
+                    r = Err(e);
+                }
+            });
+        }
         r
     }
 

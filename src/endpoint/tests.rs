@@ -55,7 +55,7 @@ impl World {
         World { ep: endpoint(retry, max_half_open, now), clients: Vec::new(), now, sent_to: HashMap::new() }
     }
 
-    fn to_endpoint(&mut self, d: &mut [u8], from: SocketAddr, to: SocketAddr) -> Incoming {
+    fn send_to_endpoint(&mut self, d: &mut [u8], from: SocketAddr, to: SocketAddr) -> Incoming {
         let mut out = [0u8; 1500];
         let r = self.ep.recv(d, RecvInfo { from, to }, self.now, &mut out);
         if let Incoming::Reply(n) = r {
@@ -81,7 +81,7 @@ impl World {
                 for i in 0..self.clients.len() {
                     while let Ok(Some((n, info))) = self.clients[i].send(&mut buf, self.now) {
                         moved = true;
-                        self.to_endpoint(&mut buf[..n], info.from, info.to);
+                        self.send_to_endpoint(&mut buf[..n], info.from, info.to);
                     }
                 }
                 while let Some(h) = self.ep.poll(self.now) {
@@ -178,7 +178,7 @@ fn undecryptable_initials_leave_no_state() {
     for _ in 0..500 {
         let mut d = garbage_initial(&mut rng, 1200);
         assert!(packet::parse_header(&d, 0).is_ok(), "valid-looking header");
-        assert_eq!(w.to_endpoint(&mut d, from, server_addr()), Incoming::Dropped);
+        assert_eq!(w.send_to_endpoint(&mut d, from, server_addr()), Incoming::Dropped);
     }
     assert_eq!((w.ep.len(), w.ep.stats().undecryptable), (0, 500));
     assert_eq!(w.sent_to.get(&from), None, "nothing answered");
@@ -186,13 +186,13 @@ fn undecryptable_initials_leave_no_state() {
     let mut c = client(6000, w.now);
     let mut buf = [0u8; 1500];
     let (n, info) = c.send(&mut buf, w.now).unwrap().unwrap();
-    assert_eq!(w.to_endpoint(&mut buf[..n / 2], info.from, info.to), Incoming::Dropped);
+    assert_eq!(w.send_to_endpoint(&mut buf[..n / 2], info.from, info.to), Incoming::Dropped);
     assert_eq!(w.ep.len(), 0);
     // Empty datagram, VN trigger (unknown version), short header with random ID.
-    assert_eq!(w.to_endpoint(&mut [], from, server_addr()), Incoming::Dropped);
+    assert_eq!(w.send_to_endpoint(&mut [], from, server_addr()), Incoming::Dropped);
     let mut vn = garbage_initial(&mut rng, 1200);
     vn[1..5].copy_from_slice(&0x1a2a_3a4au32.to_be_bytes());
-    assert!(matches!(w.to_endpoint(&mut vn, from, server_addr()), Incoming::Reply(_)));
+    assert!(matches!(w.send_to_endpoint(&mut vn, from, server_addr()), Incoming::Reply(_)));
     assert_eq!(w.ep.stats().version_negotiations, 1);
     assert_eq!(w.ep.len(), 0);
 }
@@ -205,7 +205,7 @@ fn half_open_bound_forces_retry() {
     for port in 7000..7003 {
         let mut c = client(port, w.now);
         let (n, info) = c.send(&mut buf, w.now).unwrap().unwrap();
-        outcomes.push(w.to_endpoint(&mut buf[..n], info.from, info.to));
+        outcomes.push(w.send_to_endpoint(&mut buf[..n], info.from, info.to));
     }
     assert!(matches!(outcomes[0], Incoming::Accepted(_)));
     assert!(matches!(outcomes[1], Incoming::Accepted(_)));
@@ -225,8 +225,8 @@ fn replayed_initial_from_another_address_does_not_take_over() {
     let (n, info) = w.clients[0].send(&mut buf, w.now).unwrap().unwrap();
     let mut copy = buf[..n].to_vec();
     let attacker: SocketAddr = "10.9.9.9:8000".parse().unwrap();
-    assert!(matches!(w.to_endpoint(&mut copy, attacker, info.to), Incoming::Accepted(_)));
-    assert!(matches!(w.to_endpoint(&mut buf[..n], info.from, info.to), Incoming::Accepted(_)));
+    assert!(matches!(w.send_to_endpoint(&mut copy, attacker, info.to), Incoming::Accepted(_)));
+    assert!(matches!(w.send_to_endpoint(&mut buf[..n], info.from, info.to), Incoming::Accepted(_)));
     w.run(200);
     assert!(w.clients[0].is_established(), "the real client completes its handshake");
     // The attacker's address got at most 3x the replayed datagram.
@@ -241,7 +241,7 @@ fn unknown_ids_cost_no_connection_work_among_1000_connections() {
     for i in 0..1000u16 {
         let mut c = client_with(&cfg, 10_000 + i, w.now);
         let (n, info) = c.send(&mut buf, w.now).unwrap().unwrap();
-        assert!(matches!(w.to_endpoint(&mut buf[..n], info.from, info.to), Incoming::Accepted(_)));
+        assert!(matches!(w.send_to_endpoint(&mut buf[..n], info.from, info.to), Incoming::Accepted(_)));
     }
     // Each connection answers its Initial (the answers are lost).
     while let Some(h) = w.ep.poll(w.now) {
@@ -259,7 +259,7 @@ fn unknown_ids_cost_no_connection_work_among_1000_connections() {
         let mut d = vec![0u8; rng.gen_range(30..1300)];
         rng.fill(&mut d[..]);
         d[0] = 0x40 | (d[0] & 0x3f);
-        w.to_endpoint(&mut d, from, server_addr());
+        w.send_to_endpoint(&mut d, from, server_addr());
     }
     let s = w.ep.stats();
     assert_eq!((s.unknown_cid, s.routed), (10_000, routed));
