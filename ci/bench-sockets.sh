@@ -4,7 +4,8 @@
 # path and on two (127.0.0.1 + 127.0.0.2), and prints Gbit/s and the CPU
 # seconds per GB of each process; then the in-memory pairbench figure as the
 # ceiling. Usage: bash ci/bench-sockets.sh [BYTES (default 1 GiB)] [RUNS (3)]
-# SERVER=/path/to/mpquic-server CLIENT=/path/to/mpquic-client compare builds.
+# SERVER=/path/to/mpquic-server CLIENT=/path/to/mpquic-client compare builds;
+# the hostile soak (apps/tests/soak.rs) then runs for SOAK_SECS (60; 0 skips).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source ci/env.sh
@@ -58,4 +59,12 @@ for _ in $(seq "$RUNS"); do run "2 paths" --local 127.0.0.1 --local 127.0.0.2; d
 if [[ -x "$CARGO_TARGET_DIR/release/examples/pairbench" ]]; then
     echo "in-memory ceiling (pairbench, same size):"
     "$CARGO_TARGET_DIR/release/examples/pairbench" --bytes "$BYTES" --impl mpquic
+fi
+
+# The hostile soak at full length (CI runs 5 s of it): set SOAK_SECS=0 to skip.
+SOAK_SECS=${SOAK_SECS:-60}
+if [[ "$SOAK_SECS" != 0 ]]; then
+    echo "hostile soak, ${SOAK_SECS} s with Retry on and off:"
+    MPQUIC_SOAK_SECS=$SOAK_SECS cargo test --release -p mpquic-apps --test soak -- --nocapture --test-threads=1 2>&1 |
+        grep -E "sent .* B|downloads in|test result"
 fi
