@@ -68,3 +68,36 @@ if [[ "$SOAK_SECS" != 0 ]]; then
     MPQUIC_SOAK_SECS=$SOAK_SECS cargo test --release -p mpquic-apps --test soak -- --nocapture --test-threads=1 2>&1 |
         grep -E "sent .* B|downloads in|test result"
 fi
+
+# Many connections against one server: 1,000 concurrent 1 MB downloads, then
+# 10,000 idle connections held 10 s; the server's RSS from /proc.
+LOAD=$CARGO_TARGET_DIR/release/mpquic-load
+if [[ -x "$LOAD" ]]; then
+    kill "$spid" 2>/dev/null || true
+    head -c 1000000 /dev/urandom > "$work/f.bin"
+    "$SERVER" --root "$work" --cert tests/certs/cert.pem --key tests/certs/key.pem \
+        --listen "127.0.0.1:$port" --access-log "$work/access.log" 2> "$work/server.err" &
+    spid=$!
+    sleep 0.5
+    rss() { awk '/^VmRSS/ { print $2 }' "/proc/$spid/status"; }
+    hwm() { awk '/^VmHWM/ { print $2 }' "/proc/$spid/status"; }
+    ulimit -n 20000 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+    base=$(rss)
+    c0=$(cpu_of "$spid")
+    "$LOAD" "https://127.0.0.1:$port/f.bin" --connections 1000 --check "$work/f.bin" --insecure
+    echo "server: CPU $(awk -v a="$(cpu_of "$spid")" -v b="$c0" 'BEGIN { print a - b }') s, peak RSS $(hwm) kB (idle before: $base kB)"
+    sleep 5
+    echo "server RSS 5 s after all closed: $(rss) kB"
+    base=$(rss)
+    "$LOAD" "https://127.0.0.1:$port/f.bin" --connections 10000 --insecure --idle 10 --timeout 120 \
+        2> "$work/load.err" &
+    lpid=$!
+    for _ in $(seq 120); do
+        sleep 1
+        grep -q "holding" "$work/load.err" && break
+    done
+    sleep 3
+    held=$(rss)
+    wait "$lpid" || true
+    echo "10,000 idle connections: server RSS $held kB, $(( (held - base) * 1024 / 10000 )) bytes per connection"
+fi

@@ -42,6 +42,10 @@ struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// Send no request: hold the connections open and idle this many
+    /// seconds once all are established (latency is then the handshake's).
+    #[arg(long)]
+    idle: Option<f64>,
 }
 
 /// One connection and its single download.
@@ -118,8 +122,14 @@ fn main() {
             wake: None,
         });
     }
-    run(&mut loads, socks, &by_local, expected.as_deref(), started + timeout);
-    report(&loads, started, args.json)
+    let idle = args.idle.map(Duration::from_secs_f64);
+    run(&mut loads, socks, &by_local, expected.as_deref(), started + timeout, idle);
+    report(
+        &loads,
+        started,
+        args.json,
+        if idle.is_some() { "connections established and held" } else { "downloads completed and checked" },
+    )
 }
 
 fn run(
@@ -128,7 +138,9 @@ fn run(
     by_local: &HashMap<SocketAddr, usize>,
     expected: Option<&[u8]>,
     deadline: Instant,
+    idle: Option<Duration>,
 ) {
+    let mut idle_until = None;
     let mut buf = vec![0u8; net::MAX_DATAGRAM];
     let mut out = vec![0u8; net::MAX_DATAGRAM];
     let mut body = vec![0u8; 256 * 1024];
@@ -139,13 +151,35 @@ fn run(
             if l.conn.timeout().is_some_and(|t| t <= now) {
                 l.conn.on_timeout(now);
             }
-            step(l, now, started, expected, &mut body);
+            if idle.is_some() {
+                if l.result.is_none() && l.conn.is_established() {
+                    l.result = Some(Ok(now.saturating_duration_since(started)));
+                }
+            } else {
+                step(l, now, started, expected, &mut body);
+            }
             l.wake = l.out.flush(&mut l.conn, &socks, &mut out, now).unwrap_or(None);
         }
-        if loads.iter().all(|l| l.result.is_some() && (l.conn.is_closed() || l.conn.is_draining())) {
+        if let Some(hold) = idle {
+            if idle_until.is_none() && loads.iter().all(|l| l.result.is_some()) {
+                eprintln!(
+                    "mpquic-load: {} connections established; holding them {:.1} s",
+                    loads.len(),
+                    hold.as_secs_f64()
+                );
+                idle_until = Some(now + hold);
+            }
+            if idle_until.is_some_and(|t| now >= t) {
+                for l in loads.iter_mut() {
+                    l.conn.close(true, mpquic_apps::H3_NO_ERROR, b"done", now);
+                    let _ = l.out.flush(&mut l.conn, &socks, &mut out, now);
+                }
+                return;
+            }
+        } else if loads.iter().all(|l| l.result.is_some() && (l.conn.is_closed() || l.conn.is_draining())) {
             return;
         }
-        if now >= deadline {
+        if now >= deadline && idle_until.is_none() {
             for l in loads.iter_mut().filter(|l| l.result.is_none()) {
                 l.result = Some(Err("timeout".into()));
             }
@@ -264,7 +298,7 @@ fn percentile(sorted: &[f64], p: usize) -> f64 {
     sorted.get(rank - 1).copied().unwrap_or(0.0)
 }
 
-fn report(loads: &[Load], started: Instant, json: bool) -> ! {
+fn report(loads: &[Load], started: Instant, json: bool, what: &str) -> ! {
     let mut ok: Vec<f64> = loads
         .iter()
         .filter_map(|l| l.result.as_ref()?.as_ref().ok().map(|d| d.as_secs_f64() * 1e3))
@@ -289,7 +323,7 @@ fn report(loads: &[Load], started: Instant, json: bool) -> ! {
         println!("{j}");
     } else {
         println!(
-            "{} of {} downloads completed and checked in {wall:.2} s ({bytes} bytes); latency ms p50 {p50:.0} p90 {p90:.0} p99 {p99:.0} max {max:.0}",
+            "{} of {} {what} in {wall:.2} s ({bytes} bytes); latency ms p50 {p50:.0} p90 {p90:.0} p99 {p99:.0} max {max:.0}",
             ok.len(),
             loads.len()
         );
