@@ -66,6 +66,10 @@ fn run(client: &mut dyn Endpoint, server: &mut dyn Endpoint, bytes: u64) -> (f64
     let mut packets = 0u64;
     let cpu0 = cpu_time();
     let t0 = Instant::now();
+    if bytes == 0 {
+        // Nothing to send but the end of the stream.
+        server.stream_send(STREAM, &[], true);
+    }
     let mut done = false;
     while !done {
         // Keep the server's stream buffer topped up (bounded backlog).
@@ -199,6 +203,9 @@ mod two_paths {
         let (mut sent, mut received, mut packets) = (0u64, 0u64, 0u64);
         let cpu0 = cpu_time();
         let t0 = Instant::now();
+        if bytes == 0 {
+            let _ = server.stream_send(STREAM, &[], true);
+        }
         let mut done = false;
         while !done {
             while sent < bytes {

@@ -14,7 +14,7 @@ mod send;
 pub(crate) mod sent;
 mod spaces;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -471,6 +471,16 @@ impl Connection {
     /// Our current source connection ID on the first path.
     pub fn source_id(&self) -> ConnectionId {
         self.cids.initial_scid()
+    }
+    /// Every connection ID we issued that the peer may still use, on every
+    /// path (what a server routes to this connection).
+    pub fn local_cids(&self) -> impl Iterator<Item = ConnectionId> + '_ {
+        self.cids.local.iter().map(|c| c.cid)
+    }
+    /// Changes whenever [`Connection::local_cids`] does (an ID issued or
+    /// retired), so a router re-reads the list only then.
+    pub fn local_cids_generation(&self) -> u64 {
+        self.cids.local_generation
     }
     /// The peer's transport parameters, once known.
     pub fn peer_transport_params(&self) -> Option<&TransportParams> {

@@ -13,6 +13,7 @@ pub mod codec;
 pub mod config;
 mod conn;
 pub mod crypto;
+pub mod endpoint;
 pub mod error;
 pub mod frame;
 pub mod h3;
@@ -33,6 +34,7 @@ pub use conn::{
     accept, connect, random_cid, CloseInfo, Connection, Error, PathError, PathEvent, PathStats, PathStatus,
     RecvInfo, SendInfo, Stats, PROTOCOL_VERSION,
 };
+pub use endpoint::{Endpoint, EndpointConfig};
 pub use error::{ErrorCode, TransportError};
 pub use packet::ConnectionId;
 

@@ -148,6 +148,20 @@ impl Validator {
     /// connection. `now_secs` is the caller's clock in seconds (tokens carry
     /// it). Replies are written to `out`.
     pub fn handle(&self, dgram: &[u8], from: &SocketAddr, now_secs: u64, out: &mut [u8]) -> Accept {
+        self.handle_retrying(dgram, from, now_secs, out, self.retry)
+    }
+
+    /// As [`Validator::handle`], but with Retry on or off for this datagram:
+    /// a server with too many half-open connections forces Retry even when
+    /// it was configured off (RFC 9000 §8.1).
+    pub fn handle_retrying(
+        &self,
+        dgram: &[u8],
+        from: &SocketAddr,
+        now_secs: u64,
+        out: &mut [u8],
+        retry: bool,
+    ) -> Accept {
         let Some(inv) = packet::invariant_header(dgram) else { return Accept::Drop };
         if inv.version != QUIC_V1 {
             // RFC 9000 §6.1: only answer datagrams large enough to be Initials.
@@ -164,10 +178,10 @@ impl Validator {
         if hdr.ty != PacketType::Initial || dgram.len() < 1200 || hdr.dcid.len() < 8 {
             return Accept::Drop;
         }
-        if !self.retry {
-            return Accept::New { odcid: hdr.dcid, retry_scid: None };
-        }
         if hdr.token.is_empty() {
+            if !retry {
+                return Accept::New { odcid: hdr.dcid, retry_scid: None };
+            }
             return self.retry_reply(dgram, from, now_secs, out);
         }
         if let Some((odcid, issued)) = self.key.open(hdr.token, &addr_bytes(from)) {
@@ -185,7 +199,8 @@ impl Validator {
                 Accept::New { odcid: hdr.dcid, retry_scid: None }
             }
             // Expired, from another address, or not ours: as if there were
-            // no token (RFC 9000 §8.1.3), so a Retry.
+            // no token (RFC 9000 §8.1.3).
+            _ if !retry => Accept::New { odcid: hdr.dcid, retry_scid: None },
             _ => self.retry_reply(dgram, from, now_secs, out),
         }
     }

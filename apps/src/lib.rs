@@ -4,6 +4,7 @@
 
 #![warn(missing_docs)]
 
+pub mod batch;
 pub mod exit;
 pub mod files;
 pub mod net;

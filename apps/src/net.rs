@@ -1,6 +1,7 @@
 //! UDP sockets for the event loop (mio), datagram routing helpers, and a
 //! paced sender that honours [`mpquic::SendInfo::at`].
 
+use std::cell::RefCell;
 use std::fs::File;
 use std::io;
 use std::net::SocketAddr;
@@ -10,6 +11,8 @@ use std::time::{Duration, Instant};
 use mio::net::UdpSocket;
 use mio::{Events, Interest, Poll, Token};
 use mpquic::{Connection, RecvInfo, SendInfo};
+
+use crate::batch::{Batch, Gso};
 
 /// Largest datagram we read.
 pub const MAX_DATAGRAM: usize = 65535;
@@ -24,6 +27,11 @@ pub struct Sockets {
     events: Events,
     socks: Vec<UdpSocket>,
     addrs: Vec<SocketAddr>,
+    /// Per socket: whether GSO still works there.
+    gso: Vec<Gso>,
+    /// Due datagrams, one batch per path (a scheduler that alternates
+    /// paths still gets full batches), sent by [`Sockets::flush`].
+    batches: RefCell<Vec<Batch>>,
 }
 
 fn grow_buffers(sock: &UdpSocket) {
@@ -103,11 +111,20 @@ impl Sockets {
                 }
             };
             grow_buffers(&s);
+            crate::batch::enable_gro(&s);
             poll.registry().register(&mut s, Token(i), Interest::READABLE)?;
             bound.push(s.local_addr()?);
             socks.push(s);
         }
-        Ok(Sockets { poll, events: Events::with_capacity(64), socks, addrs: bound })
+        let gso = socks.iter().map(|_| Gso::default()).collect();
+        Ok(Sockets {
+            poll,
+            events: Events::with_capacity(64),
+            socks,
+            addrs: bound,
+            gso,
+            batches: RefCell::default(),
+        })
     }
 
     /// The bound addresses, in the order given to [`Sockets::bind`].
@@ -125,12 +142,13 @@ impl Sockets {
 
     /// Read every queued datagram on every socket and hand each to `f`.
     /// (The poller is edge-triggered, so sockets are drained completely.)
-    pub fn recv_all(&mut self, buf: &mut [u8], mut f: impl FnMut(&mut [u8], RecvInfo)) -> io::Result<()> {
+    /// With GRO a read may hold several datagrams; they are split here.
+    pub fn recv_all(&self, buf: &mut [u8], mut f: impl FnMut(&mut [u8], RecvInfo)) -> io::Result<()> {
         for (s, local) in self.socks.iter().zip(&self.addrs) {
             loop {
-                match s.recv_from(buf) {
-                    Ok((n, from)) => {
-                        if let Some(d) = buf.get_mut(..n) {
+                match crate::batch::recv(s, buf) {
+                    Ok((n, from, segment)) => {
+                        for d in buf.get_mut(..n).unwrap_or_default().chunks_mut(segment) {
                             f(d, RecvInfo { from, to: *local });
                         }
                     }
@@ -147,9 +165,51 @@ impl Sockets {
 
     /// Send `data` from the socket bound to `info.from`.
     pub fn send(&self, data: &[u8], info: &SendInfo) -> io::Result<()> {
+        self.send_segments(data, data.len().max(1), info)
+    }
+
+    /// Queue a datagram that is due now; it leaves with the next ones of
+    /// the same path in one GSO send (at the latest at [`Sockets::flush`]).
+    pub fn send_batched(&self, data: &[u8], info: &SendInfo) -> io::Result<()> {
+        let mut batches = self.batches.borrow_mut();
+        let i = match batches
+            .iter()
+            .position(|b| b.is_for(info))
+            .or_else(|| batches.iter().position(Batch::is_empty))
+        {
+            Some(i) => i,
+            None => {
+                batches.push(Batch::default());
+                batches.len() - 1
+            }
+        };
+        let b = &mut batches[i];
+        let mut r = Ok(());
+        if !b.fits(data.len(), info) {
+            b.take(|buf, segment, info| r = self.send_segments(buf, segment, info));
+        }
+        b.push(data, info);
+        r
+    }
+
+    /// Send every queued batch.
+    pub fn flush(&self) -> io::Result<()> {
+        let mut r = Ok(());
+        for b in self.batches.borrow_mut().iter_mut() {
+            b.take(|buf, segment, info| {
+                if let Err(e) = self.send_segments(buf, segment, info) {
+                    r = Err(e);
+                }
+            });
+        }
+        r
+    }
+
+    fn send_segments(&self, data: &[u8], segment: usize, info: &SendInfo) -> io::Result<()> {
         let i = self.addrs.iter().position(|a| *a == info.from).unwrap_or(0);
         let s = self.socks.get(i).ok_or_else(|| io::Error::other("no socket"))?;
-        match s.send_to(data, info.to) {
+        let gso = self.gso.get(i).ok_or_else(|| io::Error::other("no socket"))?;
+        match gso.send(s, data, segment, info.to) {
             Ok(_) => Ok(()),
             // A full socket buffer is congestion loss; recovery handles it.
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
@@ -191,7 +251,7 @@ impl Outbox {
             }
             // Socket errors other than a full buffer mean the local
             // address went away; the path will fail on its own.
-            let _ = socks.send(d, info);
+            let _ = socks.send_batched(d, info);
             false
         });
         let one_path = conn.paths().count() <= 1;
@@ -201,9 +261,10 @@ impl Outbox {
             if info.at > now + PACING_SLACK {
                 self.held.push((d.to_vec(), info));
             } else {
-                let _ = socks.send(d, &info);
+                let _ = socks.send_batched(d, &info);
             }
         }
+        let _ = socks.flush();
         Ok(self.held.iter().map(|(_, i)| i.at).min())
     }
 }

@@ -434,6 +434,9 @@ pub(crate) struct CidState {
     cid_len: usize,
     reset_key: [u8; 32],
     next_local_seq: Vec<(PathId, u64)>,
+    /// Bumped whenever `local` gains or loses an ID, so a router can
+    /// re-read the list only when it changed.
+    pub(crate) local_generation: u64,
 }
 
 impl CidState {
@@ -452,6 +455,7 @@ impl CidState {
             cid_len: scid.len(),
             reset_key,
             next_local_seq: vec![(PathId::ZERO, 1)],
+            local_generation: 0,
         };
         let reset_token = s.reset_token_for(&scid);
         s.local.push(LocalCid {
@@ -527,6 +531,13 @@ impl CidState {
     /// Forget the CIDs we issued for a path whose state is dropped.
     pub(crate) fn drop_local_path(&mut self, path: PathId) {
         self.local.retain(|c| c.path != path);
+        self.local_generation += 1;
+    }
+
+    /// Stop answering to one of our IDs (the peer retired it).
+    pub(crate) fn retire_local(&mut self, path: PathId, seq: u64) {
+        self.local.retain(|c| !(c.path == path && c.seq == seq));
+        self.local_generation += 1;
     }
 
     /// Issue more CIDs for `path` up to the peer's limit.
@@ -551,6 +562,7 @@ impl CidState {
             let cid = super::random_cid(self.cid_len);
             let reset_token = self.reset_token_for(&cid);
             self.local.push(LocalCid { path, seq, cid, reset_token, announce_pending: true });
+            self.local_generation += 1;
         }
     }
 

@@ -766,7 +766,7 @@ impl Connection {
         if seq >= next {
             return Err(TransportError::violation("retiring a connection ID never issued"));
         }
-        self.cids.local.retain(|c| !(c.path == path && c.seq == seq));
+        self.cids.retire_local(path, seq);
         if !self.mp.is_closed(path) {
             self.cids.issue(path);
         }

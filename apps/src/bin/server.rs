@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
+use mpquic::endpoint::{Endpoint, EndpointConfig, Handle, Incoming};
 use mpquic::h3::{self, quic::Quic, Header};
-use mpquic::server::{Accept, StatelessResetKey, Validator};
 use mpquic::{Connection, RecvInfo};
 use mpquic_apps::files::{self, Refused};
 use mpquic_apps::net::{self, Outbox, Sockets};
@@ -60,6 +60,10 @@ struct Args {
     /// Idle timeout in milliseconds.
     #[arg(long, default_value_t = 30_000)]
     idle_timeout: u64,
+    /// Connections still in their handshake beyond which new clients must
+    /// pass a Retry, even with --no-retry.
+    #[arg(long, default_value_t = 256)]
+    max_half_open: usize,
 }
 
 /// How long connections get to close after SIGINT/SIGTERM.
@@ -84,53 +88,22 @@ struct Response {
     start: Instant,
 }
 
+/// What the server keeps per connection beside the engine's state.
+#[derive(Default)]
 struct Client {
-    conn: Connection,
     h3: Option<h3::Connection>,
     out: Outbox,
-    wake: Option<Instant>,
     responses: HashMap<u64, Response>,
-    peer: SocketAddr,
+    peer: Option<SocketAddr>,
     log: Option<EventLog>,
-    cids: Vec<Vec<u8>>,
 }
 
 struct Server {
     args: Args,
     root: PathBuf,
-    config: mpquic::Config,
-    validator: Validator,
+    ep: Endpoint<Client>,
     socks: Sockets,
-    clients: HashMap<u64, Client>,
-    by_cid: HashMap<Vec<u8>, u64>,
-    next_handle: u64,
     access: Box<dyn Write>,
-    started: Instant,
-    /// Tokens of every connection ID we issue derive from it, so packets for
-    /// connections we no longer have get a Stateless Reset.
-    reset_key: StatelessResetKey,
-    resets: ResetBudget,
-}
-
-/// Stateless Resets allowed per second (RFC 9000 §10.3.3 suggests a limit;
-/// resets are smaller than their triggers, so this only bounds the work).
-const RESETS_PER_SEC: u32 = 1000;
-
-#[derive(Default)]
-struct ResetBudget {
-    second: u64,
-    sent: u32,
-}
-
-impl ResetBudget {
-    fn take(&mut self, second: u64) -> bool {
-        if second != self.second {
-            self.second = second;
-            self.sent = 0;
-        }
-        self.sent += 1;
-        self.sent <= RESETS_PER_SEC
-    }
 }
 
 fn fail(code: i32, msg: impl std::fmt::Display) -> ! {
@@ -177,9 +150,13 @@ fn main() {
     ) {
         fail(exit::USAGE, format!("cannot use --cert/--key: {e}"));
     }
-    let reset_key = StatelessResetKey::random();
-    config.set_stateless_reset_key(reset_key.clone());
-    let validator = Validator::new(!args.no_retry).unwrap_or_else(|e| fail(exit::IO, format!("{e:?}")));
+    let ep_config = EndpointConfig {
+        cid_len: CID_LEN,
+        retry: !args.no_retry,
+        max_half_open: args.max_half_open,
+        ..EndpointConfig::default()
+    };
+    let ep = Endpoint::new(config, ep_config, Instant::now()).unwrap_or_else(|e| fail(exit::IO, e));
     let socks = Sockets::bind(&args.listen).unwrap_or_else(|e| fail(exit::IO, e));
     let access: Box<dyn Write> = match &args.access_log {
         Some(p) => match std::fs::OpenOptions::new().create(true).append(true).open(p) {
@@ -204,20 +181,7 @@ fn main() {
         if args.no_retry { "off" } else { "on" },
         args.max_paths
     );
-    let mut server = Server {
-        args,
-        root,
-        config,
-        validator,
-        socks,
-        clients: HashMap::new(),
-        by_cid: HashMap::new(),
-        next_handle: 0,
-        access,
-        started: Instant::now(),
-        reset_key,
-        resets: ResetBudget::default(),
-    };
+    let mut server = Server { args, root, ep, socks, access };
     server.run(&stop);
 }
 
@@ -228,39 +192,30 @@ impl Server {
         let mut drain_until: Option<Instant> = None;
         loop {
             let now = Instant::now();
-            let mut deadline = None;
-            for c in self.clients.values() {
-                deadline = net::earliest(deadline, c.conn.timeout());
-                deadline = net::earliest(deadline, c.wake);
-                deadline = net::earliest(deadline, c.log.as_ref().map(|l| l.next_sample()));
-            }
             // Wake at least every 100 ms to notice signals.
-            let wait = deadline.map_or(Duration::from_millis(100), |d| {
+            let wait = self.ep.timeout().map_or(Duration::from_millis(100), |d| {
                 d.saturating_duration_since(now).min(Duration::from_millis(100))
             });
             if let Err(e) = self.socks.wait(Some(wait)) {
                 fail(exit::IO, format!("poll: {e}"));
             }
             if stop.load(Ordering::Relaxed) && drain_until.is_none() {
-                eprintln!("mpquic-server: shutting down, closing {} connection(s)", self.clients.len());
+                eprintln!("mpquic-server: shutting down, closing {} connection(s)", self.ep.len());
                 drain_until = Some(Instant::now() + DRAIN_TIME);
+                self.ep.set_accept(false);
                 self.close_all(Instant::now());
             }
-            let mut incoming = Vec::new();
-            let r = self.socks.recv_all(&mut buf, |d, info| incoming.push((d.to_vec(), info)));
-            if let Err(e) = r {
-                eprintln!("mpquic-server: recv: {e}");
-            }
-            for (mut d, info) in incoming {
-                self.on_datagram(&mut d, info, &mut out, drain_until.is_some());
-            }
+            self.receive(&mut buf, &mut out);
             let now = Instant::now();
-            let handles: Vec<u64> = self.clients.keys().copied().collect();
-            for h in handles {
+            let before = self.ep.len();
+            while let Some(h) = self.ep.poll(now) {
                 self.service(h, now, &mut out);
             }
+            if self.ep.is_empty() && before > 0 {
+                release_freed_memory();
+            }
             if let Some(until) = drain_until {
-                if self.clients.is_empty() || Instant::now() >= until {
+                if self.ep.is_empty() || Instant::now() >= until {
                     eprintln!("mpquic-server: stopped");
                     let _ = self.access.flush();
                     return;
@@ -269,185 +224,121 @@ impl Server {
         }
     }
 
-    fn close_all(&mut self, now: Instant) {
-        for c in self.clients.values_mut() {
-            if let Some(h) = c.h3.as_mut() {
-                let _ = h.send_goaway(&mut Quic::new(&mut c.conn, now));
-            }
-            c.conn.close(true, H3_NO_ERROR, b"server shutting down", now);
-        }
-    }
-
-    fn on_datagram(&mut self, d: &mut [u8], info: RecvInfo, out: &mut [u8], draining: bool) {
+    /// Hand every queued datagram to the endpoint; send its stateless
+    /// replies; set up the connections it accepts.
+    fn receive(&mut self, buf: &mut [u8], out: &mut [u8]) {
+        let (ep, socks) = (&mut self.ep, &self.socks);
+        let mut accepted = Vec::new();
         let now = Instant::now();
-        let key = net::dcid(d, CID_LEN).map(<[u8]>::to_vec);
-        if let Some(h) = key.as_ref().and_then(|k| self.by_cid.get(k)) {
-            if let Some(c) = self.clients.get_mut(h) {
-                let _ = c.conn.recv(d, info, now);
-            }
-            return;
-        }
-        let long = d.first().is_some_and(|b| b & 0x80 != 0);
-        if !long {
-            if !self.try_unknown_cid(d, info, key, now) {
-                self.send_stateless_reset(d, info, now, out);
-            }
-            return;
-        }
-        if draining {
-            return;
-        }
-        let secs = now.saturating_duration_since(self.started).as_secs();
-        match self.validator.handle(d, &info.from, secs, out) {
-            Accept::Reply(n) => {
+        let r = socks.recv_all(buf, |d, info| match ep.recv(d, info, now, out) {
+            Incoming::Reply(n) => {
                 let si =
                     mpquic::SendInfo { from: info.to, to: info.from, path_id: mpquic::PathId::ZERO, at: now };
-                let _ = self.socks.send(out.get(..n).unwrap_or_default(), &si);
+                let _ = socks.send(out.get(..n).unwrap_or_default(), &si);
             }
-            Accept::Drop => {}
-            Accept::New { odcid, retry_scid } => {
-                let scid = retry_scid.unwrap_or_else(|| mpquic::random_cid(CID_LEN));
-                let conn = match mpquic::accept(
-                    &scid,
-                    &odcid,
-                    retry_scid.as_ref(),
-                    info.to,
-                    info.from,
-                    &self.config,
-                    now,
-                ) {
-                    Ok(c) => c,
-                    Err(e) => {
-                        eprintln!("mpquic-server: accept from {}: {e}", info.from);
-                        return;
-                    }
-                };
-                let handle = self.next_handle;
-                self.next_handle += 1;
-                let log = self.args.qlog_dir.as_ref().and_then(|dir| {
-                    let name = hex(odcid.as_slice());
-                    EventLog::create(dir, &name, now).map_err(|e| eprintln!("mpquic-server: qlog: {e}")).ok()
-                });
-                let mut c = Client {
-                    conn,
-                    h3: None,
-                    out: Outbox::default(),
-                    wake: None,
-                    responses: HashMap::new(),
-                    peer: info.from,
-                    log,
-                    cids: Vec::new(),
-                };
-                if let Some(l) = c.log.as_mut() {
-                    l.event(now, "connection_started", json!({"peer": info.from.to_string(), "local": info.to.to_string(), "retry": retry_scid.is_some()}));
-                }
-                // A token for the client's next connection, so it skips the Retry.
-                if !self.args.no_retry {
-                    c.conn.send_new_token(&self.validator.new_token(&info.from, secs));
-                }
-                let _ = c.conn.recv(d, info, now);
-                // Route by our SCID and (for the client's further Initials
-                // and 0-RTT) by the DCID it used.
-                for cid in [scid.as_slice().to_vec(), key.unwrap_or_default()] {
-                    if !cid.is_empty() {
-                        self.by_cid.insert(cid.clone(), handle);
-                        c.cids.push(cid);
-                    }
-                }
-                self.clients.insert(handle, c);
-            }
+            Incoming::Accepted(h) => accepted.push((h, info)),
+            Incoming::Routed(_) | Incoming::Dropped => {}
+        });
+        if let Err(e) = r {
+            eprintln!("mpquic-server: recv: {e}");
+        }
+        for (h, info) in accepted {
+            self.on_accept(h, info, now);
         }
     }
 
-    /// A short-header packet for a connection ID we have not seen: one of
-    /// the IDs a connection issued with NEW_CONNECTION_ID (a new path or a
-    /// migration). The engine does not list them, so offer the datagram to
-    /// each connection and keep the one that accepts it.
-    fn try_unknown_cid(&mut self, d: &[u8], info: RecvInfo, key: Option<Vec<u8>>, now: Instant) -> bool {
-        let Some(key) = key else { return false };
-        for (h, c) in self.clients.iter_mut() {
-            let before = c.conn.stats();
-            let mut copy = d.to_vec();
-            let _ = c.conn.recv(&mut copy, info, now);
-            let after = c.conn.stats();
-            if after.recv > before.recv && after.dropped == before.dropped {
-                self.by_cid.insert(key.clone(), *h);
-                c.cids.push(key);
-                return true;
+    fn on_accept(&mut self, h: Handle, info: RecvInfo, now: Instant) {
+        let qlog_dir = self.args.qlog_dir.clone();
+        let Some((conn, c)) = self.ep.get(h) else { return };
+        c.peer = Some(info.from);
+        c.log = qlog_dir.as_ref().and_then(|dir| {
+            let name = hex(conn.source_id().as_slice());
+            EventLog::create(dir, &name, now).map_err(|e| eprintln!("mpquic-server: qlog: {e}")).ok()
+        });
+        if let Some(l) = c.log.as_mut() {
+            l.event(now, "connection_started", json!({"peer": info.from.to_string(), "local": info.to.to_string(), "retry": !self.args.no_retry}));
+        }
+    }
+
+    fn close_all(&mut self, now: Instant) {
+        for h in self.ep.handles() {
+            if let Some((conn, c)) = self.ep.get(h) {
+                if let Some(h3) = c.h3.as_mut() {
+                    let _ = h3.send_goaway(&mut Quic::new(conn, now));
+                }
+                conn.close(true, H3_NO_ERROR, b"server shutting down", now);
             }
-        }
-        false
-    }
-
-    /// A short-header packet no connection took: its connection is gone
-    /// (closed, or from before a restart), so tell the peer (RFC 9000 §10.3).
-    fn send_stateless_reset(&mut self, d: &[u8], info: RecvInfo, now: Instant, out: &mut [u8]) {
-        let second = now.saturating_duration_since(self.started).as_secs();
-        if !self.resets.take(second) {
-            return;
-        }
-        if let Some(n) = mpquic::server::stateless_reset(&self.reset_key, d, CID_LEN, out) {
-            let si =
-                mpquic::SendInfo { from: info.to, to: info.from, path_id: mpquic::PathId::ZERO, at: now };
-            let _ = self.socks.send(out.get(..n).unwrap_or_default(), &si);
+            let mut out = vec![0u8; net::MAX_DATAGRAM];
+            self.service(h, now, &mut out);
         }
     }
 
-    fn service(&mut self, handle: u64, now: Instant, out: &mut [u8]) {
-        let Some(c) = self.clients.get_mut(&handle) else { return };
-        if c.conn.timeout().is_some_and(|t| t <= now) {
-            c.conn.on_timeout(now);
-        }
-        while let Some(ev) = c.conn.path_event_next() {
+    fn service(&mut self, handle: Handle, now: Instant, out: &mut [u8]) {
+        let Some((conn, c)) = self.ep.get(handle) else { return };
+        let peer = c.peer.or_else(|| conn.paths().next().map(|p| p.2)).unwrap_or(self.args.listen[0]);
+        while let Some(ev) = conn.path_event_next() {
             if let Some(l) = c.log.as_mut() {
                 l.event(now, "path_event", json!({ "detail": format!("{ev:?}") }));
             }
         }
-        if c.conn.is_established() && c.h3.is_none() && !c.conn.is_draining() {
-            match h3::Connection::with_transport(&mut Quic::new(&mut c.conn, now), &h3::Config::default()) {
+        if conn.is_established() && c.h3.is_none() && !conn.is_draining() {
+            match h3::Connection::with_transport(&mut Quic::new(conn, now), &h3::Config::default()) {
                 Ok(h) => c.h3 = Some(h),
                 Err(e) => {
-                    eprintln!("mpquic-server: {}: HTTP/3 setup: {e}", c.peer);
-                    c.conn.close(true, 0x101, b"h3 setup", now);
+                    eprintln!("mpquic-server: {peer}: HTTP/3 setup: {e}");
+                    conn.close(true, 0x101, b"h3 setup", now);
                 }
             }
         }
-        let root = self.root.clone();
         let mut logs = Vec::new();
         if c.h3.is_some() {
-            serve(c, &root, now, &mut logs);
+            serve(conn, c, peer, &self.root, now, &mut logs);
         }
+        if let Some(l) = c.log.as_mut() {
+            l.sample(conn, now);
+            l.engine_events(conn);
+        }
+        let wake = c.out.flush(conn, &self.socks, out, now).unwrap_or(None);
+        let wake = net::earliest(wake, c.log.as_ref().map(|l| l.next_sample()));
         for line in logs {
             let _ = writeln!(self.access, "{line}");
         }
-        if let Some(l) = c.log.as_mut() {
-            l.sample(&c.conn, now);
-            l.engine_events(&mut c.conn);
+        if let Some((conn, c)) = self.ep.rearm(handle, wake) {
+            self.closed(conn, c, peer, now);
         }
-        match c.out.flush(&mut c.conn, &self.socks, out, now) {
-            Ok(w) => c.wake = w,
-            Err(_) => c.wake = None,
+    }
+
+    /// The connection is gone: log the requests it left unfinished (one
+    /// access-log line per request) and close its event log.
+    fn closed(&mut self, conn: Connection, mut c: Client, peer: SocketAddr, now: Instant) {
+        for r in c.responses.values() {
+            let _ = writeln!(self.access, "{}", access_line(peer, r, now, " (connection closed)"));
         }
-        if c.conn.is_closed() {
-            if let Some(mut l) = c.log.take() {
-                let info = c.conn.peer_error().or(c.conn.local_error()).cloned();
-                l.event(
-                    now,
-                    "closed",
-                    json!({
-                        "by_peer": c.conn.peer_error().is_some(),
-                        "code": info.as_ref().map(|i| i.code), "app": info.as_ref().map(|i| i.is_app),
-                        "reason": info.as_ref().map(|i| String::from_utf8_lossy(&i.reason).into_owned()),
-                        "stats": format!("{:?}", c.conn.stats()),
-                    }),
-                );
-                l.flush();
-            }
-            for cid in &c.cids {
-                self.by_cid.remove(cid);
-            }
-            self.clients.remove(&handle);
+        if let Some(mut l) = c.log.take() {
+            let info = conn.peer_error().or(conn.local_error()).cloned();
+            l.event(
+                now,
+                "closed",
+                json!({
+                    "by_peer": conn.peer_error().is_some(),
+                    "code": info.as_ref().map(|i| i.code), "app": info.as_ref().map(|i| i.is_app),
+                    "reason": info.as_ref().map(|i| String::from_utf8_lossy(&i.reason).into_owned()),
+                    "stats": format!("{:?}", conn.stats()),
+                }),
+            );
+            l.flush();
         }
+    }
+}
+
+/// Hand memory freed by closed connections back to the system: glibc's
+/// malloc keeps freed blocks of its per-thread arenas mapped, so after a
+/// burst of connections the process would otherwise keep its peak size.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: plain call; trims free memory at the top of every arena.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -474,15 +365,22 @@ fn access_line(peer: SocketAddr, r: &Response, now: Instant, note: &str) -> Stri
 }
 
 /// Handle HTTP/3 events and push response bodies.
-fn serve(c: &mut Client, root: &Path, now: Instant, logs: &mut Vec<String>) {
+fn serve(
+    conn: &mut Connection,
+    c: &mut Client,
+    peer: SocketAddr,
+    root: &Path,
+    now: Instant,
+    logs: &mut Vec<String>,
+) {
     let Some(h) = c.h3.as_mut() else { return };
     loop {
-        let ev = match h.poll(&mut Quic::new(&mut c.conn, now)) {
+        let ev = match h.poll(&mut Quic::new(conn, now)) {
             Ok(Some(ev)) => ev,
             Ok(None) => break,
             Err(e) => {
-                if !c.conn.is_draining() && !c.conn.is_closed() {
-                    eprintln!("mpquic-server: {}: HTTP/3: {e}", c.peer);
+                if !conn.is_draining() && !conn.is_closed() {
+                    eprintln!("mpquic-server: {}: HTTP/3: {e}", peer);
                 }
                 return;
             }
@@ -492,9 +390,9 @@ fn serve(c: &mut Client, root: &Path, now: Instant, logs: &mut Vec<String>) {
                 if c.responses.contains_key(&stream) {
                     continue; // trailers
                 }
-                let r = start_response(h, &mut c.conn, stream, &headers, root, now);
+                let r = start_response(h, conn, stream, &headers, root, now);
                 if r.eof && r.buf.is_empty() {
-                    logs.push(access_line(c.peer, &r, now, ""));
+                    logs.push(access_line(peer, &r, now, ""));
                 } else {
                     c.responses.insert(stream, r);
                 }
@@ -502,7 +400,7 @@ fn serve(c: &mut Client, root: &Path, now: Instant, logs: &mut Vec<String>) {
             h3::Event::Data { stream } => {
                 // Request bodies are not used: read and drop them.
                 let mut sink = [0u8; 4096];
-                while let Ok(n) = h.recv_body(&mut Quic::new(&mut c.conn, now), stream, &mut sink) {
+                while let Ok(n) = h.recv_body(&mut Quic::new(conn, now), stream, &mut sink) {
                     if n == 0 {
                         break;
                     }
@@ -510,7 +408,7 @@ fn serve(c: &mut Client, root: &Path, now: Instant, logs: &mut Vec<String>) {
             }
             h3::Event::Reset { stream, .. } | h3::Event::StreamError { stream, .. } => {
                 if let Some(r) = c.responses.remove(&stream) {
-                    logs.push(access_line(c.peer, &r, now, " (reset by client)"));
+                    logs.push(access_line(peer, &r, now, " (reset by client)"));
                 }
             }
             h3::Event::Finished { .. } | h3::Event::GoAway { .. } => {}
@@ -518,18 +416,18 @@ fn serve(c: &mut Client, root: &Path, now: Instant, logs: &mut Vec<String>) {
     }
     let mut done = Vec::new();
     for (&stream, r) in c.responses.iter_mut() {
-        match push_body(h, &mut c.conn, stream, r, now) {
+        match push_body(h, conn, stream, r, now) {
             Ok(true) => done.push((stream, "")),
             Ok(false) => {}
             Err(_) => {
-                let _ = c.conn.stream_shutdown(stream, false, true, 0x10c);
+                let _ = conn.stream_shutdown(stream, false, true, 0x10c);
                 done.push((stream, " (aborted)"))
             }
         }
     }
     for (stream, note) in done {
         if let Some(r) = c.responses.remove(&stream) {
-            logs.push(access_line(c.peer, &r, now, note));
+            logs.push(access_line(peer, &r, now, note));
         }
     }
 }

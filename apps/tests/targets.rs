@@ -1,0 +1,62 @@
+//! Targets of issue 15 not reached yet, kept as ignored tests with the
+//! figures measured (run with `--ignored`; they need an otherwise idle
+//! machine to mean anything).
+
+#![allow(clippy::disallowed_methods)]
+
+mod common;
+
+use common::*;
+
+/// A served directory holding one file of `len` bytes.
+fn root_with(tag: &str, name: &str, len: usize) -> std::path::PathBuf {
+    let root = tempdir(tag).join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join(name), content(len, 3)).unwrap();
+    root
+}
+
+fn goodput_mbps(srv: &ServerProc, out: &std::path::Path, locals: &[&str]) -> f64 {
+    let mut args = vec![srv.url("/big.bin"), "--insecure".into(), "--json".into(), "-o".into()];
+    args.push(out.to_str().unwrap().into());
+    for l in locals {
+        args.push("--local".into());
+        args.push((*l).into());
+    }
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = client(&refs);
+    assert_eq!(r.status.code(), Some(0));
+    let j: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    j["transfer_goodput_mbps"].as_f64().unwrap()
+}
+
+#[test]
+#[ignore = "measured: 1 GiB over loopback, two paths (rr) 3.15-3.50 Gbit/s against one path 4.04-4.26 (0.78-0.87x), busy 2-core machine"]
+fn two_loopback_paths_reach_nine_tenths_of_one() {
+    let root = root_with("targets", "big.bin", 1 << 30);
+    let srv = ServerProc::start(&root, &["--scheduler", "rr"]);
+    let out = root.with_extension("out");
+    let one = goodput_mbps(&srv, &out, &["127.0.0.1"]);
+    let two = goodput_mbps(&srv, &out, &["127.0.0.1", "127.0.0.2"]);
+    assert!(two >= 0.9 * one, "two paths {two:.0} Mbit/s, one path {one:.0}");
+}
+
+#[test]
+#[ignore = "measured: 1,000 concurrent 1 MB downloads peak at 1.09 GB server RSS (~1.1 MB per active connection; the 1 MB stream send buffer holds the whole response)"]
+fn active_connections_stay_under_256_kib_each() {
+    let root = root_with("targets-mem", "f.bin", 1 << 20);
+    let srv = ServerProc::start(&root, &[]);
+    let r = std::process::Command::new(env!("CARGO_BIN_EXE_mpquic-load"))
+        .arg(srv.url("/f.bin"))
+        .args(["--connections", "500", "--insecure"])
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(0));
+    let status = std::fs::read_to_string(format!("/proc/{}/status", srv.child.id())).unwrap();
+    let hwm: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    assert!(hwm < 500 * 256, "peak RSS {hwm} kB for 500 connections");
+}
