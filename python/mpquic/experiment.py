@@ -65,7 +65,7 @@ class SimResult:
 
 
 def simulate(scenario, cc="cubic", scheduler="minrtt", seed=None, duration=None,
-             sample_interval=0.1, bytes=None, base_dir=None):
+             sample_interval=0.1, bytes=None, base_dir=None, workload="h3"):
     """Runs one download in the virtual-time simulator and returns a :class:`SimResult`.
 
     Args:
@@ -81,6 +81,12 @@ def simulate(scenario, cc="cubic", scheduler="minrtt", seed=None, duration=None,
         duration: simulated seconds (default: the scenario's).
         sample_interval: seconds between time-series samples.
         bytes: size of the download; None downloads for the whole duration.
+        workload: ``"h3"`` (HTTP/3 GET), ``"stream"`` (plain stream), ``"upload"``,
+            or ``"video"``: 5.24 Mbit/s constant-bitrate video for 3 minutes, 25
+            pictures/s due at fixed playout times after a 1 s playout buffer (seed
+            002); its summary adds ``video_frames``, ``video_played``,
+            ``video_discarded`` (pictures late for their playout time) and
+            ``video_underflows`` (times the playout buffer ran dry).
 
     The run is deterministic for a given seed and releases the GIL.
     Raises ``ScenarioError``, ``ConfigError`` or ``SimulationError``.
@@ -88,7 +94,7 @@ def simulate(scenario, cc="cubic", scheduler="minrtt", seed=None, duration=None,
     raw = _native.simulate(scenario, cc, scheduler, seed,
                            None if duration is None else float(duration),
                            float(sample_interval), bytes,
-                           None if base_dir is None else os.fspath(base_dir))
+                           None if base_dir is None else os.fspath(base_dir), workload)
     return SimResult(raw)
 
 
@@ -112,7 +118,7 @@ def _grid_runs(grid):
 
 
 _SIM_ARGS = {"scenario", "cc", "scheduler", "seed", "duration", "sample_interval",
-             "bytes", "base_dir"}
+             "bytes", "base_dir", "workload"}
 
 
 def _run_one(kwargs):
