@@ -91,7 +91,7 @@ fn links_list<'py>(py: Python<'py>, report: &Report) -> PyResult<Bound<'py, PyLi
 /// "path_series": {col: list}}`; `flows` holds the flow under test, then the
 /// scenario's background flows.
 #[pyfunction]
-#[pyo3(signature = (scenario, cc, scheduler, seed=None, duration=None, sample_interval=0.1, bytes=None, base_dir=None, workload="h3"))]
+#[pyo3(signature = (scenario, cc, scheduler, seed=None, duration=None, sample_interval=0.1, bytes=None, base_dir=None, workload="h3", recv_window=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn simulate<'py>(
     py: Python<'py>,
@@ -104,6 +104,7 @@ pub(crate) fn simulate<'py>(
     bytes: Option<u64>,
     base_dir: Option<PathBuf>,
     workload: &str,
+    recv_window: Option<u64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let sc = scenario::resolve(scenario, base_dir)?;
     let workload = Workload::parse(workload).map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -121,6 +122,10 @@ pub(crate) fn simulate<'py>(
         f.scheduler = scheduler.to_owned();
         f.bytes = bytes;
         f.workload = workload;
+        f.recv_window = recv_window;
+    }
+    if recv_window == Some(0) {
+        return Err(PyValueError::new_err("recv_window must be > 0 (or None: never limiting)"));
     }
     if bytes == Some(0) {
         return Err(PyValueError::new_err("bytes must be > 0 (or None for an unbounded download)"));

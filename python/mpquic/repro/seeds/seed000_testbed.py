@@ -6,8 +6,9 @@ from .. import figs, topo
 from ..registry import Cmp, Experiment, Outcome, point, register
 
 CCS = ["coupled-bbr-alg1", "coupled-bbr"]
-FAIR_WHY = ("real difference: Alg. 1 caps the total at the best single path's rate; "
-            "our BBR background flows and the coupled flow do not split that path evenly")
+FAIR_WHY = ("real difference: beside single-path BBR flows our coupled-bbr-alg1 (total capped at "
+            "one path's estimate) takes less than a BBR flow; the paper's kernel Alg. 1 matched one. "
+            "mpquic's own coupled-bbr takes more (table)")
 
 
 def _fairness(df, key, o, ref, label):

@@ -12,13 +12,13 @@ CCS = ["cubic", "bbr", "lia", "olia", "balia", "coupled-bbr"]
 PAPER = {"stationary": (69.2, 42.1, 56, 57), "walking": (42.5, 34.8, 65, 68),
          "driving": (31.9, 31.7, 74, 75)}
 # Fig. 3 and its text: effect of one network event.
-PAPER_EVENT = {"signal drop": {"tcp_dip": 22, "mptcp_dip": 38, "recovery_s": 12},
-               "handover": {"mptcp_dip": 74}}
+# Linux's default tcp_rmem maximum: the receive buffer the paper's MPTCP v0.94 had.
+LINUX_RMEM = 6_291_456
 
 
 def _points(quick):
-    dur = 60.0 if quick else 300.0
-    ccs = ["cubic", "lia"] if quick else CCS
+    dur = 40.0 if quick else 300.0
+    ccs = ["cubic"] if quick else CCS
     pts = []
     for m in MOBILITY:
         scen = f"dual-lte-{m}"
@@ -26,6 +26,9 @@ def _points(quick):
             pts.append(point({"scenario": scen, "cc": cc, "scheduler": "minrtt",
                               "duration": dur, "seed": 1},
                              series=(m == "driving"), mobility=m, cc=cc, paths="two"))
+        pts.append(point({"scenario": scen, "cc": "cubic", "scheduler": "minrtt", "duration": dur,
+                          "seed": 1, "recv_window": LINUX_RMEM},
+                         mobility=m, cc="cubic", paths="two-6MB"))
         for isp in ("isp-a", "isp-b"):
             pts.append(point({"scenario": only_paths(scen, [isp]), "cc": "cubic",
                               "duration": dur, "seed": 1},
@@ -86,27 +89,35 @@ def _rate(df, m, paths, cc="cubic"):
 def _analyse(df, out, quick):
     o = Outcome()
     dur = float(df["duration"].iloc[0])
+    ccs = [c for c in CCS if c in set(df["cc"])]
     lines = ["Two LTE operators (`traces/dual-lte-*.toml`: base capacity calibrated so one "
              "path saturated for 300 s gives the paper's single-path TCP rate; signal drops and "
              "handovers as rate cuts behind 4 MB base-station queues). *one path* = cubic over "
-             "one ISP (mean of the two); *two paths* = each controller with minRTT.", "",
-             "| mobility | one path: isp-a | isp-b | " + " | ".join(f"two paths: {c}" for c in sorted(set(df['cc']))) + " |",
-             "|---" * (3 + len(set(df['cc']))) + "|"]
-    ccs = [c for c in CCS if c in set(df["cc"])]
+             "one ISP; *two paths* = each controller with minRTT, receive window never limiting "
+             "(128 MiB); *6 MB rwnd* = cubic/minRTT with a 6 MB receive window (Linux's default "
+             "`tcp_rmem` maximum, what the paper's MPTCP had). Goodput in Mbit/s.", "",
+             "| mobility | one path: isp-a | isp-b | " + " | ".join(f"two paths: {c}" for c in ccs)
+             + " | cubic, 6 MB rwnd |", "|---" * (4 + len(ccs)) + "|"]
     for m in MOBILITY:
-        cells = [_rate(df, m, "isp-a"), _rate(df, m, "isp-b")] + [_rate(df, m, "two", c) for c in ccs]
+        cells = ([_rate(df, m, "isp-a"), _rate(df, m, "isp-b")] + [_rate(df, m, "two", c) for c in ccs]
+                 + [_rate(df, m, "two-6MB")])
         lines.append(f"| {m} | " + " | ".join("–" if v is None else f"{v:.1f}" for v in cells) + " |")
     for m in MOBILITY:
         single = (_rate(df, m, "isp-a") + _rate(df, m, "isp-b")) / 2
         p = PAPER[m]
         o.cmps.append(Cmp("Table 2", f"{m}: TCP, one path", p[1], single, "Mbit/s"))
         two = _rate(df, m, "two")
-        why = ("real difference: see the driving analysis below" if m != "stationary" else
+        why = ("real difference: our receive window never limits; see the 6 MB row and the "
+               "driving analysis" if m != "stationary" else
                "our two operators are independent and equal, so two paths add up to twice one "
                "path; the paper's stationary MPTCP gained 64 %, not 100 %")
         o.cmps.append(Cmp("Table 2", f"{m}: MPTCP two paths (cubic/minRTT)", p[0], two, "Mbit/s", why=why))
         o.cmps.append(Cmp("Table 2", f"{m}: gain of two paths over one", p[0] / p[1], two / single, "×",
                           why=why))
+        o.cmps.append(Cmp("Table 2", f"{m}: MPTCP two paths, 6 MB receive window", p[0],
+                          _rate(df, m, "two-6MB"), "Mbit/s",
+                          why="real difference, smaller: what the receive window leaves of the gap "
+                              "comes from the events (see the driving analysis)"))
         r = df[(df["mobility"] == m) & (df["paths"] == "two") & (df["cc"] == "cubic")].iloc[0]
         rtt = (r["isp-a.srtt_mean_ms"] + r["isp-b.srtt_mean_ms"]) / 2
         o.cmps.append(Cmp("Table 2", f"{m}: MPTCP RTT", p[2], rtt, "ms",
@@ -116,7 +127,7 @@ def _analyse(df, out, quick):
     drive = df[(df["mobility"] == "driving") & (df["cc"] == "cubic")]
     ev_two = event_effects(drive[drive["paths"] == "two"].iloc[0], "dual-lte-driving", dur)
     ev_one = event_effects(drive[drive["paths"] == "isp-a"].iloc[0], "dual-lte-driving", dur)
-    o.text += "\n\n" + _driving_text(ev_two, ev_one, o)
+    o.text += "\n\n" + _driving_text(ev_two, ev_one, o) + "\n\n" + _verdict(df, ev_one, ev_two)
     _figures(df, drive, out, o, ccs)
     return o
 
@@ -155,6 +166,33 @@ def _driving_text(ev_two, ev_one, o):
     return "\n".join(lines)
 
 
+def _verdict(df, ev_one, ev_two):
+    """Which it is: events too gentle, or QUIC recovering better (numbers from the runs)."""
+    drops1 = ev_one[ev_one["kind"] == "signal drop"]
+    drops2 = ev_two[ev_two["kind"] == "signal drop"]
+    d, s = "driving", "stationary"
+    one = (_rate(df, d, "isp-a") + _rate(df, d, "isp-b")) / 2
+    two, two6 = _rate(df, d, "two"), _rate(df, d, "two-6MB")
+    lost = (two - two6) / (two - one) if two > one else 0
+    return (
+        "**Driving: are the synthetic events too gentle, or does QUIC recover better?** "
+        f"Not too gentle: a signal drop costs single-path TCP a median {drops1['flow_dip_pct'].median():.0f} % "
+        f"of its rate over the next 3 s (the paper's 8 dB drop: 22 %), with RTT spikes of "
+        f"{drops1['rtt_spike_x'].min():.1f}-{drops1['rtt_spike_x'].max():.1f}× and recoveries up to "
+        f"{drops1['rtt_recovery_s'].max():.0f} s (paper: up to 12 s driving). The two-path flow loses a "
+        f"median {drops2['flow_dip_pct'].median():.0f} % per drop, as the paper's MPTCP did (38 %): "
+        "minRTT moves the data to the other operator, whose rate the event does not touch. What the "
+        "paper had and our default runs do not is a bounded receive buffer: with >1 s RTT differences "
+        "between subflows its out-of-order queue filled and stalled both subflows (its §4.2). With "
+        f"Linux's 6 MB receive window our two paths move {_rate(df, s, 'two-6MB'):.1f} Mbit/s stationary "
+        f"(paper 69.2) and {_rate(df, d, 'two-6MB'):.1f} Mbit/s driving (paper 31.9; one path "
+        f"{one:.1f}), against {two:.1f} with a never-limiting window: the paper's buffer takes "
+        f"{100 * lost:.0f} % of our driving gain over one path away. So QUIC here recovers better "
+        "largely because nothing limits its reordering buffer. The rest of the gap is what the scenario does not "
+        "model: handovers that hit both subflows (the paper's −74 %) and the base station's own "
+        "queue management (our 4 MB queues stay full, hence RTTs of ~1 s against the paper's 74 ms).")
+
+
 def _num(v):
     return "–" if v is None or v != v else f"{v:.1f}"
 
@@ -180,6 +218,8 @@ def _figures(df, drive, out, o, ccs):
         a1.plot(g["t"], g["throughput_bps"] / 1e6, lw=0.7, label=name)
         a2.plot(g["t"], g["srtt_ms"] / 1e3, lw=0.7, label=name)
     for t0, _, kind in rate_events("dual-lte-driving", "isp-a"):
+        if t0 > p["t"].max():
+            continue
         for ax in (a1, a2):
             ax.axvline(t0, color="red" if kind == "handover" else "grey", lw=0.5, alpha=0.6)
     a1.set_ylabel("throughput (Mbit/s)")
