@@ -1,5 +1,6 @@
 """Experiments: what to run (points) and how to compare it with the paper (analyse)."""
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional
 
@@ -56,10 +57,15 @@ def register(exp):
     return exp
 
 
+def _natural(name):
+    """Sort key putting 000-fig8 before 000-fig10."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
 def experiments():
-    """All experiments, sorted by name (seed number first)."""
+    """All experiments, sorted by name (seed number first, numbers in numeric order)."""
     from . import seeds  # noqa: F401  (registers them)
-    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+    return [_REGISTRY[k] for k in sorted(_REGISTRY, key=_natural)]
 
 
 def point(sim, series=False, **labels):
