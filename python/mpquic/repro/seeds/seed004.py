@@ -187,9 +187,9 @@ def _verdict(df, ev_one, ev_two):
         f"Linux's 6 MB receive window our two paths move {_rate(df, s, 'two-6MB'):.1f} Mbit/s stationary "
         f"(paper 69.2) and {_rate(df, d, 'two-6MB'):.1f} Mbit/s driving (paper 31.9; one path "
         f"{one:.1f}), against {two:.1f} with a never-limiting window: the paper's buffer takes "
-        f"{100 * lost:.0f} % of our driving gain over one path away. So QUIC here recovers better "
-        "largely because nothing limits its reordering buffer. The rest of the gap is what the scenario does not "
-        "model: handovers that hit both subflows (the paper's −74 %) and the base station's own "
+        f"{100 * lost:.0f} % of our driving gain over one path away. So QUIC's better recovery here is "
+        f"partly ({100 * lost:.0f} %) its never-limiting reordering buffer, and the rest, we think, what the scenario does not "
+        "model (not tested here): handovers that hit both subflows (the paper's −74 %) and the base station's own "
         "queue management (our 4 MB queues stay full, hence RTTs of ~1 s against the paper's 74 ms).")
 
 
