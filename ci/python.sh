@@ -10,7 +10,8 @@ source ci/env.sh
 VENV="${MPQUIC_VENV:-$HOME/.cache/mpquic/venv}"
 PY="${PYTHON:-python3}"
 # Pinned so that runs are reproducible; bump together.
-PIP_PKGS=(maturin==1.16.0 pytest==9.2.0 pandas==3.1.1 matplotlib==3.11.2)
+# ray: the --ray backend of mpquic.repro and its test (cp311 manylinux wheel).
+PIP_PKGS=(maturin==1.16.0 pytest==9.2.0 pandas==3.1.1 matplotlib==3.11.2 tqdm==4.70.1 ray==2.60.0)
 
 if [ ! -x "$VENV/bin/python" ]; then
     if ! "$PY" -m venv "$VENV" 2>/dev/null; then

@@ -65,7 +65,8 @@ class SimResult:
 
 
 def simulate(scenario, cc="cubic", scheduler="minrtt", seed=None, duration=None,
-             sample_interval=0.1, bytes=None, base_dir=None):
+             sample_interval=0.1, bytes=None, base_dir=None, workload="h3",
+             recv_window=None):
     """Runs one download in the virtual-time simulator and returns a :class:`SimResult`.
 
     Args:
@@ -81,6 +82,15 @@ def simulate(scenario, cc="cubic", scheduler="minrtt", seed=None, duration=None,
         duration: simulated seconds (default: the scenario's).
         sample_interval: seconds between time-series samples.
         bytes: size of the download; None downloads for the whole duration.
+        workload: ``"h3"`` (HTTP/3 GET), ``"stream"`` (plain stream), ``"upload"``,
+            or ``"video"``: 5.24 Mbit/s constant-bitrate video for 3 minutes, 25
+            pictures/s due at fixed playout times after a 1 s playout buffer (seed
+            002); its summary adds ``video_frames``, ``video_played``,
+            ``video_discarded`` (pictures late for their playout time) and
+            ``video_underflows`` (times the playout buffer ran dry).
+        recv_window: the receiver's connection and stream window in bytes (default:
+            128 MiB, never limiting); a small one makes out-of-order data stall the
+            sender, as a full MPTCP receive buffer does.
 
     The run is deterministic for a given seed and releases the GIL.
     Raises ``ScenarioError``, ``ConfigError`` or ``SimulationError``.
@@ -88,7 +98,8 @@ def simulate(scenario, cc="cubic", scheduler="minrtt", seed=None, duration=None,
     raw = _native.simulate(scenario, cc, scheduler, seed,
                            None if duration is None else float(duration),
                            float(sample_interval), bytes,
-                           None if base_dir is None else os.fspath(base_dir))
+                           None if base_dir is None else os.fspath(base_dir), workload,
+                           None if recv_window is None else int(recv_window))
     return SimResult(raw)
 
 
@@ -112,7 +123,7 @@ def _grid_runs(grid):
 
 
 _SIM_ARGS = {"scenario", "cc", "scheduler", "seed", "duration", "sample_interval",
-             "bytes", "base_dir"}
+             "bytes", "base_dir", "workload", "recv_window"}
 
 
 def _run_one(kwargs):

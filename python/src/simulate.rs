@@ -7,7 +7,7 @@ use std::time::Duration;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use sim::{FlowSummary, Report, Sim, SimConfig, SimError};
+use sim::{FlowSummary, Report, Sim, SimConfig, SimError, Workload};
 
 use crate::{check_cc, check_scheduler, scenario, ConfigError, SimulationError};
 
@@ -40,6 +40,13 @@ fn flow_dict<'py>(py: Python<'py>, f: &FlowSummary, report: &Report) -> PyResult
     d.set_item("ooo_max", f.ooo_max)?;
     d.set_item("error", f.error.as_deref())?;
     d.set_item("background", f.background)?;
+    d.set_item("workload", &f.workload)?;
+    if let Some(v) = &f.video {
+        d.set_item("video_frames", v.frames)?;
+        d.set_item("video_played", v.played)?;
+        d.set_item("video_discarded", v.discarded)?;
+        d.set_item("video_underflows", v.underflows)?;
+    }
     d.set_item("datagrams", report.datagrams)?;
     d.set_item("stalls", report.stalls)?;
     let paths = PyList::empty(py);
@@ -84,7 +91,7 @@ fn links_list<'py>(py: Python<'py>, report: &Report) -> PyResult<Bound<'py, PyLi
 /// "path_series": {col: list}}`; `flows` holds the flow under test, then the
 /// scenario's background flows.
 #[pyfunction]
-#[pyo3(signature = (scenario, cc, scheduler, seed=None, duration=None, sample_interval=0.1, bytes=None, base_dir=None))]
+#[pyo3(signature = (scenario, cc, scheduler, seed=None, duration=None, sample_interval=0.1, bytes=None, base_dir=None, workload="h3", recv_window=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn simulate<'py>(
     py: Python<'py>,
@@ -96,8 +103,11 @@ pub(crate) fn simulate<'py>(
     sample_interval: f64,
     bytes: Option<u64>,
     base_dir: Option<PathBuf>,
+    workload: &str,
+    recv_window: Option<u64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let sc = scenario::resolve(scenario, base_dir)?;
+    let workload = Workload::parse(workload).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let cc = check_cc(cc)?;
     check_scheduler(scheduler)?;
     let duration = match duration {
@@ -111,6 +121,11 @@ pub(crate) fn simulate<'py>(
         f.cc = cc.clone();
         f.scheduler = scheduler.to_owned();
         f.bytes = bytes;
+        f.workload = workload;
+        f.recv_window = recv_window;
+    }
+    if recv_window == Some(0) {
+        return Err(PyValueError::new_err("recv_window must be > 0 (or None: never limiting)"));
     }
     if bytes == Some(0) {
         return Err(PyValueError::new_err("bytes must be > 0 (or None for an unbounded download)"));

@@ -82,6 +82,110 @@ pub(crate) struct StreamApp {
     sending: bool,
     sent: u64,
     rx: Receiver,
+    /// Video streaming: the body is released frame by frame.
+    video: Option<Video>,
+}
+
+/// Constant-bitrate video, as seed 002 streams it: 5.24 Mbit/s for 3 minutes, 25
+/// pictures a second. The server writes picture `i` when it is produced, `i / FPS`
+/// after the request reached it; the client plays picture `i` at a fixed time,
+/// `PLAYOUT_DELAY` (its playout buffer) after the first picture arrived plus `i / FPS`.
+pub mod video {
+    use std::time::Duration;
+
+    /// Bit rate of the stream.
+    pub const RATE_BPS: u64 = 5_240_000;
+    /// Pictures per second.
+    pub const FPS: u64 = 25;
+    /// Length of the stream.
+    pub const LENGTH_S: u64 = 180;
+    /// Bytes of one picture.
+    pub const FRAME_BYTES: u64 = RATE_BPS / 8 / FPS;
+    /// Pictures in the stream.
+    pub const FRAMES: u64 = LENGTH_S * FPS;
+    /// Bytes of the whole stream (117.9 MB; the paper's file is 113 MB).
+    pub const BYTES: u64 = FRAMES * FRAME_BYTES;
+    /// Playout buffer: how long the player buffers after the first picture (VLC's
+    /// default network caching is 1 s).
+    pub const PLAYOUT_DELAY: Duration = Duration::from_secs(1);
+    /// Time between pictures.
+    pub const FRAME_INTERVAL: Duration = Duration::from_millis(1000 / FPS);
+}
+
+/// Video quality of experience, from the pictures' arrival times.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct VideoStats {
+    /// Pictures in the stream.
+    pub frames: u64,
+    /// Pictures complete by their playout time.
+    pub played: u64,
+    /// Pictures the decoder discards: complete after their playout time, or not by
+    /// the end of the run (missing pictures whose time had not come are not counted;
+    /// the run stops when the last picture arrived).
+    pub discarded: u64,
+    /// Buffer underflow events: runs of consecutive playout times at which the
+    /// playout buffer was empty (the due picture had not arrived).
+    pub underflows: u64,
+}
+
+/// The video schedule of one flow: when the server started, when each picture arrived.
+#[derive(Debug, Default)]
+struct Video {
+    server_start: Option<std::time::Instant>,
+    arrivals: Vec<std::time::Instant>,
+}
+
+impl Video {
+    /// Body bytes the server may have written by `now`.
+    fn released(&self, now: std::time::Instant) -> u64 {
+        let Some(t0) = self.server_start else { return 0 };
+        let n = (now.saturating_duration_since(t0).as_nanos() / video::FRAME_INTERVAL.as_nanos()) as u64 + 1;
+        n.min(video::FRAMES) * video::FRAME_BYTES
+    }
+
+    /// When the server releases its next picture after `now`, if it has written all
+    /// released ones (`sent` bytes); a picture already due waits for flow control,
+    /// which the connection's own events wake.
+    fn next_release(&self, sent: u64, now: std::time::Instant) -> Option<std::time::Instant> {
+        let t0 = self.server_start?;
+        let next = sent / video::FRAME_BYTES;
+        let at = t0 + video::FRAME_INTERVAL * next as u32;
+        (sent % video::FRAME_BYTES == 0 && next < video::FRAMES && at > now).then_some(at)
+    }
+
+    /// Records the pictures completed once `offset` body bytes arrived at `now`.
+    fn received(&mut self, offset: u64, now: std::time::Instant) {
+        let complete = (offset / video::FRAME_BYTES).min(video::FRAMES) as usize;
+        while self.arrivals.len() < complete {
+            self.arrivals.push(now);
+        }
+    }
+
+    /// Playout of every picture whose time came by `end`.
+    fn stats(&self, end: std::time::Instant) -> VideoStats {
+        let mut st = VideoStats { frames: video::FRAMES, ..Default::default() };
+        let Some(&first) = self.arrivals.first() else { return st };
+        let mut dry = false;
+        for i in 0..video::FRAMES {
+            let due = first + video::PLAYOUT_DELAY + video::FRAME_INTERVAL * i as u32;
+            let arrived = self.arrivals.get(i as usize);
+            if arrived.is_none() && due > end {
+                break; // the run ended before this picture was due
+            }
+            match arrived {
+                Some(&at) if at <= due => {
+                    st.played += 1;
+                    dry = false;
+                }
+                _ => {
+                    st.discarded += 1;
+                    st.underflows += u64::from(!dry);
+                    dry = true;
+                }
+            }
+        }
+        st
+    }
 }
 
 /// HTTP/3: the client GETs `/bytes/N` (or `/bytes/unbounded`), the server answers 200
@@ -121,7 +225,34 @@ impl App {
             sending: false,
             sent: 0,
             rx: Receiver::default(),
+            video: None,
         })
+    }
+
+    /// A constant-bitrate video stream ([`video`]) on a plain stream.
+    pub(crate) fn video() -> App {
+        let mut app = App::stream(false);
+        if let App::Stream(s) = &mut app {
+            s.video = Some(Video::default());
+        }
+        app
+    }
+
+    /// The video's playout statistics at `end` (video workload only).
+    pub(crate) fn video_stats(&self, end: Instant) -> Option<VideoStats> {
+        match self {
+            App::Stream(s) => s.video.as_ref().map(|v| v.stats(end)),
+            App::H3(_) => None,
+        }
+    }
+
+    /// When, after `now`, the application next has data to release by itself (a
+    /// video picture).
+    pub(crate) fn next_wakeup(&self, now: Instant) -> Option<Instant> {
+        match self {
+            App::Stream(s) => s.video.as_ref().and_then(|v| v.next_release(s.sent, now)),
+            App::H3(_) => None,
+        }
     }
 
     pub(crate) fn h3() -> App {
@@ -156,7 +287,7 @@ impl App {
         now: Instant,
     ) -> Result<Delivered, String> {
         match self {
-            App::Stream(s) => Ok(s.step(client, server, size, body, sink)),
+            App::Stream(s) => Ok(s.step(client, server, size, body, sink, now)),
             App::H3(h) => h.step(client, server, size, body, sink, now),
         }
     }
@@ -170,6 +301,7 @@ impl StreamApp {
         size: Option<u64>,
         body: &Body,
         sink: &mut [u8],
+        now: Instant,
     ) -> Delivered {
         if let Some(c) = client.as_deref_mut().filter(|c| c.is_established()) {
             if !self.request_sent {
@@ -192,12 +324,20 @@ impl StreamApp {
                     }
                 }
                 self.sending = true;
+                if let Some(v) = &mut self.video {
+                    v.server_start = Some(now);
+                }
             }
         }
         let (sender, receiver) = if self.upload { (client, server) } else { (server, client) };
+        // A video's pictures leave as they are produced; the stream ends with the last.
+        let (limit, size) = match &self.video {
+            Some(v) => (v.released(now), Some(video::BYTES)),
+            None => (u64::MAX, size),
+        };
         if self.sending {
             if let Some(tx) = sender {
-                write_body(tx, &mut self.sent, size, body);
+                write_body(tx, &mut self.sent, size, limit, body);
             }
         }
         let mut out = Delivered::default();
@@ -211,15 +351,19 @@ impl StreamApp {
                     break;
                 }
             }
+            if let Some(v) = &mut self.video {
+                v.received(self.rx.offset, now);
+            }
         }
         out
     }
 }
 
-/// Writes the body on stream 0 as far as flow control allows.
-fn write_body(tx: &mut Connection, sent: &mut u64, size: Option<u64>, body: &Body) {
+/// Writes the body on stream 0 as far as flow control and `limit` (bytes released
+/// so far) allow.
+fn write_body(tx: &mut Connection, sent: &mut u64, size: Option<u64>, limit: u64, body: &Body) {
     loop {
-        let left = size.map_or(u64::MAX, |s| s - *sent);
+        let left = size.map_or(u64::MAX, |s| s - *sent).min(limit.saturating_sub(*sent));
         if left == 0 {
             return;
         }
@@ -228,7 +372,7 @@ fn write_body(tx: &mut Connection, sent: &mut u64, size: Option<u64>, body: &Bod
             return;
         }
         let n = (cap.min(CHUNK) as u64).min(left) as usize;
-        let fin = size.is_some() && n as u64 == left;
+        let fin = size.is_some_and(|s| *sent + n as u64 == s);
         match tx.stream_send(STREAM, body.slice(*sent, n), fin) {
             Ok(w) if w > 0 => *sent += w as u64,
             _ => return,
@@ -399,6 +543,7 @@ impl H3App {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn body_is_periodic_and_sliceable_anywhere() {
@@ -434,6 +579,36 @@ mod tests {
         // A repeated chunk is caught.
         r.take(&b, &all[..77]);
         assert!(r.mismatches > 0);
+    }
+
+    #[test]
+    fn video_counts_late_pictures_and_dry_spells() {
+        // Any base instant will do: the test only adds durations to it.
+        #[allow(clippy::disallowed_methods)]
+        let t0 = Instant::now();
+        let mut v = Video { server_start: Some(t0), ..Default::default() };
+        // Released one picture per interval from the server's start.
+        assert_eq!(v.released(t0), video::FRAME_BYTES);
+        assert_eq!(v.released(t0 + video::FRAME_INTERVAL * 3), 4 * video::FRAME_BYTES);
+        assert_eq!(v.released(t0 + Duration::from_secs(10_000)), video::BYTES);
+        assert_eq!(v.next_release(video::FRAME_BYTES, t0), Some(t0 + video::FRAME_INTERVAL));
+        // Due already (waiting for flow control), or mid-picture: no wake-up of its own.
+        assert_eq!(v.next_release(video::FRAME_BYTES, t0 + video::FRAME_INTERVAL), None);
+        assert_eq!(v.next_release(video::FRAME_BYTES + 1, t0), None);
+        // Pictures 0-9 on time; 10-13 arrive together, 1 ms after 12's playout time
+        // (10-12 late, 13 in time); 14 late; 15 on never arrive.
+        let iv = video::FRAME_INTERVAL;
+        let pd = video::PLAYOUT_DELAY;
+        for i in 0..10u32 {
+            v.received(video::FRAME_BYTES * (i as u64 + 1), t0 + iv * i);
+        }
+        v.received(video::FRAME_BYTES * 14, t0 + pd + iv * 12 + Duration::from_millis(1));
+        v.received(video::FRAME_BYTES * 15 + 7, t0 + pd + iv * 15);
+        let end = t0 + video::PLAYOUT_DELAY + iv * 19;
+        let st = v.stats(end);
+        assert_eq!(st.frames, video::FRAMES);
+        // Due times 0..=19 came: 0-9 and 13 played; 10-12, 14 late; 15-19 never came.
+        assert_eq!((st.played, st.discarded, st.underflows), (11, 9, 2));
     }
 
     #[test]

@@ -20,5 +20,6 @@ pub mod report;
 pub mod sim;
 mod tag;
 
+pub use app::{video, VideoStats};
 pub use report::{FlowSummary, LinkSummary, PathSample, PathSummary, Report, Sample};
 pub use sim::{Failure, FlowSpec, Sim, SimConfig, SimError, Workload};

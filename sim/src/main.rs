@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! mpquic-sim --scenario NAME_OR_FILE [--cc X] [--scheduler Y] [--seed N] [--duration S]
-//!            [--bytes N] [--workload h3|stream|upload] [--interval MS] [--fail PATH@SECONDS]
+//!            [--bytes N] [--workload h3|stream|upload|video] [--interval MS] [--fail PATH@SECONDS]
 //!            [--out DIR] [--json]
 //! mpquic-sim --bench [--workload W]
 //! ```
@@ -43,7 +43,8 @@ struct Args {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     bytes: Option<u64>,
     /// h3: HTTP/3 GET of a generated body; stream: the same download on a plain QUIC
-    /// stream; upload: the client sends on a plain stream.
+    /// stream; upload: the client sends on a plain stream; video: 5.24 Mbit/s video
+    /// for 3 minutes, pictures due at fixed playout times (seed 002).
     #[arg(long, default_value = "h3", value_parser = workload)]
     workload: Workload,
     /// Same as --workload upload.

@@ -74,6 +74,7 @@ struct FlowJson<'a> {
     workload: &'a str,
     status: Option<u16>,
     body_mismatches: u64,
+    video: Option<crate::VideoStats>,
     cc: &'a str,
     scheduler: &'a str,
     established: bool,
@@ -167,6 +168,7 @@ fn flow_json(f: &FlowSummary) -> FlowJson<'_> {
         workload: &f.workload,
         status: f.status,
         body_mismatches: f.body_mismatches,
+        video: f.video,
         cc: &f.cc,
         scheduler: &f.scheduler,
         established: f.established,
@@ -298,6 +300,13 @@ pub fn table(report: &Report) -> String {
                 s,
                 "  scheduler: copies {} B, sent ahead of older data {} B",
                 f.copy_bytes, f.sent_ahead_bytes
+            );
+        }
+        if let Some(v) = &f.video {
+            let _ = writeln!(
+                s,
+                "  video: {} pictures, {} played in time, {} discarded, {} buffer underflows",
+                v.frames, v.played, v.discarded, v.underflows
             );
         }
         if f.body_mismatches > 0 {

@@ -107,6 +107,8 @@ pub struct FlowSummary {
     pub body_mismatches: u64,
     /// HTTP/3 response status the client got (`None` for plain streams or no response).
     pub status: Option<u16>,
+    /// Playout of the video workload (`None` for the others).
+    pub video: Option<crate::VideoStats>,
     /// Per path.
     pub paths: Vec<PathSummary>,
     /// First setup or send error of the flow, if any.

@@ -49,6 +49,10 @@ pub enum Workload {
     Download,
     /// Plain-stream upload: the client sends, the server receives.
     Upload,
+    /// Constant-bitrate video on a plain stream (seed 002: 5.24 Mbit/s, 3 minutes,
+    /// pictures due at fixed playout times; see [`crate::video`]). The flow's
+    /// `bytes` are ignored: the stream is the video.
+    Video,
 }
 
 impl Workload {
@@ -58,7 +62,8 @@ impl Workload {
             "h3" => Ok(Workload::H3),
             "stream" => Ok(Workload::Download),
             "upload" => Ok(Workload::Upload),
-            _ => Err(SimError::Invalid(format!("unknown workload {name:?} (h3, stream, upload)"))),
+            "video" => Ok(Workload::Video),
+            _ => Err(SimError::Invalid(format!("unknown workload {name:?} (h3, stream, upload, video)"))),
         }
     }
 
@@ -68,6 +73,7 @@ impl Workload {
             Workload::H3 => "h3",
             Workload::Download => "stream",
             Workload::Upload => "upload",
+            Workload::Video => "video",
         }
     }
 
@@ -332,7 +338,7 @@ impl Flow {
     }
 
     fn finished(&self) -> bool {
-        self.spec.bytes.is_some() && self.st.done_at.is_some()
+        (self.spec.bytes.is_some() || self.spec.workload == Workload::Video) && self.st.done_at.is_some()
     }
 }
 
@@ -485,6 +491,7 @@ impl Sim {
                     Workload::H3 => App::h3(),
                     Workload::Download => App::stream(false),
                     Workload::Upload => App::stream(true),
+                    Workload::Video => App::video(),
                 },
                 st: FlowState {
                     next_path: 1,
@@ -639,6 +646,9 @@ impl Sim {
         for f in &self.flows {
             if !f.st.started {
                 t = t.min(f.spec.start);
+            }
+            if let Some(x) = f.app.next_wakeup(self.instant(self.now)) {
+                t = t.min(self.offset(x));
             }
             for e in [&f.client, &f.server].into_iter().flatten() {
                 if let Some(x) = e.next_release() {
@@ -1010,6 +1020,7 @@ impl Sim {
                 workload: f.spec.workload.name().into(),
                 body_mismatches: f.app.mismatches(),
                 status: f.app.status(),
+                video: f.app.video_stats(self.instant(self.now)),
                 paths,
                 error: f.st.error.clone(),
                 closed: closed(f.client.as_ref().map(|e| &e.conn), "client")

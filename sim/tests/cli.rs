@@ -59,7 +59,7 @@ fn other_bad_arguments() {
     assert!(rejected(&[]).contains("--scenario"));
     assert!(rejected(&["--scenario", "break", "--bytes", "0"]).contains("--bytes"));
     assert!(rejected(&["--scenario", "break", "--interval", "0"]).contains("--interval"));
-    assert!(rejected(&["--scenario", "break", "--workload", "x"]).contains("h3, stream, upload"));
+    assert!(rejected(&["--scenario", "break", "--workload", "x"]).contains("h3, stream, upload, video"));
     assert!(rejected(&["--scenario", "break", "--colour"]).contains("--colour"));
     assert!(rejected(&["--scenario", "no-such-scenario-xyz"]).contains("no-such-scenario-xyz"));
 }
