@@ -97,8 +97,12 @@ fn body(len: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
+/// A fresh directory per call: tests run in parallel, and two of them may
+/// start the same example server.
 fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("mpquic-quiche-{tag}-{}", std::process::id()));
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("mpquic-quiche-{tag}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("temp dir");
     d
@@ -212,8 +216,18 @@ fn example_client(name: &str, addr: &str, extra: &[&str], wrapper: &[&str]) -> O
 /// The body http3-server.c and server.c send.
 const BYEZ: &[u8] = b"byez\n";
 
+/// The valgrind run is slow enough (20-50x) that the other tests of this
+/// file, run in parallel on two cores, could starve it past the example's
+/// 5 s idle timeout: it runs alone, the others together.
+static VALGRIND_ALONE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn together() -> std::sync::RwLockReadGuard<'static, ()> {
+    VALGRIND_ALONE.read().unwrap_or_else(|e| e.into_inner())
+}
+
 #[test]
 fn http3_client_downloads_from_mpquic_server() {
+    let _together = together();
     let dir = tempdir("h3c-mpquic");
     let data = body(3 << 20, 1);
     std::fs::write(dir.join("index.html"), &data).expect("write body");
@@ -225,6 +239,7 @@ fn http3_client_downloads_from_mpquic_server() {
 
 #[test]
 fn http3_client_downloads_from_quiche_server() {
+    let _together = together();
     let data = body(1 << 20, 2);
     examples(); // built before the server starts waiting for its client
     let (addr, t) = peers::h3_server(data.clone());
@@ -236,6 +251,7 @@ fn http3_client_downloads_from_quiche_server() {
 
 #[test]
 fn http3_server_serves_mpquic_client() {
+    let _together = together();
     let (_srv, addr) = example_server("http3-server");
     let dir = tempdir("h3s-mpquic");
     let file = dir.join("out");
@@ -252,6 +268,7 @@ fn http3_server_serves_mpquic_client() {
 
 #[test]
 fn http3_server_serves_quiche_client() {
+    let _together = together();
     let (_srv, addr) = example_server("http3-server");
     let got = peers::h3_get(addr).expect("quiche client finished the request");
     assert_eq!(sha256(&got), sha256(BYEZ));
@@ -259,6 +276,7 @@ fn http3_server_serves_quiche_client() {
 
 #[test]
 fn http3_server_serves_aioquic_client() {
+    let _together = together();
     let venv = std::env::var_os("MPQUIC_VENV")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/mpquic/venv")))
@@ -282,6 +300,7 @@ fn http3_server_serves_aioquic_client() {
 
 #[test]
 fn client_and_server_examples_talk_over_libmpquic() {
+    let _together = together();
     let (_srv, addr) = example_server("server");
     let out = example_client("client", &addr.to_string(), &[], &[]);
     assert!(out.status.success(), "{}", text(&out));
@@ -290,6 +309,7 @@ fn client_and_server_examples_talk_over_libmpquic() {
 
 #[test]
 fn client_example_downloads_from_quiche_hq_server() {
+    let _together = together();
     // client.c reads at most 65535 bytes per wake-up and only wakes on a
     // datagram, so a larger response would stall it (with quiche too).
     let data = body(60_000, 3);
@@ -309,6 +329,7 @@ fn client_example_downloads_from_quiche_hq_server() {
 
 #[test]
 fn server_example_answers_quiche_hq_client() {
+    let _together = together();
     let (_srv, addr) = example_server("server");
     let got = peers::hq_get(addr, b"GET /index.html\r\n").expect("quiche client got the response");
     assert_eq!(sha256(&got), sha256(BYEZ));
@@ -330,6 +351,7 @@ fn path_bytes(log: &str) -> Vec<(u64, u64)> {
 
 #[test]
 fn multipath_variant_downloads_over_two_paths() {
+    let _together = together();
     let dir = tempdir("h3c-mp");
     let data = body(8 << 20, 4);
     std::fs::write(dir.join("index.html"), &data).expect("write body");
@@ -348,6 +370,7 @@ fn multipath_variant_downloads_over_two_paths() {
 
 #[test]
 fn http3_client_is_clean_under_valgrind() {
+    let _alone = VALGRIND_ALONE.write().unwrap_or_else(|e| e.into_inner());
     assert!(
         Command::new("valgrind").arg("--version").output().is_ok(),
         "valgrind not installed (ci/setup.sh installs it)"
