@@ -70,8 +70,8 @@ pub enum Coupling {
     /// Alg. 1 instead cruises at α·BtlBw, which lets a competitor's probes
     /// take bandwidth its own estimate never sees again.
     ///
-    /// Measured (shared-bottleneck scenario, ÷ a competing bbr flow): 1.22 to
-    /// 1.60 depending on the buffer, against 1.79-2.10 uncoupled and 0.17 for
+    /// Measured (shared-bottleneck scenario, ÷ a competing bbr flow): 1.19 to
+    /// 1.43 depending on the buffer, against 1.70-2.07 uncoupled and 0.17 for
     /// Alg. 1; the fluid model's 1.0 is not reached (see the ignored test in
     /// sim/tests/multipath.rs).
     Groups,

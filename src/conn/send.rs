@@ -392,12 +392,9 @@ impl Connection {
             }
             (sp.next_pn, sp.sent.largest_acked())
         };
-        // PATH_ACKs of paths that can only be sent on another path because
-        // theirs is abandoned or unusable. A live path carries its own: one
-        // that dies must not take the others' acknowledgements with it (and
-        // each path's RTT then crosses its own reverse link, which the
-        // shared-bottleneck detector prefers).
-        let other_acks = is_data && self.multipath && self.paths.len() > 1 && self.orphan_acks_due(pi);
+        // PATH_ACKs of other paths that are due (or that can only be sent
+        // on another path because theirs is abandoned).
+        let other_acks = is_data && self.multipath && self.paths.len() > 1 && self.other_acks_due(pi, now);
         let ack_due = if is_data {
             let a = &self.paths[pi].acks;
             other_acks
@@ -1108,15 +1105,32 @@ impl Connection {
         false
     }
 
-    /// Another path that cannot carry its own PATH_ACKs has some to send.
-    fn orphan_acks_due(&self, pi: usize) -> bool {
+    /// Another path has PATH_ACKs due that this packet should carry.
+    fn other_acks_due(&self, pi: usize, now: Instant) -> bool {
+        let carrier = self.carries_others_acks(pi, now);
         self.paths.iter().enumerate().any(|(j, p)| {
-            j != pi && p.acks.has_new() && !p.acks.ranges().is_empty() && (p.abandoned || !p.usable())
+            j != pi && p.acks.has_new() && !p.acks.ranges().is_empty() && self.other_ack_due(p, carrier, now)
         })
     }
 
-    /// PATH_ACK frames for the packet-number spaces of paths that cannot
-    /// carry them themselves: abandoned (draft-21 §3.4.3) or unusable ones.
+    /// Path `pi` heard from the peer within its PTO. One that has not may be
+    /// dead: it must not take other paths' acknowledgements down with it,
+    /// which stalled a transfer whose first path died (those paths then
+    /// send their own).
+    fn carries_others_acks(&self, pi: usize, now: Instant) -> bool {
+        let p = &self.paths[pi];
+        let pto = p.recovery.pto_period(crate::recovery::SpaceKind::Data);
+        p.last_recv.is_some_and(|r| now.saturating_duration_since(r) < pto)
+    }
+
+    /// Whether path `p`'s PATH_ACKs go on another path now: always when `p`
+    /// cannot carry them itself, otherwise when due and the carrier is live.
+    fn other_ack_due(&self, p: &super::paths::Path, carrier: bool, now: Instant) -> bool {
+        p.abandoned || !p.usable() || (carrier && p.acks.ack_deadline().is_some_and(|d| d <= now))
+    }
+
+    /// PATH_ACK frames for other paths' packet-number spaces: those due, and
+    /// all of those of abandoned paths (draft-21 §3.4.3).
     fn write_other_acks(
         &mut self,
         w: &mut Writer<'_>,
@@ -1125,12 +1139,13 @@ impl Connection {
         frames: &mut SentFrames,
         now: Instant,
     ) {
+        let carrier = self.carries_others_acks(pi, now);
         for j in 0..self.paths.len() {
             if j == pi {
                 continue;
             }
+            let due = self.other_ack_due(&self.paths[j], carrier, now);
             let p = &mut self.paths[j];
-            let due = p.abandoned || !p.usable();
             if !p.acks.has_new() || !due || p.acks.ranges().is_empty() {
                 continue;
             }
