@@ -13,37 +13,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// target/<profile>, from this test binary's path (target/<profile>/deps/x).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    exe.parent().and_then(Path::parent).expect("target/<profile>").to_path_buf()
-}
+mod support;
+use support::{build_lib_and_apps, profile_dir, root};
 
 /// Build the example once (tests may run in parallel); returns its path.
 fn example() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let dir = profile_dir();
-            let profile = match dir.file_name().and_then(|n| n.to_str()) {
-                Some("debug") | None => "dev".to_string(),
-                Some(p) => p.to_string(),
-            };
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let target = dir.parent().expect("target dir");
-            let st = Command::new(cargo)
-                .current_dir(root())
-                .args(["build", "-p", "mpquic-ffi", "-p", "mpquic-apps", "--bin", "mpquic-server", "--lib"])
-                .args(["--profile", &profile])
-                .env("CARGO_TARGET_DIR", target)
-                .status()
-                .expect("run cargo build");
-            assert!(st.success(), "cargo build of libmpquic.a / mpquic-server failed");
-            assert!(dir.join("libmpquic.a").exists(), "{}/libmpquic.a missing", dir.display());
+            let dir = build_lib_and_apps(&["mpquic-server"]);
             let out = Command::new("make")
                 .arg("-C")
                 .arg(root().join("ffi/examples"))

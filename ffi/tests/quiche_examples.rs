@@ -26,35 +26,15 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// target/<profile>, from this test binary's path (target/<profile>/deps/x).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    exe.parent().and_then(Path::parent).expect("target/<profile>").to_path_buf()
-}
+mod support;
+use support::{build_lib_and_apps, profile_dir, root};
 
 /// Build libmpquic.a, the apps and the examples once; the examples' directory.
 fn examples() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let dir = profile_dir();
-            let profile = match dir.file_name().and_then(|n| n.to_str()) {
-                Some("debug") | None => "dev".to_string(),
-                Some(p) => p.to_string(),
-            };
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let st = Command::new(cargo)
-                .current_dir(root())
-                .args(["build", "-p", "mpquic-ffi", "-p", "mpquic-apps", "--lib"])
-                .args(["--bin", "mpquic-server", "--bin", "mpquic-client", "--profile", &profile])
-                .env("CARGO_TARGET_DIR", dir.parent().expect("target dir"))
-                .status()
-                .expect("run cargo build");
-            assert!(st.success(), "cargo build of libmpquic.a / apps failed");
+            let dir = build_lib_and_apps(&["mpquic-server", "mpquic-client"]);
             let out = dir.join("quiche-examples");
             std::fs::create_dir_all(&out).expect("examples dir");
             let make = Command::new("make")
@@ -216,18 +196,19 @@ fn example_client(name: &str, addr: &str, extra: &[&str], wrapper: &[&str]) -> O
 /// The body http3-server.c and server.c send.
 const BYEZ: &[u8] = b"byez\n";
 
-/// The valgrind run is slow enough (20-50x) that the other tests of this
-/// file, run in parallel on two cores, could starve it past the example's
-/// 5 s idle timeout: it runs alone, the others together.
-static VALGRIND_ALONE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+/// One test at a time: the examples' 5 s idle timeout, valgrind's 20-50x
+/// slowdown and ports picked by binding then releasing do not survive ten
+/// servers and clients sharing two cores (they failed about one run in
+/// three in parallel).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn together() -> std::sync::RwLockReadGuard<'static, ()> {
-    VALGRIND_ALONE.read().unwrap_or_else(|e| e.into_inner())
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[test]
 fn http3_client_downloads_from_mpquic_server() {
-    let _together = together();
+    let _alone = alone();
     let dir = tempdir("h3c-mpquic");
     let data = body(3 << 20, 1);
     std::fs::write(dir.join("index.html"), &data).expect("write body");
@@ -239,7 +220,7 @@ fn http3_client_downloads_from_mpquic_server() {
 
 #[test]
 fn http3_client_downloads_from_quiche_server() {
-    let _together = together();
+    let _alone = alone();
     let data = body(1 << 20, 2);
     examples(); // built before the server starts waiting for its client
     let (addr, t) = peers::h3_server(data.clone());
@@ -251,7 +232,7 @@ fn http3_client_downloads_from_quiche_server() {
 
 #[test]
 fn http3_server_serves_mpquic_client() {
-    let _together = together();
+    let _alone = alone();
     let (_srv, addr) = example_server("http3-server");
     let dir = tempdir("h3s-mpquic");
     let file = dir.join("out");
@@ -268,7 +249,7 @@ fn http3_server_serves_mpquic_client() {
 
 #[test]
 fn http3_server_serves_quiche_client() {
-    let _together = together();
+    let _alone = alone();
     let (_srv, addr) = example_server("http3-server");
     let got = peers::h3_get(addr).expect("quiche client finished the request");
     assert_eq!(sha256(&got), sha256(BYEZ));
@@ -276,7 +257,7 @@ fn http3_server_serves_quiche_client() {
 
 #[test]
 fn http3_server_serves_aioquic_client() {
-    let _together = together();
+    let _alone = alone();
     let venv = std::env::var_os("MPQUIC_VENV")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/mpquic/venv")))
@@ -300,7 +281,7 @@ fn http3_server_serves_aioquic_client() {
 
 #[test]
 fn client_and_server_examples_talk_over_libmpquic() {
-    let _together = together();
+    let _alone = alone();
     let (_srv, addr) = example_server("server");
     let out = example_client("client", &addr.to_string(), &[], &[]);
     assert!(out.status.success(), "{}", text(&out));
@@ -309,7 +290,7 @@ fn client_and_server_examples_talk_over_libmpquic() {
 
 #[test]
 fn client_example_downloads_from_quiche_hq_server() {
-    let _together = together();
+    let _alone = alone();
     // client.c reads at most 65535 bytes per wake-up and only wakes on a
     // datagram, so a larger response would stall it (with quiche too).
     let data = body(60_000, 3);
@@ -329,7 +310,7 @@ fn client_example_downloads_from_quiche_hq_server() {
 
 #[test]
 fn server_example_answers_quiche_hq_client() {
-    let _together = together();
+    let _alone = alone();
     let (_srv, addr) = example_server("server");
     let got = peers::hq_get(addr, b"GET /index.html\r\n").expect("quiche client got the response");
     assert_eq!(sha256(&got), sha256(BYEZ));
@@ -351,7 +332,7 @@ fn path_bytes(log: &str) -> Vec<(u64, u64)> {
 
 #[test]
 fn multipath_variant_downloads_over_two_paths() {
-    let _together = together();
+    let _alone = alone();
     let dir = tempdir("h3c-mp");
     let data = body(8 << 20, 4);
     std::fs::write(dir.join("index.html"), &data).expect("write body");
@@ -370,7 +351,7 @@ fn multipath_variant_downloads_over_two_paths() {
 
 #[test]
 fn http3_client_is_clean_under_valgrind() {
-    let _alone = VALGRIND_ALONE.write().unwrap_or_else(|e| e.into_inner());
+    let _alone = alone();
     assert!(
         Command::new("valgrind").arg("--version").output().is_ok(),
         "valgrind not installed (ci/setup.sh installs it)"

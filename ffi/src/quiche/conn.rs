@@ -140,6 +140,25 @@ unsafe fn addrs(
     unsafe { Some((from_c(l, ll)?, from_c(p, pl)?)) }
 }
 
+/// The source ID and both addresses of connect/accept; None if any is bad.
+///
+/// # Safety
+/// Each pointer is NULL or covers its length.
+unsafe fn endpoints(
+    scid: *const u8,
+    scid_len: usize,
+    local: *const sockaddr,
+    local_len: socklen_t,
+    peer: *const sockaddr,
+    peer_len: socklen_t,
+) -> Option<(ConnectionId, SocketAddr, SocketAddr)> {
+    // SAFETY: forwarded from the caller.
+    let (local, peer) = unsafe { addrs(local, local_len, peer, peer_len) }?;
+    // SAFETY: as above.
+    let scid = unsafe { slice(scid, scid_len) }.and_then(ConnectionId::from_slice)?;
+    Some((scid, local, peer))
+}
+
 /// Open a client connection from `local` to `peer` with source ID `scid`;
 /// `server_name` (may be NULL) is sent as SNI and verified against the
 /// server's certificate. NULL on bad arguments or a TLS setup failure.
@@ -157,11 +176,9 @@ pub unsafe extern "C" fn quiche_connect(
     let cfg = conn_ref!(config, std::ptr::null_mut());
     guard(std::ptr::null_mut(), || {
         // SAFETY: the caller's pointers cover their lengths.
-        let Some((local, peer)) = (unsafe { addrs(local, local_len, peer, peer_len) }) else {
-            return std::ptr::null_mut();
-        };
-        // SAFETY: as above.
-        let Some(scid) = unsafe { slice(scid, scid_len) }.and_then(ConnectionId::from_slice) else {
+        let Some((scid, local, peer)) =
+            (unsafe { endpoints(scid, scid_len, local, local_len, peer, peer_len) })
+        else {
             return std::ptr::null_mut();
         };
         // SAFETY: NUL-terminated when not NULL.
@@ -199,11 +216,9 @@ pub unsafe extern "C" fn quiche_accept(
     let cfg = conn_ref!(config, std::ptr::null_mut());
     guard(std::ptr::null_mut(), || {
         // SAFETY: the caller's pointers cover their lengths.
-        let Some((local, peer)) = (unsafe { addrs(local, local_len, peer, peer_len) }) else {
-            return std::ptr::null_mut();
-        };
-        // SAFETY: as above.
-        let Some(scid) = unsafe { slice(scid, scid_len) }.and_then(ConnectionId::from_slice) else {
+        let Some((scid, local, peer)) =
+            (unsafe { endpoints(scid, scid_len, local, local_len, peer, peer_len) })
+        else {
             return std::ptr::null_mut();
         };
         let config = cfg.engine();
