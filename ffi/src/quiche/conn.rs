@@ -4,6 +4,7 @@
 use std::ffi::{c_char, c_int};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use engine::packet::{self, ConnectionId, PacketType};
 use engine::{Config, Connection, RecvInfo};
@@ -365,12 +366,13 @@ pub unsafe extern "C" fn quiche_conn_max_send_udp_payload_size(conn: *const quic
 pub unsafe extern "C" fn quiche_conn_timeout_as_nanos(conn: *const quiche_conn) -> u64 {
     let c = conn_ref!(conn, u64::MAX);
     guard(u64::MAX, || match c.live().and_then(Connection::timeout) {
-        Some(t) => u64::try_from(t.saturating_duration_since(now()).as_nanos()).unwrap_or(u64::MAX),
+        Some(t) => nanos_until(t, now()),
         None => u64::MAX,
     })
 }
 
-/// Time until quiche_conn_on_timeout is due, in ms (UINT64_MAX: none).
+/// Time until quiche_conn_on_timeout is due, in ms rounded up (UINT64_MAX:
+/// none), so a pending timer never reads 0 (see [`nanos_until`]).
 #[no_mangle]
 pub unsafe extern "C" fn quiche_conn_timeout_as_millis(conn: *const quiche_conn) -> u64 {
     // SAFETY: forwarded.
@@ -378,8 +380,19 @@ pub unsafe extern "C" fn quiche_conn_timeout_as_millis(conn: *const quiche_conn)
     if ns == u64::MAX {
         u64::MAX
     } else {
-        ns / 1_000_000
+        ns.div_ceil(1_000_000)
     }
+}
+
+/// Nanoseconds from `now` to `deadline`, at least 1. Event loops fire timers
+/// a little early by our clock (libev measures from the time it cached at
+/// the start of its iteration), so on_timeout may find nothing due; if the
+/// deadline then passes before the app re-arms, a 0 here would make libev's
+/// `ev_timer_again` (quiche's examples) stop the timer for good: a closing
+/// connection never closed.
+pub(crate) fn nanos_until(deadline: Instant, now: Instant) -> u64 {
+    let ns = deadline.saturating_duration_since(now).as_nanos();
+    u64::try_from(ns).unwrap_or(u64::MAX).max(1)
 }
 
 /// Run the timers that are due (loss detection, idle timeout, pacing).

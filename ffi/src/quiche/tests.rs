@@ -436,3 +436,13 @@ fn extensible_priorities_parse_as_rfc_9218_says() {
     assert_eq!(parse("i=?0, u=0, x=1"), (0, 0, false));
     assert_eq!(parse("u=9").0, quiche_h3_error::QUICHE_H3_ERR_FRAME_ERROR as c_int);
 }
+
+#[test]
+fn a_pending_timer_never_reads_zero() {
+    use std::time::{Duration, Instant};
+    let t0 = Instant::now();
+    // Due (or overdue): 1 ns, so libev's ev_timer_again keeps the timer.
+    assert_eq!(conn::nanos_until(t0, t0), 1);
+    assert_eq!(conn::nanos_until(t0, t0 + Duration::from_millis(5)), 1);
+    assert_eq!(conn::nanos_until(t0 + Duration::from_micros(1500), t0), 1_500_000);
+}
