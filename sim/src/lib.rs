@@ -14,6 +14,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod app;
+mod certs;
 pub mod net;
 pub mod output;
 pub mod report;

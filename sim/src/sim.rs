@@ -366,18 +366,15 @@ pub struct Sim {
     stalls: u64,
 }
 
-fn cert_file(name: &str) -> String {
-    format!("{}/certs/{name}", env!("CARGO_MANIFEST_DIR"))
-}
-
 fn make_config(server: bool, spec: &FlowSpec, max_udp_payload: usize) -> Result<Config, SimError> {
     let err = |e: mpquic::ConfigError| SimError::Config(e.to_string());
     let mut c = Config::new();
     let alpn: &[u8] = if spec.workload == Workload::H3 { b"h3" } else { b"mpquic-sim" };
     c.set_application_protos(&[alpn]).map_err(err)?;
     if server {
-        c.load_cert_chain_from_pem_file(&cert_file("cert.pem")).map_err(err)?;
-        c.load_priv_key_from_pem_file(&cert_file("key.pem")).map_err(err)?;
+        let (cert, key) = crate::certs::files().map_err(SimError::Config)?;
+        c.load_cert_chain_from_pem_file(cert).map_err(err)?;
+        c.load_priv_key_from_pem_file(key).map_err(err)?;
     } else {
         c.verify_peer(false);
     }
