@@ -249,6 +249,7 @@ pub fn initial_window(mss: usize) -> usize {
 pub mod balia;
 pub mod bbr;
 pub mod bbr3;
+pub mod compound;
 pub mod coupled;
 pub mod coupled_bbr;
 pub mod extra;

@@ -1,14 +1,25 @@
 //! Controllers by name, as used by `Config::set_cc`, the apps, the C API and
 //! Python. Other controllers are added here as they land.
 
+use super::compound::Compound;
 use super::cubic::Cubic;
 use super::newreno::NewReno;
 use super::{CcParams, CongestionController, UnknownAlgorithm};
 
 /// Canonical names accepted by [`build`] (plus the aliases "reno",
 /// "coupled_bbr" and "cbbr").
-pub const NAMES: &[&str] =
-    &["newreno", "cubic", "bbr", "bbr3", "coupled-bbr", "coupled-bbr-alg1", "lia", "olia", "balia"];
+pub const NAMES: &[&str] = &[
+    "newreno",
+    "cubic",
+    "compound",
+    "bbr",
+    "bbr3",
+    "coupled-bbr",
+    "coupled-bbr-alg1",
+    "lia",
+    "olia",
+    "balia",
+];
 
 /// The controllers selectable by name.
 pub fn names() -> &'static [&'static str] {
@@ -22,6 +33,7 @@ pub fn canonical(name: &str) -> Option<&'static str> {
     let n = match n.as_str() {
         "reno" => "newreno",
         "coupled_bbr" | "cbbr" => "coupled-bbr",
+        "ctcp" => "compound",
         other => other,
     };
     NAMES.iter().copied().find(|c| *c == n)
@@ -33,6 +45,7 @@ pub fn build(name: &str, params: CcParams) -> Result<Box<dyn CongestionControlle
     match n.as_str() {
         "newreno" | "reno" => Ok(Box::new(NewReno::new(params))),
         "cubic" => Ok(Box::new(Cubic::new(params))),
+        "compound" | "ctcp" => Ok(Box::new(Compound::new(params))),
         _ => super::extra::build_extra(&n, params).ok_or_else(|| UnknownAlgorithm(name.to_string())),
     }
 }
