@@ -73,6 +73,7 @@ pub struct Config {
     pub(crate) scheduler_factory: Option<Arc<dyn crate::sched::SchedulerFactory>>,
     pub(crate) initial_rtt: Duration,
     pub(crate) send_buffer_limit: usize,
+    pub(crate) send_unsent_limit: usize,
     pub(crate) pacing: bool,
     pub(crate) key_update_interval: u64,
     pub(crate) qlog: bool,
@@ -117,6 +118,7 @@ impl Config {
             scheduler_factory: None,
             initial_rtt: crate::rtt::INITIAL_RTT,
             send_buffer_limit: 4 << 20,
+            send_unsent_limit: usize::MAX,
             pacing: true,
             key_update_interval: DEFAULT_KEY_UPDATE_INTERVAL,
             qlog: false,
@@ -289,6 +291,13 @@ impl Config {
     /// accepts only part of a write.
     pub fn set_stream_send_buffer(&mut self, bytes: usize) {
         self.send_buffer_limit = bytes.max(1);
+    }
+    /// Bytes an application may have written to a stream and not yet sent
+    /// before `stream_send` accepts only part of a write (default: only the
+    /// send buffer limits it). With it, a stream buffers what is in flight
+    /// plus this, not a whole response: memory by need on a busy server.
+    pub fn set_stream_send_unsent(&mut self, bytes: usize) {
+        self.send_unsent_limit = bytes.max(1);
     }
     /// Whether `SendInfo::at` carries pacing release times.
     pub fn enable_pacing(&mut self, v: bool) {

@@ -359,6 +359,7 @@ impl Connection {
                 initial_max_streams_bidi: config.initial_max_streams_bidi,
                 initial_max_streams_uni: config.initial_max_streams_uni,
                 send_buffer_cap: config.send_buffer_limit,
+                send_unsent_cap: config.send_unsent_limit,
             },
         );
         let mut path0 = Path::new(PathId::ZERO, local, peer, config, now);

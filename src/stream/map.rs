@@ -43,6 +43,8 @@ pub struct StreamsConfig {
     pub initial_max_streams_uni: u64,
     /// Per-stream cap on unacknowledged buffered send data (bytes).
     pub send_buffer_cap: usize,
+    /// Per-stream cap on buffered data not sent yet (bytes).
+    pub send_unsent_cap: usize,
 }
 
 impl Default for StreamsConfig {
@@ -57,6 +59,7 @@ impl Default for StreamsConfig {
             initial_max_streams_bidi: 100,
             initial_max_streams_uni: 100,
             send_buffer_cap: 8 * 1024 * 1024,
+            send_unsent_cap: usize::MAX,
         }
     }
 }
@@ -213,9 +216,11 @@ impl Streams {
             (false, StreamDir::Uni) => self.cfg.initial_max_stream_data_uni,
         };
         Stream {
-            send: id
-                .can_send(self.side)
-                .then(|| SendStream::new(self.peer_send_limit(id), self.cfg.send_buffer_cap)),
+            send: id.can_send(self.side).then(|| {
+                let mut s = SendStream::new(self.peer_send_limit(id), self.cfg.send_buffer_cap);
+                s.set_unsent_cap(self.cfg.send_unsent_cap);
+                s
+            }),
             recv: id
                 .can_recv(self.side)
                 .then(|| RecvStream::new(window, self.cfg.max_stream_window.max(window))),

@@ -127,6 +127,8 @@ pub struct SendStream {
     fin_lost: bool,
     credit: SendCredit,
     cap: usize,
+    /// At most this many written bytes not yet sent (see `set_unsent_cap`).
+    unsent_cap: usize,
     reset: Option<ResetState>,
     stop_code: Option<u64>,
 }
@@ -148,6 +150,7 @@ impl SendStream {
             fin_lost: false,
             credit: SendCredit::new(max_data),
             cap,
+            unsent_cap: usize::MAX,
             reset: None,
             stop_code: None,
         }
@@ -156,7 +159,16 @@ impl SendStream {
     /// Free space in the send buffer for [`write`](Self::write).
     pub fn capacity(&self) -> usize {
         let held = self.buf.end - self.acked_prefix;
-        (self.cap as u64).saturating_sub(held) as usize
+        let unsent = self.buf.end.saturating_sub(self.send_off);
+        let room = (self.cap as u64).saturating_sub(held);
+        room.min((self.unsent_cap as u64).saturating_sub(unsent)) as usize
+    }
+
+    /// Accept writes only while fewer than `cap` written bytes wait to be
+    /// sent (as TCP_NOTSENT_LOWAT does): the buffer then holds what is in
+    /// flight plus `cap`, sized by the path rather than by the buffer cap.
+    pub fn set_unsent_cap(&mut self, cap: usize) {
+        self.unsent_cap = cap.max(1);
     }
 
     /// Append application data; returns how much was taken (partial when

@@ -25,6 +25,7 @@ fn cfg() -> StreamsConfig {
         initial_max_streams_bidi: 4,
         initial_max_streams_uni: 2,
         send_buffer_cap: 1 << 20,
+        send_unsent_cap: usize::MAX,
     }
 }
 
@@ -501,4 +502,24 @@ fn write_on_zero_credit_stream_reports_blocked() {
     let (id, off) = c.next_to_send().unwrap();
     assert_eq!((id, off), (StreamId(0), 0));
     assert_eq!(c.send_chunk(id, 100).unwrap().len, 4);
+}
+
+#[test]
+fn unsent_cap_bounds_what_waits_to_be_sent_not_what_is_in_flight() {
+    let mut s = SendStream::new(1 << 20, 1 << 20);
+    s.set_unsent_cap(3000);
+    assert_eq!(s.write(&[7; 5000], false), Ok(3000));
+    assert_eq!(s.capacity(), 0);
+    assert_eq!(s.write(&[7; 10], false), Err(StreamError::Done));
+    // Sending 2000 bytes makes room for 2000 more, though none is acked.
+    let c = s.next_chunk(2000, u64::MAX).expect("chunk");
+    assert_eq!((c.offset, c.len), (0, 2000));
+    assert_eq!(s.capacity(), 2000);
+    assert_eq!(s.write(&[7; 5000], false), Ok(2000));
+    // The buffer cap still bounds the total held.
+    let mut t = SendStream::new(1 << 20, 4000);
+    t.set_unsent_cap(3000);
+    t.write(&[1; 3000], false).unwrap();
+    t.next_chunk(3000, u64::MAX).expect("chunk");
+    assert_eq!(t.capacity(), 1000);
 }

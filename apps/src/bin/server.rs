@@ -69,7 +69,7 @@ struct Args {
 /// How long connections get to close after SIGINT/SIGTERM.
 const DRAIN_TIME: Duration = Duration::from_secs(3);
 /// Body bytes read from a file at a time.
-const CHUNK: usize = 256 * 1024;
+const CHUNK: usize = 32 * 1024;
 /// Length of the connection IDs we issue (the engine keeps this length).
 const CID_LEN: usize = 16;
 
@@ -111,6 +111,9 @@ fn fail(code: i32, msg: impl std::fmt::Display) -> ! {
     std::process::exit(code)
 }
 
+/// Bytes of a response the engine holds before they are sent.
+const UNSENT: usize = 64 << 10;
+
 fn main() {
     let args = Args::parse();
     let (Some(cert), Some(key)) = (args.cert.clone(), args.key.clone()) else {
@@ -136,6 +139,9 @@ fn main() {
     config.set_max_connection_window(32 << 20);
     config.set_max_stream_window(32 << 20);
     config.set_stream_send_buffer(1 << 20);
+    // Memory by need: a response waits in the engine only as far as its
+    // connection is sending it (what is in flight plus this), not whole.
+    config.set_stream_send_unsent(UNSENT);
     // The engine's own events (metrics, losses, path events) join the log.
     config.enable_qlog(args.qlog_dir.is_some());
     // Fail on a bad certificate now, not at the first client.

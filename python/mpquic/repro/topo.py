@@ -16,11 +16,11 @@ def path(name, mbps, delay_ms, loss=0.0, schedule=None):
     return p
 
 
-def scenario(name, paths, duration, background=None):
-    """``background``: controller of one single-path flow per path (None: no flows)."""
+def scenario(name, paths, duration, background=None, per_path=1):
+    """``background``: controller of ``per_path`` single-path flows on each path (None: no flows)."""
     d = {"name": name, "duration": float(duration), "seed": 1, "path": paths}
     if background:
-        d["flow"] = [{"paths": [p["name"]], "cc": background} for p in paths]
+        d["flow"] = [{"paths": [p["name"]], "cc": background} for p in paths for _ in range(per_path)]
         d["test_paths"] = [p["name"] for p in paths]
     return d
 

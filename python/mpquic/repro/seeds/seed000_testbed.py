@@ -11,11 +11,21 @@ FAIR_WHY = ("real difference: beside single-path BBR flows our coupled-bbr-alg1 
             "mpquic's own coupled-bbr takes more (table)")
 
 
+def _tcp_means(r):
+    """Mean goodput (Mbit/s) of the background flows on path a and on path b."""
+    per = {"a": [], "b": []}
+    i = 0
+    while f"bg{i}.paths" in r and not pd.isna(r[f"bg{i}.paths"]):
+        per[r[f"bg{i}.paths"]].append(r[f"bg{i}.goodput_bps"] / 1e6)
+        i += 1
+    return tuple(sum(v) / len(v) if v else 0.0 for v in (per["a"], per["b"]))
+
+
 def _fairness(df, key, o, ref, label):
     """MPTCP total over the best-path TCP flow: the paper's claim is 1 (same throughput)."""
     lines = [f"| {label} | cc | MPTCP | subflow 1 | subflow 2 | TCP1 | TCP2 |", "|---|---|---:|---:|---:|---:|---:|"]
     for _, r in df.iterrows():
-        t1, t2 = r["bg0.goodput_bps"] / 1e6, r["bg1.goodput_bps"] / 1e6
+        t1, t2 = _tcp_means(r)
         tot = r["goodput_bps"] / 1e6
         lines.append(f"| {r[key]} | {r['cc']} | {tot:.1f} | {r['a.throughput_bps'] / 1e6:.1f} | "
                      f"{r['b.throughput_bps'] / 1e6:.1f} | {t1:.1f} | {t2:.1f} |")
@@ -32,8 +42,7 @@ def _bars(df, key, out, o, name, title):
     for _, r in df.iterrows():
         vals[(r[key], f"{r['cc']}")] = r["goodput_bps"] / 1e6
     for _, r in df[df["cc"] == CCS[0]].iterrows():
-        vals[(r[key], "TCP1")] = r["bg0.goodput_bps"] / 1e6
-        vals[(r[key], "TCP2")] = r["bg1.goodput_bps"] / 1e6
+        vals[(r[key], "TCP1")], vals[(r[key], "TCP2")] = _tcp_means(r)
     figs.grouped_bars(ax, groups, CCS + ["TCP1", "TCP2"], vals, "throughput (Mbit/s)")
     ax.set_title(title)
     figs.save(fig, out, name, o)
@@ -45,15 +54,15 @@ FIG8_LOSS = {"0%-0%": 0.0, "0%-0.01%": 0.0001, "0%-1%": 0.01}
 def _fig8_points(quick):
     dur = 10.0 if quick else 60.0
     return [point({"scenario": topo.scenario(f"fig8-{k}", [topo.path("a", 100, 25), topo.path("b", 100, 25, p)],
-                                             dur, background="bbr"),
+                                             dur, background="bbr", per_path=2),
                    "cc": cc, "duration": dur, "seed": 1}, series=(k == "0%-1%"), loss=k, cc=cc)
             for k, p in FIG8_LOSS.items() for cc in CCS]
 
 
 def _fig8_analyse(df, out, quick):
     o = Outcome()
-    o.text = ("Two 100 Mbit/s, 25 ms paths, loss on path b only; one TCP BBR background flow per "
-              "path (the paper has two; one keeps the runs short). Paper: Coupled BBR gets the "
+    o.text = ("Two 100 Mbit/s, 25 ms paths, loss on path b only; two TCP BBR background flows per "
+              "path, as in the paper (TCP1 / TCP2: their mean on path a / b). Paper: Coupled BBR gets the "
               "throughput of one TCP BBR flow on the best path.\n\n" + _fairness(df, "loss", o, "Fig. 8(a)", "loss"))
     _bars(df, "loss", out, o, "000-fig8a.png", "Fig. 8(a): Coupled BBR in lossy networks")
     r = df[(df["loss"] == "0%-1%") & (df["cc"] == CCS[0])].iloc[0]
@@ -79,12 +88,12 @@ def _fig9_points(quick):
     pts = []
     for bw in FIG9A:
         b1, b2 = (int(x) for x in bw.split("-"))
-        sc = topo.scenario(f"fig9a-{bw}", [topo.path("a", b1, 25), topo.path("b", b2, 25)], dur, "bbr")
+        sc = topo.scenario(f"fig9a-{bw}", [topo.path("a", b1, 25), topo.path("b", b2, 25)], dur, "bbr", 2)
         pts += [point({"scenario": sc, "cc": cc, "duration": dur, "seed": 1}, fig="a", setting=bw, cc=cc)
                 for cc in CCS]
     for dl in FIG9B:
         d1, d2 = (int(x) for x in dl.split("-"))
-        sc = topo.scenario(f"fig9b-{dl}", [topo.path("a", 20, d1), topo.path("b", 20, d2)], dur, "bbr")
+        sc = topo.scenario(f"fig9b-{dl}", [topo.path("a", 20, d1), topo.path("b", 20, d2)], dur, "bbr", 2)
         pts += [point({"scenario": sc, "cc": cc, "duration": dur, "seed": 1}, fig="b", setting=dl, cc=cc)
                 for cc in CCS]
     return pts
@@ -94,7 +103,8 @@ def _fig9_analyse(df, out, quick):
     o = Outcome()
     a, b = df[df["fig"] == "a"], df[df["fig"] == "b"]
     o.text = ("(a) bandwidths 20-100 / 50-100 / 100-100 Mbit/s at 25 ms; (b) 20 Mbit/s paths with "
-              "one-way delays 20-20 ... 20-50 ms; one TCP BBR background flow per path. Paper: Coupled "
+              "one-way delays 20-20 ... 20-50 ms; two TCP BBR background flows per path (TCP1 / TCP2: their "
+              "mean on path a / b). Paper: Coupled "
               "BBR gets the throughput of TCP BBR on the best path and puts more data on the better path; "
               "with delay asymmetry the two subflows carry equal shares.\n\n"
               + _fairness(a, "setting", o, "Fig. 9(a)", "Mbit/s") + "\n\n"
