@@ -345,8 +345,9 @@ struct mpquic_config *mpquic_config_new(void);
 // affected.
 void mpquic_config_free(struct mpquic_config *cfg);
 
-// Choose the congestion controller by name ("newreno", "cubic", "bbr",
-// "bbr3", "coupled-bbr", "coupled-bbr-alg1", "lia", "olia", "balia"). Returns 0, or
+// Choose the congestion controller by name ("newreno", "cubic", "compound",
+// "bbr", "bbr3", "coupled-bbr", "coupled-bbr-alg1", "lia", "olia", "balia").
+// Returns 0, or
 // MPQUIC_ERROR_UNKNOWN_ALGORITHM (config unchanged).
 int32_t mpquic_config_set_cc(struct mpquic_config *cfg, const char *name);
 
@@ -423,6 +424,11 @@ int32_t mpquic_config_set_initial_rtt_ns(struct mpquic_config *cfg, uint64_t v);
 // Per-stream send buffer: bytes mpquic_conn_stream_send accepts ahead
 // of the network.
 int32_t mpquic_config_set_stream_send_buffer(struct mpquic_config *cfg, size_t v);
+
+// Per-stream cap on bytes written but not sent yet (default: none beyond
+// the send buffer): a stream then holds what is in flight plus this, so
+// a server with many connections uses memory by need.
+int32_t mpquic_config_set_stream_send_unsent(struct mpquic_config *cfg, size_t v);
 
 // Max ACK delay we advertise, in milliseconds (< 16384). Returns
 // MPQUIC_ERROR_INVALID_ARGUMENT when out of range.

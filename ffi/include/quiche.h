@@ -645,7 +645,7 @@ void quiche_config_set_cc_algorithm(struct quiche_config *config, enum quiche_cc
 // Choose the congestion controller by name: quiche's ("reno", "cubic",
 // "bbr2_gcongestion") or, an mpquic extension, any of mpquic's ("bbr",
 // "bbr3", "coupled-bbr", "coupled-bbr-alg1", "lia", "olia", "balia",
-// "newreno"). 0 or QUICHE_ERR_CONGESTION_CONTROL for an unknown name.
+// "compound", "newreno"). 0 or QUICHE_ERR_CONGESTION_CONTROL for an unknown name.
 int quiche_config_set_cc_algorithm_name(struct quiche_config *config, const char *algo);
 
 // mpquic extension: the path scheduler by name ("minrtt", "rr",
@@ -714,7 +714,8 @@ size_t quiche_conn_max_send_udp_payload_size(const struct quiche_conn *conn);
 // Time until quiche_conn_on_timeout is due, in ns (UINT64_MAX: none).
 uint64_t quiche_conn_timeout_as_nanos(const struct quiche_conn *conn);
 
-// Time until quiche_conn_on_timeout is due, in ms (UINT64_MAX: none).
+// Time until quiche_conn_on_timeout is due, in ms rounded up (UINT64_MAX:
+// none), so a pending timer never reads 0 (see [`nanos_until`]).
 uint64_t quiche_conn_timeout_as_millis(const struct quiche_conn *conn);
 
 // Run the timers that are due (loss detection, idle timeout, pacing).

@@ -64,8 +64,9 @@ unsafe fn with_str(
     unsafe { with_cfg(cfg, |c| f(c, s)) }
 }
 
-/// Choose the congestion controller by name ("newreno", "cubic", "bbr",
-/// "bbr3", "coupled-bbr", "coupled-bbr-alg1", "lia", "olia", "balia"). Returns 0, or
+/// Choose the congestion controller by name ("newreno", "cubic", "compound",
+/// "bbr", "bbr3", "coupled-bbr", "coupled-bbr-alg1", "lia", "olia", "balia").
+/// Returns 0, or
 /// MPQUIC_ERROR_UNKNOWN_ALGORITHM (config unchanged).
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_config_set_cc(cfg: *mut mpquic_config, name: *const c_char) -> i32 {
@@ -341,6 +342,20 @@ pub unsafe extern "C" fn mpquic_config_set_stream_send_buffer(cfg: *mut mpquic_c
     unsafe {
         with_cfg(cfg, |c| {
             c.set_stream_send_buffer(v);
+            Ok(())
+        })
+    }
+}
+
+/// Per-stream cap on bytes written but not sent yet (default: none beyond
+/// the send buffer): a stream then holds what is in flight plus this, so
+/// a server with many connections uses memory by need.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_stream_send_unsent(cfg: *mut mpquic_config, v: usize) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.set_stream_send_unsent(v);
             Ok(())
         })
     }

@@ -45,6 +45,9 @@ unsafe fn config(server: bool) -> *mut mpquic_config {
             assert_eq!(mpquic_config_load_verify_locations_from_file(cfg, ca.as_ptr()), 0);
         }
         assert_eq!(mpquic_config_set_cc(cfg, cstr("coupled-bbr").as_ptr()), 0);
+        assert_eq!(mpquic_config_set_cc(cfg, cstr("compound").as_ptr()), 0);
+        assert_eq!(mpquic_config_set_stream_send_unsent(cfg, 64 << 10), 0);
+        assert_eq!(mpquic_config_set_stream_send_unsent(null_mut(), 1), MPQUIC_ERROR_INVALID_ARGUMENT as i32);
         cfg
     }
 }

@@ -467,7 +467,7 @@ pub unsafe extern "C" fn quiche_config_set_cc_algorithm(
 /// Choose the congestion controller by name: quiche's ("reno", "cubic",
 /// "bbr2_gcongestion") or, an mpquic extension, any of mpquic's ("bbr",
 /// "bbr3", "coupled-bbr", "coupled-bbr-alg1", "lia", "olia", "balia",
-/// "newreno"). 0 or QUICHE_ERR_CONGESTION_CONTROL for an unknown name.
+/// "compound", "newreno"). 0 or QUICHE_ERR_CONGESTION_CONTROL for an unknown name.
 #[no_mangle]
 pub unsafe extern "C" fn quiche_config_set_cc_algorithm_name(
     config: *mut quiche_config,
