@@ -8,6 +8,7 @@ pub mod batch;
 pub mod exit;
 pub mod files;
 pub mod net;
+pub mod pem;
 pub mod qlog;
 pub mod stats;
 pub mod target;

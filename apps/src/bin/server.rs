@@ -19,7 +19,8 @@ use mpquic::h3::{self, quic::Quic, Header};
 use mpquic::{Connection, RecvInfo};
 use mpquic_apps::files::{self, Refused};
 use mpquic_apps::net::{self, Outbox, Sockets};
-use mpquic_apps::qlog::EventLog;
+use mpquic_apps::pem;
+use mpquic_apps::qlog::{self, EventLog};
 use mpquic_apps::{exit, H3_NO_ERROR};
 use serde_json::json;
 
@@ -111,11 +112,23 @@ fn fail(code: i32, msg: impl std::fmt::Display) -> ! {
     std::process::exit(code)
 }
 
+/// Reject unusable files and directories now, with one line each, rather
+/// than at the first client.
+fn check_args(args: &Args, cert: &str, key: &str) -> Result<(), String> {
+    pem::check("--cert", cert, pem::Want::Certificates)?;
+    pem::check("--key", key, pem::Want::PrivateKey)?;
+    if let Some(dir) = &args.qlog_dir {
+        qlog::check_dir(dir).map_err(|e| format!("--qlog-dir {}: {e}", dir.display()))?;
+    }
+    Ok(())
+}
+
 fn main() {
     let args = Args::parse();
     let (Some(cert), Some(key)) = (args.cert.clone(), args.key.clone()) else {
         fail(exit::USAGE, "a certificate and key are required: --cert FILE --key FILE (PEM)")
     };
+    check_args(&args, &cert, &key).unwrap_or_else(|e| fail(exit::USAGE, e));
     let root = match args.root.canonicalize() {
         Ok(r) if r.is_dir() => r,
         _ => fail(exit::USAGE, format!("--root {}: not a directory", args.root.display())),
@@ -139,7 +152,7 @@ fn main() {
     // The engine's own events (metrics, losses, path events) join the log.
     config.enable_qlog(args.qlog_dir.is_some());
     // Fail on a bad certificate now, not at the first client.
-    if let Err(e) = mpquic::accept(
+    if mpquic::accept(
         &mpquic::random_cid(CID_LEN),
         &mpquic::random_cid(CID_LEN),
         None,
@@ -147,8 +160,15 @@ fn main() {
         args.listen[0],
         &config,
         Instant::now(),
-    ) {
-        fail(exit::USAGE, format!("cannot use --cert/--key: {e}"));
+    )
+    .is_err()
+    {
+        // Both files are well-formed PEM (checked above): BoringSSL refused
+        // their content, most often a key that does not match the certificate.
+        fail(
+            exit::USAGE,
+            format!("--cert {cert} / --key {key}: not a usable certificate chain and matching private key"),
+        );
     }
     let ep_config = EndpointConfig {
         cid_len: CID_LEN,
