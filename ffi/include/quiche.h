@@ -714,7 +714,8 @@ size_t quiche_conn_max_send_udp_payload_size(const struct quiche_conn *conn);
 // Time until quiche_conn_on_timeout is due, in ns (UINT64_MAX: none).
 uint64_t quiche_conn_timeout_as_nanos(const struct quiche_conn *conn);
 
-// Time until quiche_conn_on_timeout is due, in ms (UINT64_MAX: none).
+// Time until quiche_conn_on_timeout is due, in ms rounded up (UINT64_MAX:
+// none), so a pending timer never reads 0 (see [`nanos_until`]).
 uint64_t quiche_conn_timeout_as_millis(const struct quiche_conn *conn);
 
 // Run the timers that are due (loss detection, idle timeout, pacing).
