@@ -10,6 +10,7 @@ pub mod files;
 pub mod net;
 pub mod pem;
 pub mod qlog;
+pub mod server;
 pub mod stats;
 pub mod target;
 
