@@ -92,7 +92,7 @@ pub struct Server {
     root: PathBuf,
     ep: Endpoint<Client>,
     socks: Sockets,
-    access: Box<dyn Write>,
+    access: Box<dyn Write + Send>,
 }
 
 /// Why a server could not start: the exit code (`exit::USAGE` for bad
@@ -126,7 +126,7 @@ impl Server {
         };
         let ep = Endpoint::new(config, ep_config, Instant::now()).map_err(|e| (exit::IO, e.to_string()))?;
         let socks = Sockets::bind(&opts.listen).map_err(|e| (exit::IO, e.to_string()))?;
-        let access: Box<dyn Write> = match &opts.access_log {
+        let access: Box<dyn Write + Send> = match &opts.access_log {
             Some(p) => match std::fs::OpenOptions::new().create(true).append(true).open(p) {
                 Ok(f) => Box::new(f),
                 Err(e) => return Err((exit::IO, format!("--access-log {}: {e}", p.display()))),
