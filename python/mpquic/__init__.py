@@ -91,7 +91,7 @@ class Server:
     def serve(self, duration=None):
         """Serves (without holding the GIL) until :meth:`stop` is called from
         another thread or ``duration`` seconds have passed; then closes every
-        connection (up to 3 s to drain) and returns."""
+        connection (up to 3 s to drain) and returns. A server serves once."""
         self._inner.serve(None if duration is None else float(duration))
 
     def stop(self):

@@ -20,6 +20,9 @@ pub(crate) struct Server {
     inner: Mutex<AppServer>,
     addresses: Vec<String>,
     stop: Arc<AtomicBool>,
+    /// `serve` ran: a server closes every connection when it stops, so it
+    /// serves once.
+    served: AtomicBool,
 }
 
 #[pymethods]
@@ -71,7 +74,12 @@ impl Server {
             }
         })?;
         let addresses = inner.local_addrs().iter().map(|a| a.to_string()).collect();
-        Ok(Server { inner: Mutex::new(inner), addresses, stop: Arc::new(AtomicBool::new(false)) })
+        Ok(Server {
+            inner: Mutex::new(inner),
+            addresses,
+            stop: Arc::new(AtomicBool::new(false)),
+            served: AtomicBool::new(false),
+        })
     }
 
     /// The bound addresses as "IP:PORT" strings.
@@ -82,6 +90,9 @@ impl Server {
     /// Serve (without the GIL) until `stop()` or `duration` seconds.
     #[pyo3(signature = (duration=None))]
     fn serve(&self, py: Python<'_>, duration: Option<f64>) -> PyResult<()> {
+        if self.served.swap(true, Ordering::Relaxed) {
+            return Err(PyRuntimeError::new_err("this server has served already: make a new one"));
+        }
         if let Some(d) = duration {
             if !(d.is_finite() && d > 0.0 && d < 1e7) {
                 return Err(PyValueError::new_err("duration must be a positive number of seconds"));

@@ -43,6 +43,8 @@ def test_server_serves_and_ignores_garbage_initials(tmp_path):
         srv.stop()
         t.join(10)
     assert not t.is_alive()
+    with pytest.raises(RuntimeError, match="served already"):
+        srv.serve(duration=1)
     st = srv.stats()
     assert st["accepted"] == 1, st
     # All 300 unless the kernel dropped some on a busy machine.
