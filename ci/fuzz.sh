@@ -2,19 +2,33 @@
 # Fuzz campaign over every cargo-fuzz target of fuzz/ and fuzz-h3/.
 #
 #   bash ci/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     (default 1800 s, all targets)
+#   bash ci/fuzz.sh --replay [TARGET...]   run each committed corpus once (CI's
+#                                          regression check: every input passes)
 #
-# Installs what it needs (nightly toolchain, cargo-fuzz). Corpora grow in
-# fuzz*/corpus/<target>/ and are minimized (`cargo fuzz cmin`) at the end so the
-# committed ones stay small; a crash stops the campaign and leaves its input in
-# fuzz*/artifacts/<target>/ (turn each into a unit test).
+# Installs what it needs (cargo-fuzz from crates.io). No nightly toolchain is
+# needed: cargo-fuzz's -Z flags (AddressSanitizer, coverage) are accepted by
+# the installed stable compiler with RUSTC_BOOTSTRAP=1; FUZZ_TOOLCHAIN=nightly
+# uses a nightly instead. Targets run one after the other under `nice -n 19`.
+# Corpora grow in fuzz*/corpus/<target>/ (committed, so each campaign starts
+# where the last ended) and are minimized (`cargo fuzz cmin`) after each run;
+# a crash stops the campaign and leaves its input in fuzz*/artifacts/<target>/
+# (turn each into a unit test). The last line per target: seconds, runs,
+# corpus inputs and bytes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+replay=0
+if [ "${1:-}" = "--replay" ]; then replay=1; shift; set -- 0 "$@"; fi
 secs="${1:-1800}"
 shift || true
 case "$secs" in ''|*[!0-9]*) echo "ci/fuzz.sh: SECONDS must be a whole number, got '$secs'" >&2; exit 2 ;; esac
 
-rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
-cargo +nightly fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+tc=()
+if [ -n "${FUZZ_TOOLCHAIN:-}" ]; then
+    tc=("+$FUZZ_TOOLCHAIN")
+else
+    export RUSTC_BOOTSTRAP=1
+fi
+cargo fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 
 # Sanitizer flags would rebuild BoringSSL from source (minutes); link the build
 # the test target already has instead (uninstrumented crypto is fine: the
@@ -28,13 +42,12 @@ for d in "$main_target"/release/build/boring-sys-*/out; do
 done
 export CARGO_TARGET_DIR="$HOME/.cache/mpquic/fuzz-target"
 
-targets_of() { cargo +nightly fuzz list --fuzz-dir "$1"; }
 declare -A dir_of=()
 for dir in fuzz fuzz-h3; do
-    for t in $(targets_of "$dir"); do dir_of[$t]="$dir"; done
+    for t in $(cargo "${tc[@]}" fuzz list --fuzz-dir "$dir"); do dir_of[$t]="$dir"; done
 done
 wanted=("$@")
-[ ${#wanted[@]} -gt 0 ] || wanted=("${!dir_of[@]}")
+[ ${#wanted[@]} -gt 0 ] || mapfile -t wanted < <(printf '%s\n' "${!dir_of[@]}" | sort)
 
 summary=()
 for t in "${wanted[@]}"; do
@@ -43,12 +56,26 @@ for t in "${wanted[@]}"; do
         echo "ci/fuzz.sh: unknown target '$t' (known: ${!dir_of[*]})" >&2
         exit 2
     fi
-    mkdir -p "$dir/corpus/$t"
+    corpus="$dir/corpus/$t"
+    mkdir -p "$corpus"
+    if [ "$replay" = 1 ]; then
+        echo "ci/fuzz.sh: replaying $(find "$corpus" -type f | wc -l) inputs of $t"
+        log="$(mktemp)"
+        nice -n 19 cargo "${tc[@]}" fuzz run --fuzz-dir "$dir" --release "$t" "$corpus" -- -runs=0 \
+            >"$log" 2>&1 || { tail -n 40 "$log"; exit 1; }
+        rm -f "$log"
+        continue
+    fi
     echo "ci/fuzz.sh: $t for ${secs}s"
-    cargo +nightly fuzz run --fuzz-dir "$dir" --release "$t" "$dir/corpus/$t" -- \
-        -max_total_time="$secs" -print_final_stats=1 2>&1 | tail -n 25
-    cargo +nightly fuzz cmin --fuzz-dir "$dir" --release "$t" "$dir/corpus/$t" >/dev/null 2>&1 || true
-    n=$(find "$dir/corpus/$t" -type f | wc -l)
-    summary+=("$t: ${secs}s, corpus $n inputs")
+    log="$(mktemp)"
+    nice -n 19 cargo "${tc[@]}" fuzz run --fuzz-dir "$dir" --release "$t" "$corpus" -- \
+        -max_total_time="$secs" -print_final_stats=1 >"$log" 2>&1 || { tail -n 40 "$log"; exit 1; }
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+    tail -n 3 "$log"
+    rm -f "$log"
+    nice -n 19 cargo "${tc[@]}" fuzz cmin --fuzz-dir "$dir" --release "$t" "$corpus" >/dev/null 2>&1 || true
+    n=$(find "$corpus" -type f | wc -l)
+    bytes=$(du -sb "$corpus" | cut -f1)
+    summary+=("$t: ${secs}s, ${runs:-?} runs, corpus $n inputs ($bytes bytes)")
 done
-printf 'ci/fuzz.sh: %s\n' "${summary[@]}"
+[ ${#summary[@]} -eq 0 ] || printf 'ci/fuzz.sh: %s\n' "${summary[@]}"

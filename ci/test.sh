@@ -18,5 +18,8 @@ cargo test --release --doc -p mpquic
 # The shells emulate links in real time: run their measurements one at a time
 # so they do not compete for the two cores (they skip without root/netns).
 cargo test --release -p mpquic-shells -- --test-threads=1
+# Fuzz regressions: every committed corpus input (findings included) runs once
+# through its cargo-fuzz target (stable + RUSTC_BOOTSTRAP; installs cargo-fuzz).
+bash ci/fuzz.sh --replay
 # Python bindings (maturin + pytest), last: pytest prints the closing summary.
 bash ci/python.sh

@@ -127,6 +127,13 @@ struct Entry<T> {
     app_wake: Option<Instant>,
 }
 
+/// Whether `dgram`'s first packet is a client Initial that decrypts with the
+/// Initial keys of its DCID: for servers built without an [`Endpoint`] (the
+/// C API's validator), to keep no state for garbage behind a long header.
+pub fn client_initial_decrypts(dgram: &[u8]) -> bool {
+    initial::decrypts(dgram, &mut Vec::with_capacity(dgram.len()))
+}
+
 /// Routes datagrams to connections of type-`T` user data; see the module docs.
 pub struct Endpoint<T = ()> {
     config: Config,

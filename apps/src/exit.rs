@@ -5,7 +5,8 @@ pub const OK: i32 = 0;
 /// Local I/O failure (cannot write the output file, cannot bind a socket).
 pub const IO: i32 = 1;
 /// Bad command line: unknown option, bad URL, unknown cc or scheduler name,
-/// bad `--local`, missing certificate.
+/// bad `--local` (or one of another address family than the server), a
+/// missing or unusable `--ca` / `--cert` / `--key` file or `--qlog-dir`.
 pub const USAGE: i32 = 2;
 /// Name resolution failed, or the server did not answer in time
 /// (unreachable host or port, handshake timeout, idle timeout).

@@ -8,7 +8,9 @@ pub mod batch;
 pub mod exit;
 pub mod files;
 pub mod net;
+pub mod pem;
 pub mod qlog;
+pub mod server;
 pub mod stats;
 pub mod target;
 

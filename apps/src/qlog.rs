@@ -26,6 +26,15 @@ pub struct EventLog {
     next: Instant,
 }
 
+/// Make sure `dir` exists and takes new files (a probe file is created
+/// and removed), so an unusable `--qlog-dir` is reported once at start.
+pub fn check_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let probe = dir.join(format!(".mpquic-probe-{}", std::process::id()));
+    File::create(&probe)?;
+    std::fs::remove_file(probe)
+}
+
 impl EventLog {
     /// Create `dir/<name>.jsonl`.
     pub fn create(dir: &Path, name: &str, now: Instant) -> std::io::Result<EventLog> {

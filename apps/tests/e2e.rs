@@ -102,6 +102,31 @@ fn token_file_skips_retry_next_time() {
     assert_eq!(run()["retry"], false, "token presented: no Retry");
 }
 
+/// A token file too long for an Initial is reported in one line and
+/// skipped; the run succeeds and leaves the server's token in the file.
+#[test]
+fn oversized_token_file_is_skipped() {
+    let (root, _) = served("bigtoken");
+    let srv = ServerProc::start(&root, &[]);
+    let out = root.with_extension("out");
+    let tok = root.with_extension("token");
+    std::fs::write(&tok, content(1300, 3)).unwrap();
+    let r = client(&[
+        &srv.url("/small.txt"),
+        "--insecure",
+        "-q",
+        "-o",
+        out.to_str().unwrap(),
+        "--token-file",
+        tok.to_str().unwrap(),
+    ]);
+    assert_eq!(r.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("no usable token (1300 bytes") && err.lines().count() == 1, "{err}");
+    let saved = std::fs::metadata(&tok).unwrap().len();
+    assert!(saved > 0 && saved < 1300, "the server's token replaces it: {saved} bytes");
+}
+
 #[test]
 fn http_errors_and_traversal() {
     let (root, _) = served("404");
@@ -130,6 +155,20 @@ fn client_bad_inputs() {
     assert!(String::from_utf8_lossy(&r.stderr).contains("cubic"));
     let r = client(&["https://localhost:4433/x", "--local", "no-such-iface0"]);
     assert_eq!(r.status.code(), Some(2));
+    // An IPv6 socket cannot reach an IPv4 server: said so, not "server down".
+    let r = client(&["https://127.0.0.1:4433/x", "--local", "::1"]);
+    assert_eq!(r.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&r.stderr);
+    assert!(e.contains("--local ::1: an IPv6 address cannot reach the server's IPv4 address"), "{e}");
+    // A --ca file that is not certificates: one line naming it.
+    let key = cert("key.pem");
+    let r = client(&["https://127.0.0.1:4433/x", "--ca", &key]);
+    assert_eq!(r.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(
+        e.trim_end(),
+        format!("mpquic-client: --ca {key}: not a PEM file of certificates (found: PRIVATE KEY)")
+    );
     let r = client(&["https://host.invalid/x"]);
     assert_eq!(r.status.code(), Some(3));
     // Nothing listens on this port: the handshake times out.
@@ -166,6 +205,20 @@ fn server_bad_inputs() {
     assert!(String::from_utf8_lossy(&r.stderr).contains("valid: minrtt"));
     let r = run(&["--listen", "127.0.0.1:0", "--cert", &c, "--key", &k, "--root", "/no/such/dir"]);
     assert_eq!(r.status.code(), Some(2));
+    // Wrong TLS files and an unusable --qlog-dir: one line each, at start.
+    let one_line = |r: &std::process::Output, want: &str| {
+        assert_eq!(r.status.code(), Some(2));
+        let e = String::from_utf8_lossy(&r.stderr);
+        assert!(e.contains(want) && e.lines().count() == 1 && !e.contains("TlsError"), "{e}");
+    };
+    one_line(&run(&["--listen", "127.0.0.1:0", "--cert", &k, "--key", &k]), "not a PEM file of certificates");
+    one_line(&run(&["--listen", "127.0.0.1:0", "--cert", &c, "--key", &c]), "not a PEM private key");
+    let ca = cert("rootca.pem");
+    one_line(
+        &run(&["--listen", "127.0.0.1:0", "--cert", &ca, "--key", &k]),
+        "not a usable certificate chain and matching private key",
+    );
+    one_line(&run(&["--listen", "127.0.0.1:0", "--cert", &c, "--key", &k, "--qlog-dir", &c]), "--qlog-dir");
 }
 
 #[test]

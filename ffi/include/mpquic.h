@@ -822,8 +822,12 @@ void mpquic_validator_free(struct mpquic_validator *v);
 // Decide what to do with datagram `dgram` from `from` that matched no
 // connection. `now_secs` is any clock in seconds (wall clock if tokens
 // must survive restarts; tokens carry it). Replies go to `out` (at least
-// 1200 bytes recommended). Fills `*info` and returns its kind (>= 0), or a
-// negative mpquic_error for invalid arguments.
+// 1200 bytes recommended). MPQUIC_ACCEPT_NEW only for an Initial that
+// decrypts, in a datagram of at least 1200 bytes: garbage behind a
+// valid-looking long header is dropped before any state exists. Fills
+// `*info` and returns its kind (>= 0), or a negative mpquic_error for
+// invalid arguments. Same as mpquic_validator_handle_bounded without a
+// half-open bound.
 int32_t mpquic_validator_handle(const struct mpquic_validator *v,
                                 const uint8_t *dgram,
                                 size_t dgram_len,
@@ -833,6 +837,23 @@ int32_t mpquic_validator_handle(const struct mpquic_validator *v,
                                 uint8_t *out,
                                 size_t out_len,
                                 struct mpquic_accept_info *info);
+
+// As mpquic_validator_handle, for a server that has `half_open`
+// connections whose handshake has not completed (count those not yet
+// mpquic_conn_is_established): from `max_half_open` on, clients must pass
+// a Retry even if the validator was made without (RFC 9000 §8.1), so a
+// flood of Initials cannot hold unbounded state.
+int32_t mpquic_validator_handle_bounded(const struct mpquic_validator *v,
+                                        const uint8_t *dgram,
+                                        size_t dgram_len,
+                                        const struct sockaddr *from,
+                                        socklen_t from_len,
+                                        uint64_t now_secs,
+                                        size_t half_open,
+                                        size_t max_half_open,
+                                        uint8_t *out,
+                                        size_t out_len,
+                                        struct mpquic_accept_info *info);
 
 // Write into `out` a Stateless Reset (RFC 9000 §10.3) answering `dgram`, a
 // short-header datagram whose `cid_len`-byte destination connection ID

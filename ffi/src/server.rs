@@ -15,6 +15,8 @@ use crate::{guard, slice, slice_mut, MPQUIC_ERROR_INTERNAL, MPQUIC_ERROR_INVALID
 /// shared between threads.
 pub struct mpquic_validator {
     inner: Validator,
+    /// Whether Retry was asked for at creation.
+    retry: bool,
 }
 
 /// What mpquic_validator_handle decided.
@@ -56,7 +58,7 @@ pub struct mpquic_accept_info {
 #[no_mangle]
 pub extern "C" fn mpquic_validator_new(retry: bool) -> *mut mpquic_validator {
     guard(std::ptr::null_mut(), || match Validator::new(retry) {
-        Ok(inner) => Box::into_raw(Box::new(mpquic_validator { inner })),
+        Ok(inner) => Box::into_raw(Box::new(mpquic_validator { inner, retry })),
         Err(_) => std::ptr::null_mut(),
     })
 }
@@ -106,8 +108,12 @@ pub unsafe extern "C" fn mpquic_validator_free(v: *mut mpquic_validator) {
 /// Decide what to do with datagram `dgram` from `from` that matched no
 /// connection. `now_secs` is any clock in seconds (wall clock if tokens
 /// must survive restarts; tokens carry it). Replies go to `out` (at least
-/// 1200 bytes recommended). Fills `*info` and returns its kind (>= 0), or a
-/// negative mpquic_error for invalid arguments.
+/// 1200 bytes recommended). MPQUIC_ACCEPT_NEW only for an Initial that
+/// decrypts, in a datagram of at least 1200 bytes: garbage behind a
+/// valid-looking long header is dropped before any state exists. Fills
+/// `*info` and returns its kind (>= 0), or a negative mpquic_error for
+/// invalid arguments. Same as mpquic_validator_handle_bounded without a
+/// half-open bound.
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_validator_handle(
     v: *const mpquic_validator,
@@ -116,6 +122,44 @@ pub unsafe extern "C" fn mpquic_validator_handle(
     from: *const sockaddr,
     from_len: socklen_t,
     now_secs: u64,
+    out: *mut u8,
+    out_len: usize,
+    info: *mut mpquic_accept_info,
+) -> i32 {
+    // SAFETY: same contract.
+    unsafe {
+        mpquic_validator_handle_bounded(
+            v,
+            dgram,
+            dgram_len,
+            from,
+            from_len,
+            now_secs,
+            0,
+            usize::MAX,
+            out,
+            out_len,
+            info,
+        )
+    }
+}
+
+/// As mpquic_validator_handle, for a server that has `half_open`
+/// connections whose handshake has not completed (count those not yet
+/// mpquic_conn_is_established): from `max_half_open` on, clients must pass
+/// a Retry even if the validator was made without (RFC 9000 §8.1), so a
+/// flood of Initials cannot hold unbounded state.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn mpquic_validator_handle_bounded(
+    v: *const mpquic_validator,
+    dgram: *const u8,
+    dgram_len: usize,
+    from: *const sockaddr,
+    from_len: socklen_t,
+    now_secs: u64,
+    half_open: usize,
+    max_half_open: usize,
     out: *mut u8,
     out_len: usize,
     info: *mut mpquic_accept_info,
@@ -142,7 +186,9 @@ pub unsafe extern "C" fn mpquic_validator_handle(
             retry_scid_len: 0,
             reply_len: 0,
         };
-        match v.inner.handle(dgram, &from, now_secs, out) {
+        let retry = v.retry || half_open >= max_half_open;
+        match v.inner.handle_retrying(dgram, &from, now_secs, out, retry) {
+            Accept::New { .. } if !engine::endpoint::client_initial_decrypts(dgram) => {}
             Accept::New { odcid, retry_scid } => {
                 info.kind = mpquic_accept_kind::MPQUIC_ACCEPT_NEW;
                 info.odcid_len = copy_cid(odcid.as_slice(), &mut info.odcid);

@@ -430,3 +430,66 @@ fn tokens_and_key_updates_from_c() {
         mpquic_validator_free(v);
     }
 }
+
+/// A flood of 1200-byte v1 Initials with random connection IDs and garbage
+/// payload (what a hostile client sends with Retry off) is dropped before
+/// any connection exists; a real client's Initial is accepted; past the
+/// half-open bound a real client gets a Retry instead.
+#[test]
+fn garbage_initial_flood_gets_no_connection() {
+    unsafe {
+        let v = mpquic_validator_new(false);
+        let from = Addr::new("127.0.0.1:5000");
+        let mut reply = [0u8; 1500];
+        let mut info: mpquic_accept_info = std::mem::zeroed();
+        let handle = |d: &[u8], half_open: usize, info: &mut mpquic_accept_info, reply: &mut [u8]| {
+            mpquic_validator_handle_bounded(
+                v,
+                d.as_ptr(),
+                d.len(),
+                from.ptr(),
+                from.1,
+                0,
+                half_open,
+                4,
+                reply.as_mut_ptr(),
+                reply.len(),
+                info,
+            )
+        };
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rand = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        };
+        for _ in 0..1000 {
+            // Initial, v1, 8-byte DCID and SCID, no token, length to the end.
+            let mut d = vec![0xc3, 0, 0, 0, 1, 8];
+            d.extend((0..8).map(|_| rand()));
+            d.push(8);
+            d.extend((0..8).map(|_| rand()));
+            d.extend([0, 0x44, 0x96]);
+            d.extend((0..1174).map(|_| rand()));
+            assert_eq!(d.len(), 1200);
+            let k = handle(&d, 0, &mut info, &mut reply);
+            assert_eq!(k, mpquic_accept_kind::MPQUIC_ACCEPT_DROP as i32);
+        }
+        let cfg = config(false);
+        let a = Addr::new("127.0.0.1:5000");
+        let c = mpquic_connect(cstr("localhost").as_ptr(), null(), 0, a.ptr(), a.1, a.ptr(), a.1, cfg, 1_000);
+        let mut buf = [0u8; 1500];
+        let mut si: mpquic_send_info = std::mem::zeroed();
+        let n = mpquic_conn_send(c, buf.as_mut_ptr(), buf.len(), &mut si, 1_000) as usize;
+        assert_eq!(handle(&buf[..n], 3, &mut info, &mut reply), mpquic_accept_kind::MPQUIC_ACCEPT_NEW as i32);
+        assert_eq!(
+            handle(&buf[..n], 4, &mut info, &mut reply),
+            mpquic_accept_kind::MPQUIC_ACCEPT_REPLY as i32
+        );
+        assert!(info.reply_len > 0 && info.reply_len < n, "a Retry, smaller than the Initial");
+        mpquic_conn_free(c);
+        mpquic_config_free(cfg);
+        mpquic_validator_free(v);
+    }
+}

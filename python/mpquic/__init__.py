@@ -8,6 +8,8 @@
   DataFrame, one row per run.
 * ``download(url, locals=[...], cc=..., scheduler=...)`` downloads over real UDP
   sockets (HTTP/3) and returns a summary dict.
+* ``Server(root, cert, key, listen=...)`` serves a directory over HTTP/3 (the
+  server of ``mpquic-server``); ``.serve(duration)`` runs it.
 * ``congestion_controllers()``, ``schedulers()``, ``scenarios()`` list the names.
 * :mod:`mpquic.plot` draws throughput, out-of-order bytes and CDFs.
 
@@ -56,7 +58,55 @@ def download(url, locals=None, cc="cubic", scheduler="minrtt", timeout=30.0,
                             bool(insecure), None if output is None else str(output))
 
 
+class Server:
+    """An HTTP/3 file server (GET/HEAD of files under ``root``), the one
+    ``mpquic-server`` runs, bound at creation to ``listen`` (a ``"IP:PORT"`` or a
+    list of them; port 0 picks a free one, see :meth:`addresses`).
+
+    It runs on ``mpquic::Endpoint``: a connection is created only once a client's
+    Initial decrypts, so a flood of garbage Initials leaves no state; past
+    ``max_half_open`` connections still in their handshake, clients must pass a
+    Retry even with ``retry=False``. ``cert`` and ``key`` are PEM files;
+    ``access_log`` a file for one line per request (default stderr).
+    Raises ``ValueError`` for unusable options or files, ``OSError`` if a socket
+    cannot be bound, ``ConfigError`` for an unknown cc/scheduler.
+    """
+
+    def __init__(self, root, cert, key, listen="127.0.0.1:4433", cc="cubic",
+                 scheduler="minrtt", retry=True, max_paths=4, max_half_open=256,
+                 idle_timeout=30.0, access_log=None):
+        if isinstance(listen, str):
+            listen = [listen]
+        if not (idle_timeout > 0):
+            raise ValueError("idle_timeout must be a positive number of seconds")
+        self._inner = _native.Server(
+            str(root), str(cert), str(key), list(listen), cc, scheduler, bool(retry),
+            int(max_paths), int(max_half_open), int(idle_timeout * 1000),
+            None if access_log is None else str(access_log))
+
+    def addresses(self):
+        """The bound addresses, as ``"IP:PORT"`` strings."""
+        return self._inner.addresses()
+
+    def serve(self, duration=None):
+        """Serves (without holding the GIL) until :meth:`stop` is called from
+        another thread or ``duration`` seconds have passed; then closes every
+        connection (up to 3 s to drain) and returns. A server serves once."""
+        self._inner.serve(None if duration is None else float(duration))
+
+    def stop(self):
+        """Makes :meth:`serve` return."""
+        self._inner.stop()
+
+    def stats(self):
+        """The endpoint's counters (``accepted`` connections, ``undecryptable``
+        Initials, ``retries``, ``forced_retries``, ``stateless_resets`` ...), once
+        :meth:`serve` has returned."""
+        return self._inner.stats()
+
+
 __all__ = [
+    "Server",
     "ConfigError",
     "DownloadError",
     "ScenarioError",

@@ -13,6 +13,7 @@ use pyo3::types::{PyDict, PyList};
 
 mod download;
 mod scenario;
+mod serve;
 mod simulate;
 
 create_exception!(
@@ -152,6 +153,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(load_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_toml, m)?)?;
     m.add_function(wrap_pyfunction!(download::download, m)?)?;
+    m.add_class::<serve::Server>()?;
     m.add_function(wrap_pyfunction!(simulate::simulate, m)?)?;
     Ok(())
 }

@@ -14,6 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use mpquic::h3::{self, quic::Quic, Header};
 use mpquic::Connection;
 use mpquic_apps::net::{self, LocalSpec, Outbox, Sockets};
+use mpquic_apps::pem;
 use mpquic_apps::stats::{human_bytes, Samples};
 use mpquic_apps::target::{self, Target};
 use mpquic_apps::{exit, H3_NO_ERROR};
@@ -86,7 +87,9 @@ struct Download {
 /// namespace file NETNS), or [`local_addr`]'s forms.
 fn local_spec(spec: &str, peer: &SocketAddr) -> Result<LocalSpec, String> {
     let Some((addr, ns)) = spec.split_once('@') else {
-        return Ok(LocalSpec { addr: local_addr(spec, peer)?, netns: None });
+        let addr = local_addr(spec, peer)?;
+        same_family(spec, &addr, peer)?;
+        return Ok(LocalSpec { addr, netns: None });
     };
     if ns.is_empty() {
         return Err(format!("--local {spec}: empty network namespace after '@'"));
@@ -95,7 +98,57 @@ fn local_spec(spec: &str, peer: &SocketAddr) -> Result<LocalSpec, String> {
         .parse::<SocketAddr>()
         .or_else(|_| addr.parse::<IpAddr>().map(|ip| SocketAddr::new(ip, 0)))
         .map_err(|_| format!("--local {spec}: with @NETNS the address must be an IP or IP:PORT"))?;
+    same_family(spec, &addr, peer)?;
     Ok(LocalSpec { addr, netns: Some(ns.into()) })
+}
+
+/// A socket of one address family cannot reach the other's addresses.
+fn same_family(spec: &str, local: &SocketAddr, peer: &SocketAddr) -> Result<(), String> {
+    let family = |a: &SocketAddr| if a.is_ipv4() { "IPv4" } else { "IPv6" };
+    if local.is_ipv4() == peer.is_ipv4() {
+        return Ok(());
+    }
+    Err(format!(
+        "--local {spec}: an {} address cannot reach the server's {} address {peer}; give a local address of the same family",
+        family(local),
+        family(peer)
+    ))
+}
+
+/// The server's address: the first the name resolves to, or the first of
+/// the family of the first `--local` that is a plain IP (so `localhost`
+/// with `--local ::1` picks `[::1]`).
+fn server_addr(host: &str, port: u16, locals: &[String]) -> Result<SocketAddr, (i32, String)> {
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| (exit::NETWORK, format!("cannot resolve {host}: {e}")))?
+        .collect();
+    let want_v4 = locals.first().and_then(|l| {
+        let ip = l.split_once('@').map_or(l.as_str(), |(a, _)| a);
+        ip.parse::<SocketAddr>().map(|a| a.ip()).or_else(|_| ip.parse::<IpAddr>()).ok().map(|ip| ip.is_ipv4())
+    });
+    let preferred = want_v4.and_then(|v4| addrs.iter().find(|a| a.is_ipv4() == v4));
+    preferred.or(addrs.first()).copied().ok_or_else(|| (exit::NETWORK, format!("{host}: no address")))
+}
+
+/// Largest token presented: with the Initial's headers and AEAD tag it
+/// must leave room for handshake data in the first 1200-byte datagram.
+const MAX_TOKEN: usize = 1024;
+
+/// The token kept in `--token-file`, if there is a usable one. A missing
+/// file just means none yet; an oversized one is reported and skipped (the
+/// server's token replaces it at the end of this run).
+fn saved_token(path: &std::path::Path) -> Option<Vec<u8>> {
+    let t = std::fs::read(path).ok()?;
+    if t.len() > MAX_TOKEN {
+        eprintln!(
+            "mpquic-client: --token-file {}: no usable token ({} bytes, at most {MAX_TOKEN}); connecting without one",
+            path.display(),
+            t.len()
+        );
+        return None;
+    }
+    Some(t)
 }
 
 /// Resolve `--local`: an IP, IP:PORT, or an interface name (its first
@@ -149,6 +202,7 @@ fn main() {
     if args.insecure {
         config.verify_peer(false);
     } else if let Some(ca) = &args.ca {
+        pem::check("--ca", ca, pem::Want::Certificates).unwrap_or_else(|e| fail(exit::USAGE, e));
         if let Err(e) = config.load_verify_locations_from_file(ca) {
             fail(exit::USAGE, format!("--ca {ca}: {e}"));
         }
@@ -163,10 +217,7 @@ fn main() {
         config.set_initial_max_path_id(Some(args.locals.len() as u32 - 1));
     }
 
-    let peer = match (first.host.as_str(), first.port).to_socket_addrs() {
-        Ok(mut a) => a.next().unwrap_or_else(|| fail(exit::NETWORK, format!("{}: no address", first.host))),
-        Err(e) => fail(exit::NETWORK, format!("cannot resolve {}: {e}", first.host)),
-    };
+    let peer = server_addr(&first.host, first.port, &args.locals).unwrap_or_else(|(code, e)| fail(code, e));
     let mut locals: Vec<LocalSpec> =
         args.locals.iter().map(|l| local_spec(l, &peer).unwrap_or_else(|e| fail(exit::USAGE, e))).collect();
     if locals.is_empty() {
@@ -199,9 +250,14 @@ fn main() {
     let local0 = socks.local_addrs()[0];
     let mut conn =
         mpquic::connect(Some(&first.host), &mpquic::random_cid(16), local0, peer, &config, Instant::now())
-            .unwrap_or_else(|e| fail(exit::TLS, format!("TLS setup: {e}")));
-    // A missing or unreadable token file just means no token.
-    if let Some(t) = args.token_file.as_ref().and_then(|p| std::fs::read(p).ok()) {
+            .unwrap_or_else(|e| match (&e, &args.ca) {
+                // The file is PEM (checked above) but BoringSSL refused its content.
+                (mpquic::Error::Config(_), Some(ca)) => {
+                    fail(exit::USAGE, format!("--ca {ca}: certificates BoringSSL cannot load"))
+                }
+                _ => fail(exit::TLS, format!("TLS setup: {e}")),
+            });
+    if let Some(t) = args.token_file.as_deref().and_then(saved_token) {
         conn.set_token(&t);
     }
     let show_bar = !args.quiet && !args.json && std::io::stderr().is_terminal();

@@ -1,0 +1,573 @@
+//! The HTTP/3 file server behind `mpquic-server` (and Python's
+//! `mpquic.serve`): an event loop on `mpquic::Endpoint` serving GET/HEAD of
+//! files under a root directory, with an access log and per-connection
+//! event logs.
+
+// The server loop is where the clock is read: it passes `now` to the engine.
+#![allow(clippy::disallowed_methods)]
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use mpquic::endpoint::{Endpoint, EndpointConfig, EndpointStats, Handle, Incoming};
+use mpquic::h3::{self, quic::Quic, Header};
+use mpquic::{Connection, RecvInfo};
+use serde_json::json;
+
+use crate::files::{self, Refused};
+use crate::net::{self, Outbox, Sockets};
+use crate::qlog::{self, EventLog};
+use crate::{exit, pem, H3_NO_ERROR};
+
+/// What to serve and how (the server's command line).
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// UDP addresses to listen on (one socket each).
+    pub listen: Vec<SocketAddr>,
+    /// Directory to serve.
+    pub root: PathBuf,
+    /// Certificate chain (PEM).
+    pub cert: String,
+    /// Private key (PEM).
+    pub key: String,
+    /// Answer new clients with Retry (address validation first).
+    pub retry: bool,
+    /// Congestion controller name.
+    pub cc: String,
+    /// Path scheduler (`name[:key=value,...]`).
+    pub scheduler: String,
+    /// Most paths a client may open; 0 disables multipath.
+    pub max_paths: u32,
+    /// Access log file (stderr if `None`).
+    pub access_log: Option<PathBuf>,
+    /// Directory for per-connection JSON-lines event logs.
+    pub qlog_dir: Option<PathBuf>,
+    /// Idle timeout in milliseconds.
+    pub idle_timeout: u64,
+    /// Connections still in their handshake beyond which new clients must
+    /// pass a Retry, even without `retry`.
+    pub max_half_open: usize,
+}
+
+/// How long connections get to close after SIGINT/SIGTERM.
+const DRAIN_TIME: Duration = Duration::from_secs(3);
+/// Body bytes read from a file at a time.
+const CHUNK: usize = 32 * 1024;
+/// Bytes of a response the engine holds before they are sent.
+const UNSENT: usize = 64 << 10;
+/// Length of the connection IDs we issue (the engine keeps this length).
+const CID_LEN: usize = 16;
+
+/// One response being sent.
+struct Response {
+    file: Option<File>,
+    /// File bytes not yet read.
+    file_left: u64,
+    buf: Vec<u8>,
+    pos: usize,
+    eof: bool,
+    sent: u64,
+    status: u16,
+    method: String,
+    path: String,
+    start: Instant,
+}
+
+/// What the server keeps per connection beside the engine's state.
+#[derive(Default)]
+struct Client {
+    h3: Option<h3::Connection>,
+    out: Outbox,
+    responses: HashMap<u64, Response>,
+    peer: Option<SocketAddr>,
+    log: Option<EventLog>,
+}
+
+/// A server bound to its sockets; [`Server::run`] serves until stopped.
+pub struct Server {
+    opts: Options,
+    root: PathBuf,
+    ep: Endpoint<Client>,
+    socks: Sockets,
+    access: Box<dyn Write + Send>,
+}
+
+/// Why a server could not start: the exit code (`exit::USAGE` for bad
+/// options, `exit::IO` for sockets and files) and one line.
+pub type StartError = (i32, String);
+
+impl Server {
+    /// Check the options, bind the sockets and open the logs. Unusable
+    /// files are reported now, one line each, rather than at the first
+    /// client.
+    pub fn new(opts: Options) -> Result<Server, StartError> {
+        let usage = |e: String| (exit::USAGE, e);
+        pem::check("--cert", &opts.cert, pem::Want::Certificates).map_err(usage)?;
+        pem::check("--key", &opts.key, pem::Want::PrivateKey).map_err(usage)?;
+        if let Some(dir) = &opts.qlog_dir {
+            qlog::check_dir(dir).map_err(|e| usage(format!("--qlog-dir {}: {e}", dir.display())))?;
+        }
+        let root = match opts.root.canonicalize() {
+            Ok(r) if r.is_dir() => r,
+            _ => return Err(usage(format!("--root {}: not a directory", opts.root.display()))),
+        };
+        let Some(&first) = opts.listen.first() else {
+            return Err(usage("no address to listen on".into()));
+        };
+        let config = config(&opts, first)?;
+        let ep_config = EndpointConfig {
+            cid_len: CID_LEN,
+            retry: opts.retry,
+            max_half_open: opts.max_half_open,
+            ..EndpointConfig::default()
+        };
+        let ep = Endpoint::new(config, ep_config, Instant::now()).map_err(|e| (exit::IO, e.to_string()))?;
+        let socks = Sockets::bind(&opts.listen).map_err(|e| (exit::IO, e.to_string()))?;
+        let access: Box<dyn Write + Send> = match &opts.access_log {
+            Some(p) => match std::fs::OpenOptions::new().create(true).append(true).open(p) {
+                Ok(f) => Box::new(f),
+                Err(e) => return Err((exit::IO, format!("--access-log {}: {e}", p.display()))),
+            },
+            None => Box::new(std::io::stderr()),
+        };
+        Ok(Server { opts, root, ep, socks, access })
+    }
+
+    /// The addresses the sockets are bound to (port 0 resolved).
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.socks.local_addrs().to_vec()
+    }
+
+    /// The serving directory, canonical.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The endpoint's counters (connections accepted, Initials that did
+    /// not decrypt, Retries, ...).
+    pub fn stats(&self) -> EndpointStats {
+        self.ep.stats()
+    }
+
+    /// Serve until `stop` is set; then GOAWAY and CONNECTION_CLOSE to
+    /// every connection and up to 3 s for them to drain.
+    pub fn run(&mut self, stop: &AtomicBool) -> Result<(), String> {
+        let mut buf = vec![0u8; net::MAX_DATAGRAM];
+        let mut out = vec![0u8; net::MAX_DATAGRAM];
+        let mut drain_until: Option<Instant> = None;
+        loop {
+            let now = Instant::now();
+            // Wake at least every 100 ms to notice signals.
+            let wait = self.ep.timeout().map_or(Duration::from_millis(100), |d| {
+                d.saturating_duration_since(now).min(Duration::from_millis(100))
+            });
+            self.socks.wait(Some(wait)).map_err(|e| format!("poll: {e}"))?;
+            if stop.load(Ordering::Relaxed) && drain_until.is_none() {
+                eprintln!("mpquic-server: shutting down, closing {} connection(s)", self.ep.len());
+                drain_until = Some(Instant::now() + DRAIN_TIME);
+                self.ep.set_accept(false);
+                self.close_all(Instant::now());
+            }
+            self.receive(&mut buf, &mut out);
+            let now = Instant::now();
+            let before = self.ep.len();
+            while let Some(h) = self.ep.poll(now) {
+                self.service(h, now, &mut out);
+            }
+            if self.ep.is_empty() && before > 0 {
+                release_freed_memory();
+            }
+            if let Some(until) = drain_until {
+                if self.ep.is_empty() || Instant::now() >= until {
+                    eprintln!("mpquic-server: stopped");
+                    let _ = self.access.flush();
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Hand every queued datagram to the endpoint; send its stateless
+    /// replies; set up the connections it accepts.
+    fn receive(&mut self, buf: &mut [u8], out: &mut [u8]) {
+        let (ep, socks) = (&mut self.ep, &self.socks);
+        let mut accepted = Vec::new();
+        let now = Instant::now();
+        let r = socks.recv_all(buf, |d, info| match ep.recv(d, info, now, out) {
+            Incoming::Reply(n) => {
+                let si =
+                    mpquic::SendInfo { from: info.to, to: info.from, path_id: mpquic::PathId::ZERO, at: now };
+                let _ = socks.send(out.get(..n).unwrap_or_default(), &si);
+            }
+            Incoming::Accepted(h) => accepted.push((h, info)),
+            Incoming::Routed(_) | Incoming::Dropped => {}
+        });
+        if let Err(e) = r {
+            eprintln!("mpquic-server: recv: {e}");
+        }
+        for (h, info) in accepted {
+            self.on_accept(h, info, now);
+        }
+    }
+
+    fn on_accept(&mut self, h: Handle, info: RecvInfo, now: Instant) {
+        let qlog_dir = self.opts.qlog_dir.clone();
+        let Some((conn, c)) = self.ep.get(h) else { return };
+        c.peer = Some(info.from);
+        c.log = qlog_dir.as_ref().and_then(|dir| {
+            let name = hex(conn.source_id().as_slice());
+            EventLog::create(dir, &name, now).map_err(|e| eprintln!("mpquic-server: qlog: {e}")).ok()
+        });
+        if let Some(l) = c.log.as_mut() {
+            l.event(now, "connection_started", json!({"peer": info.from.to_string(), "local": info.to.to_string(), "retry": self.opts.retry}));
+        }
+    }
+
+    fn close_all(&mut self, now: Instant) {
+        for h in self.ep.handles() {
+            if let Some((conn, c)) = self.ep.get(h) {
+                if let Some(h3) = c.h3.as_mut() {
+                    let _ = h3.send_goaway(&mut Quic::new(conn, now));
+                }
+                conn.close(true, H3_NO_ERROR, b"server shutting down", now);
+            }
+            let mut out = vec![0u8; net::MAX_DATAGRAM];
+            self.service(h, now, &mut out);
+        }
+    }
+
+    fn service(&mut self, handle: Handle, now: Instant, out: &mut [u8]) {
+        let Some((conn, c)) = self.ep.get(handle) else { return };
+        let peer = c.peer.or_else(|| conn.paths().next().map(|p| p.2)).unwrap_or(self.opts.listen[0]);
+        while let Some(ev) = conn.path_event_next() {
+            if let Some(l) = c.log.as_mut() {
+                l.event(now, "path_event", json!({ "detail": format!("{ev:?}") }));
+            }
+        }
+        if conn.is_established() && c.h3.is_none() && !conn.is_draining() {
+            match h3::Connection::with_transport(&mut Quic::new(conn, now), &h3::Config::default()) {
+                Ok(h) => c.h3 = Some(h),
+                Err(e) => {
+                    eprintln!("mpquic-server: {peer}: HTTP/3 setup: {e}");
+                    conn.close(true, 0x101, b"h3 setup", now);
+                }
+            }
+        }
+        let mut logs = Vec::new();
+        if c.h3.is_some() {
+            serve(conn, c, peer, &self.root, now, &mut logs);
+        }
+        if let Some(l) = c.log.as_mut() {
+            l.sample(conn, now);
+            l.engine_events(conn);
+        }
+        let wake = c.out.flush(conn, &self.socks, out, now).unwrap_or(None);
+        let wake = net::earliest(wake, c.log.as_ref().map(|l| l.next_sample()));
+        for line in logs {
+            let _ = writeln!(self.access, "{line}");
+        }
+        if let Some((conn, c)) = self.ep.rearm(handle, wake) {
+            self.closed(conn, c, peer, now);
+        }
+    }
+
+    /// The connection is gone: log the requests it left unfinished (one
+    /// access-log line per request) and close its event log.
+    fn closed(&mut self, conn: Connection, mut c: Client, peer: SocketAddr, now: Instant) {
+        for r in c.responses.values() {
+            let _ = writeln!(self.access, "{}", access_line(peer, r, now, " (connection closed)"));
+        }
+        if let Some(mut l) = c.log.take() {
+            let info = conn.peer_error().or(conn.local_error()).cloned();
+            l.event(
+                now,
+                "closed",
+                json!({
+                    "by_peer": conn.peer_error().is_some(),
+                    "code": info.as_ref().map(|i| i.code), "app": info.as_ref().map(|i| i.is_app),
+                    "reason": info.as_ref().map(|i| String::from_utf8_lossy(&i.reason).into_owned()),
+                    "stats": format!("{:?}", conn.stats()),
+                }),
+            );
+            l.flush();
+        }
+    }
+}
+
+/// Hand memory freed by closed connections back to the system: glibc's
+/// malloc keeps freed blocks of its per-thread arenas mapped, so after a
+/// burst of connections the process would otherwise keep its peak size.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: plain call; trims free memory at the top of every arena.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn header<'a>(headers: &'a [Header], name: &str) -> Option<&'a str> {
+    headers.iter().find(|h| h.name == name.as_bytes()).and_then(|h| std::str::from_utf8(&h.value).ok())
+}
+
+fn access_line(peer: SocketAddr, r: &Response, now: Instant, note: &str) -> String {
+    let t = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    format!(
+        "{}.{:03} {peer} \"{} {} HTTP/3\" {} {} {:.1}ms{note}",
+        t.as_secs(),
+        t.subsec_millis(),
+        r.method,
+        r.path,
+        r.status,
+        r.sent,
+        now.saturating_duration_since(r.start).as_secs_f64() * 1e3
+    )
+}
+
+/// Handle HTTP/3 events and push response bodies.
+fn serve(
+    conn: &mut Connection,
+    c: &mut Client,
+    peer: SocketAddr,
+    root: &Path,
+    now: Instant,
+    logs: &mut Vec<String>,
+) {
+    let Some(h) = c.h3.as_mut() else { return };
+    loop {
+        let ev = match h.poll(&mut Quic::new(conn, now)) {
+            Ok(Some(ev)) => ev,
+            Ok(None) => break,
+            Err(e) => {
+                if !conn.is_draining() && !conn.is_closed() {
+                    eprintln!("mpquic-server: {}: HTTP/3: {e}", peer);
+                }
+                return;
+            }
+        };
+        match ev {
+            h3::Event::Headers { stream, headers, .. } => {
+                if c.responses.contains_key(&stream) {
+                    continue; // trailers
+                }
+                let r = start_response(h, conn, stream, &headers, root, now);
+                if r.eof && r.buf.is_empty() {
+                    logs.push(access_line(peer, &r, now, ""));
+                } else {
+                    c.responses.insert(stream, r);
+                }
+            }
+            h3::Event::Data { stream } => {
+                // Request bodies are not used: read and drop them.
+                let mut sink = [0u8; 4096];
+                while let Ok(n) = h.recv_body(&mut Quic::new(conn, now), stream, &mut sink) {
+                    if n == 0 {
+                        break;
+                    }
+                }
+            }
+            h3::Event::Reset { stream, .. } | h3::Event::StreamError { stream, .. } => {
+                if let Some(r) = c.responses.remove(&stream) {
+                    logs.push(access_line(peer, &r, now, " (reset by client)"));
+                }
+            }
+            h3::Event::Finished { .. } | h3::Event::GoAway { .. } => {}
+        }
+    }
+    let mut done = Vec::new();
+    for (&stream, r) in c.responses.iter_mut() {
+        match push_body(h, conn, stream, r, now) {
+            Ok(true) => done.push((stream, "")),
+            Ok(false) => {}
+            Err(_) => {
+                let _ = conn.stream_shutdown(stream, false, true, 0x10c);
+                done.push((stream, " (aborted)"))
+            }
+        }
+    }
+    for (stream, note) in done {
+        if let Some(r) = c.responses.remove(&stream) {
+            logs.push(access_line(peer, &r, now, note));
+        }
+    }
+}
+
+fn start_response(
+    h: &mut h3::Connection,
+    conn: &mut Connection,
+    stream: u64,
+    headers: &[Header],
+    root: &Path,
+    now: Instant,
+) -> Response {
+    let method = header(headers, ":method").unwrap_or("?").to_string();
+    let path = header(headers, ":path").unwrap_or("?").to_string();
+    let mut r = Response {
+        file: None,
+        file_left: 0,
+        buf: Vec::new(),
+        pos: 0,
+        eof: true,
+        sent: 0,
+        status: 200,
+        method: method.clone(),
+        path: path.clone(),
+        start: now,
+    };
+    let mut resp = Vec::new();
+    let mut len = 0u64;
+    let mut ctype = "text/plain; charset=utf-8";
+    if method != "GET" && method != "HEAD" {
+        r.status = 405;
+        r.buf = b"method not allowed\n".to_vec();
+        resp.push(Header::new("allow", "GET, HEAD"));
+    } else {
+        match files::resolve(root, &path) {
+            Ok(p) => match File::open(&p).and_then(|f| f.metadata().map(|m| (f, m.len()))) {
+                Ok((f, l)) => {
+                    len = l;
+                    ctype = files::content_type(&p);
+                    r.file = Some(f);
+                    r.file_left = l;
+                    r.eof = l == 0;
+                }
+                Err(_) => {
+                    r.status = 404;
+                    r.buf = b"not found\n".to_vec();
+                }
+            },
+            Err(Refused::NotFound) => {
+                r.status = 404;
+                r.buf = b"not found\n".to_vec();
+            }
+            Err(Refused::BadRequest) => {
+                r.status = 400;
+                r.buf = b"bad request\n".to_vec();
+            }
+        }
+    }
+    if r.file.is_none() {
+        len = r.buf.len() as u64;
+    }
+    let head = method == "HEAD";
+    if head {
+        r.buf.clear();
+        r.file = None;
+        r.eof = true;
+    }
+    let mut all = vec![
+        Header::new(":status", r.status.to_string()),
+        Header::new("server", "mpquic"),
+        Header::new("content-type", ctype),
+        Header::new("content-length", len.to_string()),
+    ];
+    all.append(&mut resp);
+    // The body goes out with FIN on its last DATA frame; an empty one ends
+    // with the headers.
+    let fin = head || len == 0;
+    if fin {
+        r.buf.clear();
+        r.file = None;
+        r.eof = true;
+    }
+    if let Err(e) = h.send_response(&mut Quic::new(conn, now), stream, &all, fin) {
+        eprintln!("mpquic-server: response on stream {stream}: {e}");
+        r.buf.clear();
+        r.file = None;
+        r.eof = true;
+    }
+    r
+}
+
+/// Send as much body as flow control allows; `Ok(true)` when finished.
+fn push_body(
+    h: &mut h3::Connection,
+    conn: &mut Connection,
+    stream: u64,
+    r: &mut Response,
+    now: Instant,
+) -> Result<bool, h3::Error> {
+    loop {
+        if r.pos >= r.buf.len() && !r.eof {
+            let want = r.file_left.min(CHUNK as u64) as usize;
+            r.buf.resize(want, 0);
+            r.pos = 0;
+            match r.file.as_mut().map(|f| f.read_exact(&mut r.buf)) {
+                Some(Ok(())) => {}
+                // The file shrank or failed under us: abort the stream
+                // rather than send a body shorter than content-length.
+                _ => return Err(h3::Error::InvalidState("file read failed")),
+            }
+            r.file_left -= want as u64;
+            if r.file_left == 0 {
+                r.eof = true;
+                r.file = None;
+            }
+        }
+        let data = r.buf.get(r.pos..).unwrap_or_default();
+        let n = h.send_body(&mut Quic::new(conn, now), stream, data, r.eof)?;
+        r.pos += n;
+        r.sent += n as u64;
+        // The FIN went with the last byte (send_body sets it only when
+        // every byte offered was taken).
+        if r.eof && r.pos >= r.buf.len() {
+            return Ok(true);
+        }
+        if n == 0 {
+            return Ok(false);
+        }
+    }
+}
+
+/// The connection settings `opts` ask for; a certificate and key that
+/// BoringSSL refuses are reported here, before any client comes.
+fn config(opts: &Options, first: SocketAddr) -> Result<mpquic::Config, StartError> {
+    let mut config = mpquic::Config::new();
+    let setup = (|| -> Result<(), String> {
+        config.set_application_protos(&[crate::ALPN]).map_err(|e| e.to_string())?;
+        config.load_cert_chain_from_pem_file(&opts.cert).map_err(|e| e.to_string())?;
+        config.load_priv_key_from_pem_file(&opts.key).map_err(|e| e.to_string())?;
+        crate::set_algorithms(&mut config, &opts.cc, &opts.scheduler)?;
+        Ok(())
+    })();
+    setup.map_err(|e| (exit::USAGE, e))?;
+    config.set_max_idle_timeout(opts.idle_timeout);
+    config.set_initial_max_path_id(opts.max_paths.checked_sub(1));
+    config.set_max_connection_window(32 << 20);
+    config.set_max_stream_window(32 << 20);
+    config.set_stream_send_buffer(1 << 20);
+    // Memory by need: a response waits in the engine only as far as its
+    // connection is sending it (what is in flight plus this), not whole.
+    config.set_stream_send_unsent(UNSENT);
+    // The engine's own events (metrics, losses, path events) join the log.
+    config.enable_qlog(opts.qlog_dir.is_some());
+    // Fail on a bad certificate now, not at the first client.
+    if mpquic::accept(
+        &mpquic::random_cid(CID_LEN),
+        &mpquic::random_cid(CID_LEN),
+        None,
+        first,
+        first,
+        &config,
+        Instant::now(),
+    )
+    .is_err()
+    {
+        // Both files are well-formed PEM (checked above): BoringSSL refused
+        // their content, most often a key that does not match the certificate.
+        let (cert, key) = (&opts.cert, &opts.key);
+        return Err((
+            exit::USAGE,
+            format!("--cert {cert} / --key {key}: not a usable certificate chain and matching private key"),
+        ));
+    }
+    Ok(config)
+}
