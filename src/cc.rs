@@ -76,41 +76,7 @@ pub struct LossEvent {
     pub persistent_congestion: bool,
 }
 
-/// Read-only facts about one path, given to controllers and schedulers.
-#[derive(Clone, Copy, Debug)]
-pub struct PathView {
-    /// The path.
-    pub id: PathId,
-    /// Congestion window in bytes.
-    pub cwnd: usize,
-    /// Bytes in flight.
-    pub bytes_in_flight: usize,
-    /// Smoothed RTT.
-    pub srtt: Duration,
-    /// Minimum RTT.
-    pub min_rtt: Duration,
-    /// Bandwidth estimate in bytes/s (BBR's BtlBw, else cwnd/srtt).
-    pub bandwidth: u64,
-    /// Pacing rate in bytes/s, if the controller paces.
-    pub pacing_rate: Option<u64>,
-    /// In slow start / BBR Startup.
-    pub in_slow_start: bool,
-    /// The path may carry data (validated, not abandoned, not backup-only).
-    pub active: bool,
-    /// Shared-bottleneck group ([`crate::sbd`]): paths with equal values were
-    /// judged to share a bottleneck; a path alone has its own ID here.
-    pub group: u32,
-    /// The ProbeBW phase of a BBR-family controller in ProbeBW
-    /// ([`CongestionController::probe_phase`]).
-    pub probe_phase: Option<u8>,
-    /// A BBR-family controller in ProbeRTT
-    /// ([`CongestionController::in_probe_rtt`]).
-    pub probe_rtt: bool,
-    /// Bytes delivered (acknowledged, in flight when sent) on the path so far.
-    pub delivered: u64,
-    /// Bytes declared lost on the path so far.
-    pub lost: u64,
-}
+pub use crate::path::PathView;
 
 /// Numbers a controller exposes for stats and qlog.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -8,7 +8,6 @@
 //! packet-number spaces).
 
 mod multipath;
-mod paths;
 mod recv;
 mod send;
 pub(crate) mod sent;
@@ -30,8 +29,8 @@ use crate::stream::{Side, StreamDir, StreamError, StreamId, Streams, StreamsConf
 use crate::transport_params::TransportParams;
 use crate::PathId;
 
-use paths::{CidState, MpState, Path, PathConfig};
-pub use paths::{PathError, PathEvent, PathStats, PathStatus};
+use crate::path::{CidState, MpState, Path, PathConfig};
+pub use crate::path::{PathError, PathEvent, PathStats, PathStatus};
 use spaces::{CryptoLevels, HsSpace};
 
 /// Where a datagram came from and went to.
@@ -329,7 +328,7 @@ impl Connection {
         // The rec scheduler asks the peer for per-path desired sending rates.
         let wants_dsr = config.scheduler_factory.is_none() && config.scheduler.starts_with("rec");
         if wants_dsr {
-            params.extra.push((crate::sched::rec_wire::REC_TRANSPORT_PARAM_ID, Vec::new()));
+            params.extra.push((crate::frame::path_dsr::REC_TRANSPORT_PARAM_ID, Vec::new()));
         }
         if is_server {
             params.original_destination_connection_id = Some(dcid);
@@ -520,7 +519,7 @@ impl Connection {
                 PathEvent::Validated(id) => (id, "validated"),
                 PathEvent::FailedValidation(id) => (id, "failed_validation"),
                 PathEvent::Abandoned(id) => (id, "abandoned"),
-                PathEvent::StatusChanged(id, crate::sched::PathStatus::Backup) => (id, "status_backup"),
+                PathEvent::StatusChanged(id, PathStatus::Backup) => (id, "status_backup"),
                 PathEvent::StatusChanged(id, _) => (id, "status_available"),
             };
             q.path_event(self.last_now, id, kind);

@@ -9,9 +9,9 @@ use crate::error::{ErrorCode, TransportError};
 use crate::transport_params::TransportParams;
 use crate::PathId;
 
-use super::paths::{Path, PathError, PathStatus};
 use super::sent::SentFrame;
 use super::{Connection, PathEvent, RecvInfo, State};
+use crate::path::{Path, PathError, PathStatus};
 
 /// Consecutive PTOs without an acknowledgement after which a path is
 /// considered broken while another path works.

@@ -11,10 +11,10 @@ use crate::stream::StreamId;
 use crate::transport_params::TransportParams;
 use crate::PathId;
 
-use super::paths::PathStatus;
 use super::sent::SentFrame;
 use super::spaces::level_index;
 use super::{CloseInfo, Connection, Error, PathEvent, RecvInfo, State};
+use crate::path::PathStatus;
 
 /// Why a packet was dropped without closing the connection.
 #[derive(Debug)]
@@ -736,7 +736,7 @@ impl Connection {
             }
             return Ok(());
         }
-        peer.push(super::paths::PeerCid { path, seq, cid, reset_token: Some(reset_token), in_use: false });
+        peer.push(crate::path::PeerCid { path, seq, cid, reset_token: Some(reset_token), in_use: false });
         // Retire what the peer asks to retire.
         let mut switched = false;
         let mut i = 0;
@@ -856,8 +856,8 @@ impl Connection {
         self.max_udp_payload = self.max_udp_payload.min(params.max_udp_payload_size as usize);
         self.cids.issue(PathId::ZERO);
         self.mp_on_handshake(&params).map_err(Error::Transport)?;
-        if let Some(v) = params.extra_param(crate::sched::rec_wire::REC_TRANSPORT_PARAM_ID) {
-            crate::sched::rec_wire::decode_transport_param(v).map_err(Error::Transport)?;
+        if let Some(v) = params.extra_param(crate::frame::path_dsr::REC_TRANSPORT_PARAM_ID) {
+            crate::frame::path_dsr::decode_transport_param(v).map_err(Error::Transport)?;
             self.send_dsr = self.multipath;
         }
         self.peer_params = Some(params);

@@ -488,7 +488,7 @@ impl Connection {
             }
             if p.challenge_pending {
                 // Fresh data every time (RFC 9000 §8.2.1).
-                let data = super::paths::Challenges::fresh();
+                let data = crate::path::Challenges::fresh();
                 if Frame::PathChallenge(data).encode(&mut w).is_ok() {
                     let pto = p.recovery.rtt().pto_base();
                     p.challenges.on_sent(data);
@@ -1125,7 +1125,7 @@ impl Connection {
 
     /// Whether path `p`'s PATH_ACKs go on another path now: always when `p`
     /// cannot carry them itself, otherwise when due and the carrier is live.
-    fn other_ack_due(&self, p: &super::paths::Path, carrier: bool, now: Instant) -> bool {
+    fn other_ack_due(&self, p: &crate::path::Path, carrier: bool, now: Instant) -> bool {
         p.abandoned || !p.usable() || (carrier && p.acks.ack_deadline().is_some_and(|d| d <= now))
     }
 

@@ -810,7 +810,7 @@ fn exceeding_max_path_id_and_cid_limits_are_errors() {
     assert_eq!(r, Some((ErrorCode::PROTOCOL_VIOLATION.0, Some(crate::frame::ty::PATHS_BLOCKED))));
     // PATH_DSR although we did not offer the rec extension.
     let r = server_error_for(true, vec![Frame::PathDsr { path_id: 0, dsr: 1000 }]);
-    let dsr_ty = crate::sched::rec_wire::PATH_DSR_FRAME_TYPE;
+    let dsr_ty = crate::frame::path_dsr::PATH_DSR_FRAME_TYPE;
     assert_eq!(r, Some((ErrorCode::FRAME_ENCODING_ERROR.0, Some(dsr_ty))));
 }
 
