@@ -7,6 +7,7 @@
 //! (per-path state, connection IDs, multipath) and `spaces` (keys and
 //! packet-number spaces).
 
+mod builder;
 mod multipath;
 mod recv;
 mod send;

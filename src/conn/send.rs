@@ -4,20 +4,19 @@
 use std::time::Instant;
 
 use crate::codec::Writer;
-use crate::crypto::{self, Level};
+use crate::crypto::Level;
 use crate::frame::{self, Frame};
-use crate::packet::{self, ConnectionId, PacketType, QUIC_V1};
+use crate::packet::{self, ConnectionId};
 use crate::recovery::{HandshakeStatus, PacketFate, SentPacket, TimeoutAction};
 use crate::sched::Decision;
 use crate::stream::ControlFrame;
 use crate::PathId;
 
+use super::builder::{Header, PacketBuilder, TAG_LEN};
 use super::sent::{SentFrame, SentFrames};
 use super::spaces::level_index;
 use super::{Connection, Error, SendInfo, State};
 
-/// AEAD tag length of every QUIC v1 cipher suite.
-const TAG_LEN: usize = 16;
 /// Minimum size of datagrams carrying Initial packets (RFC 9000 §14.1).
 const MIN_INITIAL_SIZE: usize = 1200;
 /// How far ahead of its pacer a path may be given a packet when there are
@@ -47,6 +46,26 @@ impl DataMode {
 
 /// STREAM ranges (id, offset, len, fin) of one packet.
 pub(super) type CopyFrames = smallvec::SmallVec<[(u64, u64, u32, bool); 2]>;
+
+/// What a packet at one level is due to carry ([`Connection::packet_due`]).
+struct Due {
+    pn: u64,
+    pn_len: usize,
+    /// An ACK is due (ours, or other paths' PATH_ACKs).
+    ack: bool,
+    /// Frames other than ACKs wait.
+    has_data: bool,
+    /// They may be sent (window, path validation).
+    may_send_data: bool,
+    /// PTO probes owed.
+    probes: u8,
+}
+
+impl Due {
+    fn data_ready(&self) -> bool {
+        self.has_data && self.may_send_data
+    }
+}
 
 impl Connection {
     /// Write the next datagram into `out`. `None` means there is nothing to
@@ -380,239 +399,237 @@ impl Connection {
         pad_to: Option<usize>,
         now: Instant,
     ) -> Result<Option<(usize, bool)>, Error> {
-        let li = level_index(level);
-        let is_data = li == 2;
-        let (next_pn, largest_acked) = if is_data {
-            let p = &self.paths[pi];
-            (p.next_pn, p.space.largest_acked())
-        } else {
-            let sp = &self.hs[li];
-            if sp.discarded {
-                return Ok(None);
-            }
-            (sp.next_pn, sp.sent.largest_acked())
-        };
-        // PATH_ACKs of other paths that are due (or that can only be sent
-        // on another path because theirs is abandoned).
-        let other_acks = is_data && self.multipath && self.paths.len() > 1 && self.other_acks_due(pi, now);
-        let ack_due = if is_data {
-            let a = &self.paths[pi].acks;
-            other_acks
-                || (a.has_new()
-                    && (a.ack_deadline().is_some_and(|d| d <= now) || self.level_wants_to_send(level, pi)))
-        } else {
-            self.hs[li].acks.has_new()
-        };
-        let probes = if is_data { self.paths[pi].probes } else { self.hs[li].probes };
-        // Congestion control: only ACK-only packets and probes may exceed cwnd.
-        let cwnd_room = {
-            let r = &self.paths[pi].recovery;
-            r.cwnd().saturating_sub(r.bytes_in_flight())
-        };
-        // No application data on a path before it is validated (draft-21 §3.1).
-        let may_send_data = (probes > 0 || cwnd_room >= buf.len().min(self.max_udp_payload) || !is_data)
-            && (!is_data || self.paths[pi].validated);
-        let has_data = self.level_wants_to_send(level, pi);
-        let challenge = is_data && (self.paths[pi].challenge_pending || !self.paths[pi].responses.is_empty());
-        // Nothing due: no ACK, no probe, no path validation, and no data (or
-        // data blocked by the congestion window).
-        let data_ready = has_data && may_send_data;
-        if !(ack_due || data_ready || probes > 0 || challenge) {
+        let room = buf.len().min(self.max_udp_payload);
+        let Some(due) = self.packet_due(level, pi, room, now) else { return Ok(None) };
+        let mut b = PacketBuilder::new(buf, &self.header(level, pi, due.pn, due.pn_len))?;
+        if b.payload_end() < b.header_len() + 8 {
             return Ok(None);
         }
-
-        let pn = next_pn;
-        let pn_len = packet::pn_len_for(pn, largest_acked);
-        let dcid = self.cids.dcid_for(self.paths[pi].id).unwrap_or(ConnectionId::EMPTY);
-        let scid = self.cids.initial_scid();
-        let mut w = Writer::new(buf);
-        let (pn_offset, long) = match level {
-            Level::Initial | Level::Handshake => {
-                let ty = if level == Level::Initial { PacketType::Initial } else { PacketType::Handshake };
-                let token: &[u8] = if level == Level::Initial && !self.is_server { &self.token } else { &[] };
-                let o = packet::write_long_header(&mut w, ty, QUIC_V1, &dcid, &scid, token, pn, pn_len)
-                    .map_err(|_| Error::BufferTooShort)?;
-                (o.pn_offset, Some(o))
-            }
-            _ => {
-                let o = packet::write_short_header(&mut w, &dcid, pn, pn_len, self.levels.ku.phase, false)
-                    .map_err(|_| Error::BufferTooShort)?;
-                (o, None)
-            }
-        };
-        let hdr_len = w.pos();
-        let total = buf_len(&w);
-        if total < hdr_len + TAG_LEN + 8 {
-            return Ok(None);
-        }
-        let payload_end = total - TAG_LEN;
         let mut frames = SentFrames::new();
-        let mut ack_eliciting = false;
-        // Our ACK's timer is reset only if the packet is really sent.
-        let mut ack_written = false;
-
-        // ACK first: it is never congestion controlled.
-        if ack_due || (has_data && may_send_data) {
-            let path_id = if is_data && self.multipath { Some(self.paths[pi].id.0 as u64) } else { None };
-            let acks = if is_data { &mut self.paths[pi].acks } else { &mut self.hs[li].acks };
-            if !acks.ranges().is_empty() {
-                let delay = acks.ack_delay_field(now);
-                let room = payload_end - w.pos();
-                if let Ok(_n) = frame::encode_ack_max(&mut w, path_id, acks.ranges(), delay, None, room) {
-                    if let Some(largest) = acks.ranges().max() {
-                        frames.push(SentFrame::Ack { largest });
-                    }
-                    ack_written = true;
-                }
-            }
-            if is_data && self.multipath && self.paths.len() > 1 {
-                self.write_other_acks(&mut w, payload_end, pi, &mut frames, now);
-            }
-        }
-
+        // ACK first: it is never congestion controlled. Our ACK's timer is
+        // reset only if the packet is really sent.
+        let ack_written =
+            (due.ack || due.data_ready()) && self.write_acks(level, pi, &mut b, &mut frames, now);
         // Packets with PATH_CHALLENGE / PATH_RESPONSE on a new path are
         // padded to 1200 bytes to check the path MTU (RFC 9000 §8.2.1).
-        let mut probing = false;
-        let path_pto_floor = self.max_pto();
-        let challenge_wait = if is_data { self.challenge_interval(pi) } else { path_pto_floor };
-        if is_data {
-            // PATH_RESPONSE / PATH_CHALLENGE.
-            let p = &mut self.paths[pi];
-            while let Some(r) = p.responses.pop() {
-                if Frame::PathResponse(r).encode(&mut w).is_err() {
-                    p.responses.push(r);
-                    break;
-                }
-                ack_eliciting = true;
-                probing = true;
-            }
-            if p.challenge_pending {
-                // Fresh data every time (RFC 9000 §8.2.1).
-                let data = crate::path::Challenges::fresh();
-                if Frame::PathChallenge(data).encode(&mut w).is_ok() {
-                    let pto = p.recovery.rtt().pto_base();
-                    p.challenges.on_sent(data);
-                    p.challenge_retry = Some(now + challenge_wait);
-                    if p.challenge_deadline.is_none() {
-                        // RFC 9000 §8.2.4: three times the larger PTO.
-                        p.challenge_deadline = Some(now + pto.max(path_pto_floor) * 3);
-                    }
-                    p.challenge_pending = false;
-                    ack_eliciting = true;
-                    probing = true;
-                    frames.push(SentFrame::Ping);
-                }
+        let probing = level == Level::OneRtt && self.write_path_validation(pi, &mut b, &mut frames, now);
+        let mut ack_eliciting = probing;
+        if due.may_send_data {
+            ack_eliciting |= self.write_crypto(level, &mut b, &mut frames);
+            if level == Level::OneRtt {
+                let end = b.payload_end();
+                ack_eliciting |= self.write_data_frames(b.w(), end, pi, &mut frames, now);
             }
         }
-
-        if may_send_data {
-            // CRYPTO data (retransmissions first).
-            loop {
-                let room = payload_end.saturating_sub(w.pos());
-                let Some((off, _)) = self.levels.send[li].next(usize::MAX) else { break };
-                let max = frame::crypto_max_data_len(room, off);
-                if max == 0 {
-                    break;
-                }
-                let Some((off, data)) = self.levels.send[li].next(max) else { break };
-                let len = data.len();
-                if frame::encode_crypto_header(&mut w, off, len).is_err() || w.bytes(data).is_err() {
-                    break;
-                }
-                self.levels.send[li].on_sent(off, len);
-                frames.push(SentFrame::Crypto { level, offset: off, len: len as u32 });
-                ack_eliciting = true;
-            }
-
-            if is_data {
-                ack_eliciting |= self.write_data_frames(&mut w, payload_end, pi, &mut frames, now);
-            }
-        }
-
         // A probe must be ack-eliciting.
-        if probes > 0 && !ack_eliciting && w.pos() < payload_end && Frame::Ping.encode(&mut w).is_ok() {
+        if due.probes > 0
+            && !ack_eliciting
+            && b.w().pos() < b.payload_end()
+            && Frame::Ping.encode(b.w()).is_ok()
+        {
             frames.push(SentFrame::Ping);
             ack_eliciting = true;
         }
         // Nothing went in but an ACK that was not due (the data or control
         // frames expected did not materialise): sending it would only repeat
         // the last ACK, and a caller looping on `send` would never stop.
-        if w.pos() == hdr_len || (is_data && !ack_eliciting && !ack_due && probes == 0) {
+        let idle_1rtt = level == Level::OneRtt && !ack_eliciting && !due.ack && due.probes == 0;
+        if b.is_empty() || idle_1rtt {
             return Ok(None);
         }
-        if ack_written {
-            if is_data {
-                self.paths[pi].acks.on_ack_sent();
-            } else {
-                self.hs[li].acks.on_ack_sent();
+        if let Some(sp) = self.space_mut(level, pi) {
+            if ack_written {
+                sp.acks.on_ack_sent();
+            }
+            if due.probes > 0 && ack_eliciting {
+                *sp.probes -= 1;
             }
         }
-        if probes > 0 && ack_eliciting {
-            if is_data {
-                self.paths[pi].probes -= 1;
-            } else {
-                self.hs[li].probes -= 1;
-            }
-        }
-
-        // Padding: the header-protection sample needs 4 bytes after the
-        // packet number start beyond the pn (RFC 9001 §5.4.2), and Initial
-        // datagrams need 1200 bytes.
-        let frames_end = w.pos();
-        let mut plain_end = frames_end.max(pn_offset + 4);
-        if let Some(p) = pad_to {
-            plain_end = plain_end.max(p.saturating_sub(TAG_LEN));
-        }
+        // Initial datagrams need 1200 bytes; so do path probes.
+        let mut min_plain = pad_to.map_or(0, |p| p.saturating_sub(TAG_LEN));
         if probing && self.multipath {
-            plain_end = plain_end.max(MIN_INITIAL_SIZE.saturating_sub(TAG_LEN));
+            min_plain = min_plain.max(MIN_INITIAL_SIZE - TAG_LEN);
         }
-        let plain_end = plain_end.min(payload_end);
-        let buf = w.buf_mut();
-        // PADDING frames are zero bytes.
-        buf[frames_end..plain_end].fill(0);
-        let pkt_len = plain_end + TAG_LEN;
-        if let Some(o) = long {
-            packet::patch_length(buf, &o, pkt_len - pn_offset).map_err(|_| Error::BufferTooShort)?;
-        }
-        let nonce_path = if self.multipath { self.paths[pi].id.0 } else { 0 };
-        let keys = self.levels.local(level).ok_or(Error::Closed)?;
-        keys.packet.seal_packet(pn, nonce_path, &mut buf[..pkt_len], hdr_len).map_err(|_| Error::Closed)?;
-        crypto::apply_header_protection(&mut buf[..pkt_len], pn_offset, pn_len, &keys.header)
-            .map_err(|_| Error::Closed)?;
-
-        // Bookkeeping.
+        let (keys, nonce_path) = self.seal_keys(level, pi)?;
+        let pkt_len = b.finish(min_plain, keys, nonce_path)?;
         let in_flight = ack_eliciting || pad_to.is_some();
-        if is_data {
+        let pkt = SentPacket::new(due.pn, now, pkt_len, ack_eliciting, in_flight, frames);
+        self.on_packet_built(level, pi, pkt, now);
+        Ok(Some((pkt_len, ack_eliciting)))
+    }
+
+    /// What a packet at `level` on path `pi` is due to carry now (`None`:
+    /// nothing), with room for `room` bytes.
+    fn packet_due(&mut self, level: Level, pi: usize, room: usize, now: Instant) -> Option<Due> {
+        let has_data = self.level_wants_to_send(level, pi);
+        // Path rules apply to 1-RTT packets: PATH_ACKs of other paths that
+        // are due (or can only leave on another path, theirs abandoned),
+        // delayed ACKs, the congestion window (only ACK-only packets and
+        // probes may exceed it), and no data before the path is validated
+        // (draft-21 §3.1). Handshake ACKs are sent at once.
+        let one_rtt = level == Level::OneRtt;
+        let other_acks = one_rtt && self.multipath && self.paths.len() > 1 && self.other_acks_due(pi, now);
+        let p = &self.paths[pi];
+        let cwnd_room = p.recovery.cwnd().saturating_sub(p.recovery.bytes_in_flight());
+        let challenge = one_rtt && (p.challenge_pending || !p.responses.is_empty());
+        let validated = p.validated;
+        let sp = self.space_mut(level, pi)?;
+        let ack_now = !one_rtt || has_data || sp.acks.ack_deadline().is_some_and(|d| d <= now);
+        let probes = *sp.probes;
+        let may_send_data = !one_rtt || ((probes > 0 || cwnd_room >= room) && validated);
+        let due = Due {
+            pn: *sp.next_pn,
+            pn_len: packet::pn_len_for(*sp.next_pn, sp.sent.largest_acked()),
+            ack: other_acks || (sp.acks.has_new() && ack_now),
+            has_data,
+            may_send_data,
+            probes,
+        };
+        // Nothing due: no ACK, no probe, no path validation, and no data
+        // (or data blocked by the congestion window).
+        (due.ack || due.data_ready() || probes > 0 || challenge).then_some(due)
+    }
+
+    /// The header of a packet at `level` on path `pi`.
+    fn header(&self, level: Level, pi: usize, pn: u64, pn_len: usize) -> Header<'_> {
+        Header {
+            level,
+            dcid: self.cids.dcid_for(self.paths[pi].id).unwrap_or(ConnectionId::EMPTY),
+            scid: self.cids.initial_scid(),
+            token: if level == Level::Initial && !self.is_server { &self.token } else { &[] },
+            pn,
+            pn_len,
+            key_phase: self.levels.ku.phase,
+        }
+    }
+
+    /// The keys that seal packets at `level`, and the path ID in their nonce
+    /// (draft-21 §2.4: 0 without multipath).
+    fn seal_keys(&self, level: Level, pi: usize) -> Result<(&crate::crypto::Keys, u32), Error> {
+        let nonce_path = if self.multipath { self.paths[pi].id.0 } else { 0 };
+        Ok((self.levels.local(level).ok_or(Error::Closed)?, nonce_path))
+    }
+
+    /// Our ACK (PATH_ACK with multipath) of the space, then other paths'
+    /// due PATH_ACKs in 1-RTT. Returns whether our own was written.
+    fn write_acks(
+        &mut self,
+        level: Level,
+        pi: usize,
+        b: &mut PacketBuilder<'_>,
+        frames: &mut SentFrames,
+        now: Instant,
+    ) -> bool {
+        let mp = level == Level::OneRtt && self.multipath;
+        let path_id = mp.then(|| self.paths[pi].id.0 as u64);
+        let room = b.payload_end() - b.w().pos();
+        let mut written = false;
+        if let Some(sp) = self.space_mut(level, pi).filter(|sp| !sp.acks.ranges().is_empty()) {
+            let delay = sp.acks.ack_delay_field(now);
+            if frame::encode_ack_max(b.w(), path_id, sp.acks.ranges(), delay, None, room).is_ok() {
+                if let Some(largest) = sp.acks.ranges().max() {
+                    frames.push(SentFrame::Ack { largest });
+                }
+                written = true;
+            }
+        }
+        if mp && self.paths.len() > 1 {
+            let end = b.payload_end();
+            self.write_other_acks(b.w(), end, pi, frames, now);
+        }
+        written
+    }
+
+    /// PATH_RESPONSEs owed and a PATH_CHALLENGE due on path `pi`. Returns
+    /// whether any was written.
+    fn write_path_validation(
+        &mut self,
+        pi: usize,
+        b: &mut PacketBuilder<'_>,
+        frames: &mut SentFrames,
+        now: Instant,
+    ) -> bool {
+        let path_pto_floor = self.max_pto();
+        let challenge_wait = self.challenge_interval(pi);
+        let p = &mut self.paths[pi];
+        let mut written = false;
+        while let Some(r) = p.responses.pop() {
+            if Frame::PathResponse(r).encode(b.w()).is_err() {
+                p.responses.push(r);
+                break;
+            }
+            written = true;
+        }
+        if p.challenge_pending {
+            // Fresh data every time (RFC 9000 §8.2.1).
+            let data = crate::path::Challenges::fresh();
+            if Frame::PathChallenge(data).encode(b.w()).is_ok() {
+                let pto = p.recovery.rtt().pto_base();
+                p.challenges.on_sent(data);
+                p.challenge_retry = Some(now + challenge_wait);
+                if p.challenge_deadline.is_none() {
+                    // RFC 9000 §8.2.4: three times the larger PTO.
+                    p.challenge_deadline = Some(now + pto.max(path_pto_floor) * 3);
+                }
+                p.challenge_pending = false;
+                written = true;
+                frames.push(SentFrame::Ping);
+            }
+        }
+        written
+    }
+
+    /// CRYPTO data of `level` (retransmissions first). Returns whether any
+    /// was written.
+    fn write_crypto(&mut self, level: Level, b: &mut PacketBuilder<'_>, frames: &mut SentFrames) -> bool {
+        let send = &mut self.levels.send[level_index(level)];
+        let mut written = false;
+        loop {
+            let room = b.payload_end().saturating_sub(b.w().pos());
+            let Some((off, _)) = send.next(usize::MAX) else { break };
+            let max = frame::crypto_max_data_len(room, off);
+            if max == 0 {
+                break;
+            }
+            let Some((off, data)) = send.next(max) else { break };
+            let len = data.len();
+            if frame::encode_crypto_header(b.w(), off, len).is_err() || b.w().bytes(data).is_err() {
+                break;
+            }
+            send.on_sent(off, len);
+            frames.push(SentFrame::Crypto { level, offset: off, len: len as u32 });
+            written = true;
+        }
+        written
+    }
+
+    /// Record a packet just built: in its space (and the path's recovery),
+    /// for key updates, and the client's Initial keys go once it sends a
+    /// Handshake packet (RFC 9001 §4.9.1).
+    fn on_packet_built(&mut self, level: Level, pi: usize, pkt: SentPacket<SentFrames>, now: Instant) {
+        let (pn, ack_eliciting) = (pkt.pn, pkt.ack_eliciting);
+        if level == Level::OneRtt {
             let own = self.paths[pi].id;
-            for f in &frames {
+            for f in &pkt.data {
                 match *f {
                     SentFrame::Ack { largest } => self.levels.ku.on_ack_sent(own, largest),
                     SentFrame::PathAck { path, largest } => self.levels.ku.on_ack_sent(path, largest),
                     _ => {}
                 }
             }
+            self.levels.ku.on_sent(own, pn);
+            self.paths[pi].st.sent += 1;
         }
-        let pkt = SentPacket::new(pn, now, pkt_len, ack_eliciting, in_flight, frames);
-        if is_data {
-            self.levels.ku.on_sent(self.paths[pi].id, pn);
-            let p = &mut self.paths[pi];
-            p.space.on_packet_sent(&mut p.recovery, pkt);
-            p.next_pn += 1;
-            p.st.sent += 1;
-        } else {
-            let sp = &mut self.hs[li];
-            sp.sent.on_packet_sent(&mut self.paths[0].recovery, pkt);
-            sp.next_pn += 1;
+        if let Some(sp) = self.space_mut(level, pi) {
+            sp.sent.on_packet_sent(sp.recovery, pkt);
+            *sp.next_pn += 1;
         }
         if ack_eliciting {
             self.last_ack_eliciting_sent = Some(now);
         }
-        // Client discards Initial keys once it sends its first Handshake
-        // packet (RFC 9001 §4.9.1).
         if !self.is_server && level == Level::Handshake {
             self.drop_level(Level::Initial);
         }
-        Ok(Some((pkt_len, ack_eliciting)))
     }
 
     fn level_wants_to_send(&self, level: Level, pi: usize) -> bool {
@@ -930,58 +947,27 @@ impl Connection {
         let Some(info) = self.local_close.clone() else { return Ok(None) };
         let level = [Level::OneRtt, Level::Handshake, Level::Initial]
             .into_iter()
-            .find(|l| {
-                self.levels.has_send_keys(*l) && (level_index(*l) == 2 || !self.hs[level_index(*l)].discarded)
-            })
+            .find(|&l| self.levels.has_send_keys(l) && self.space_mut(l, pi).is_some())
             .ok_or(Error::Closed)?;
-        let li = level_index(level);
         // An application close is only sent in 1-RTT.
-        let (is_app, code) = if info.is_app && li != 2 { (false, 0x0c) } else { (info.is_app, info.code) };
+        let one_rtt = level == Level::OneRtt;
+        let (is_app, code) = if info.is_app && !one_rtt { (false, 0x0c) } else { (info.is_app, info.code) };
         let reason = &info.reason[..info.reason.len().min(64)];
         let f = Frame::ConnectionClose {
             error_code: code,
             frame_type: if is_app { None } else { Some(info.frame_type.unwrap_or(0)) },
             reason,
         };
-        let pn = if li == 2 { self.paths[pi].next_pn } else { self.hs[li].next_pn };
-        let pn_len = 4;
-        let dcid = self.cids.dcid_for(self.paths[pi].id).unwrap_or(ConnectionId::EMPTY);
-        let scid = self.cids.initial_scid();
-        let mut w = Writer::new(out);
-        let (pn_offset, long) = if li == 2 {
-            (
-                packet::write_short_header(&mut w, &dcid, pn, pn_len, self.levels.ku.phase, false)
-                    .map_err(|_| Error::BufferTooShort)?,
-                None,
-            )
-        } else {
-            let ty = if li == 0 { PacketType::Initial } else { PacketType::Handshake };
-            let token: &[u8] = if li == 0 && !self.is_server { &self.token } else { &[] };
-            let o = packet::write_long_header(&mut w, ty, QUIC_V1, &dcid, &scid, token, pn, pn_len)
-                .map_err(|_| Error::BufferTooShort)?;
-            (o.pn_offset, Some(o))
-        };
-        let hdr_len = w.pos();
-        f.encode(&mut w).map_err(|_| Error::BufferTooShort)?;
-        let frames_end = w.pos();
-        let buf = w.buf_mut();
+        let pn = self.space_mut(level, pi).map(|sp| *sp.next_pn).ok_or(Error::Closed)?;
+        let mut b = PacketBuilder::new(out, &self.header(level, pi, pn, 4))?;
+        f.encode(b.w()).map_err(|_| Error::BufferTooShort)?;
         // A client's Initial datagrams are 1200 bytes, closing ones too (§14.1).
-        let padded = if li == 0 && !self.is_server { MIN_INITIAL_SIZE - TAG_LEN } else { 0 };
-        let plain_end = frames_end.max(pn_offset + 4).max(padded.min(buf.len().saturating_sub(TAG_LEN)));
-        buf[frames_end..plain_end].fill(0);
-        let pkt_len = plain_end + TAG_LEN;
-        if let Some(o) = long {
-            packet::patch_length(buf, &o, pkt_len - pn_offset).map_err(|_| Error::BufferTooShort)?;
-        }
-        let nonce_path = if self.multipath { self.paths[pi].id.0 } else { 0 };
-        let keys = self.levels.local(level).ok_or(Error::Closed)?;
-        keys.packet.seal_packet(pn, nonce_path, &mut buf[..pkt_len], hdr_len).map_err(|_| Error::Closed)?;
-        crypto::apply_header_protection(&mut buf[..pkt_len], pn_offset, pn_len, &keys.header)
-            .map_err(|_| Error::Closed)?;
-        if li == 2 {
-            self.paths[pi].next_pn += 1;
-        } else {
-            self.hs[li].next_pn += 1;
+        let min_plain =
+            if level == Level::Initial && !self.is_server { MIN_INITIAL_SIZE - TAG_LEN } else { 0 };
+        let (keys, nonce_path) = self.seal_keys(level, pi)?;
+        let pkt_len = b.finish(min_plain, keys, nonce_path)?;
+        if let Some(sp) = self.space_mut(level, pi) {
+            *sp.next_pn += 1;
         }
         let p = &self.paths[pi];
         Ok(Some((pkt_len, SendInfo { from: p.local, to: p.peer, path_id: p.id, at: now })))
@@ -1224,10 +1210,6 @@ impl Connection {
             .map(|p| crate::cc::PathView { group: self.sbd.group(p.id), ..p.recovery.view(p.usable()) })
             .collect()
     }
-}
-
-fn buf_len(w: &Writer<'_>) -> usize {
-    w.pos() + w.remaining()
 }
 
 fn control_frame(c: &ControlFrame) -> Frame<'static> {
