@@ -8,6 +8,7 @@
 //! packet-number spaces).
 
 mod builder;
+mod dispatch;
 mod multipath;
 mod recv;
 mod send;
@@ -217,30 +218,12 @@ pub struct Connection {
     mp: MpState,
     /// What new paths are built from.
     path_config: PathConfig,
-    /// Picks the path of each packet when several are usable.
-    sched: Box<dyn crate::sched::Scheduler>,
+    /// The path scheduler and what its decisions leave to do.
+    dispatch: dispatch::Dispatcher,
     /// Which paths share a bottleneck, from their delays (coupled-bbr).
     sbd: crate::sbd::Sbd,
-    /// Reused scheduler snapshot buffer (no allocation per packet).
-    sched_buf: Vec<crate::sched::PathSnapshot>,
     /// Our configured initial_max_path_id (the base of `mp.local_max`).
     config_max_path_id: Option<u32>,
-    /// What stream data the packet being built may carry (the scheduler's
-    /// decision as executed by `send`).
-    data_mode: send::DataMode,
-    /// Redundant copies still to send: (path, the STREAM ranges to repeat).
-    copies: VecDeque<(PathId, send::CopyFrames)>,
-    /// STREAM ranges of the packet being built (collected for copies) or
-    /// to write into it (a copy).
-    copy_frames: send::CopyFrames,
-    /// Where the next copy of unacknowledged data starts (stream, offset).
-    copy_cursor: (crate::stream::StreamId, u64),
-    /// The scheduler has asked for redundant copies at least once.
-    sched_copies: bool,
-    /// The scheduler asked to be asked again at this time.
-    sched_until: Option<Instant>,
-    /// When the first pacer-held path may take a packet again.
-    pacing_wake: Option<Instant>,
     /// qlog-style events, when enabled.
     qlog: Option<crate::qlog::Qlog>,
     /// We offered the rec extension: PATH_DSR frames are welcome.
@@ -250,9 +233,6 @@ pub struct Connection {
     /// The time of the latest call that gave one (for events raised where
     /// no `now` is at hand).
     last_now: Instant,
-    /// The path whose packet was last declared lost (retransmissions avoid it
-    /// under the capacity scheduler).
-    last_loss_path: Option<PathId>,
     /// Tests: raw frames to put in the next 1-RTT packet.
     #[cfg(test)]
     test_frames: Vec<Vec<u8>>,
@@ -401,26 +381,17 @@ impl Connection {
             mp: MpState { local_max: config.initial_max_path_id.unwrap_or(0), ..Default::default() },
             path_config: PathConfig::from_config(config),
             sbd: crate::sbd::Sbd::default(),
-            sched: match &config.scheduler_factory {
+            dispatch: dispatch::Dispatcher::new(match &config.scheduler_factory {
                 Some(f) => f.build(),
                 None => crate::sched::build(&config.scheduler, &crate::sched::SchedParams::default())
                     .or_else(|_| crate::sched::build("minrtt", &crate::sched::SchedParams::default()))
                     .map_err(|e| Error::Config(e.to_string()))?,
-            },
-            sched_buf: Vec::with_capacity(4),
+            }),
             config_max_path_id: config.initial_max_path_id,
-            data_mode: send::DataMode::NORMAL,
-            copies: VecDeque::new(),
-            copy_frames: send::CopyFrames::new(),
-            copy_cursor: (crate::stream::StreamId(0), 0),
-            sched_copies: false,
-            sched_until: None,
-            pacing_wake: None,
             qlog: config.qlog.then(|| crate::qlog::Qlog::new(now)),
             accept_dsr: wants_dsr,
             send_dsr: false,
             last_now: now,
-            last_loss_path: None,
             #[cfg(test)]
             test_frames: Vec::new(),
         };
@@ -537,10 +508,12 @@ impl Connection {
             return;
         }
         let role =
-            self.sched.metrics().paths.iter().find(|x| x.id == p.id).and_then(|x| x.role).map(|r| match r {
-                crate::sched::PathRole::NonRedundant => "non_redundant",
-                crate::sched::PathRole::Redundant => "redundant",
-                crate::sched::PathRole::Unused => "unused",
+            self.dispatch.sched.metrics().paths.iter().find(|x| x.id == p.id).and_then(|x| x.role).map(|r| {
+                match r {
+                    crate::sched::PathRole::NonRedundant => "non_redundant",
+                    crate::sched::PathRole::Redundant => "redundant",
+                    crate::sched::PathRole::Unused => "unused",
+                }
             });
         let m = crate::qlog::Metrics {
             cwnd: r.cwnd(),
@@ -564,12 +537,11 @@ impl Connection {
     /// Replace the path scheduler, e.g. with one implemented outside the
     /// crate (see [`crate::sched`]). Takes effect from the next packet.
     pub fn set_scheduler(&mut self, sched: Box<dyn crate::sched::Scheduler>) {
-        self.sched = sched;
-        self.sched_copies = false;
+        self.dispatch.set_scheduler(sched);
     }
     /// Statistics of the path scheduler.
     pub fn scheduler_metrics(&self) -> crate::sched::SchedMetrics {
-        self.sched.metrics()
+        self.dispatch.sched.metrics()
     }
     /// Next path event (new, validated, failed, abandoned, status changed).
     pub fn path_event_next(&mut self) -> Option<PathEvent> {
@@ -795,7 +767,7 @@ impl Connection {
             min(p.acks.ack_deadline());
             min(p.timer());
         }
-        min(self.sched_until);
+        min(self.dispatch.until);
         t
     }
 
@@ -820,10 +792,7 @@ impl Connection {
                 return;
             }
         }
-        if self.sched_until.is_some_and(|t| t <= now) {
-            // The next `send` asks the scheduler again.
-            self.sched_until = None;
-        }
+        self.dispatch.on_timeout(now);
         self.on_loss_timeout(now);
         self.on_path_timers(now);
         if self.multipath {

@@ -309,7 +309,7 @@ impl Connection {
             }
         }
         self.scratch_lost = lost;
-        self.sched.on_path_closed(id);
+        self.dispatch.sched.on_path_closed(id);
         self.push_event(PathEvent::Abandoned(id));
     }
 

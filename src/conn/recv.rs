@@ -533,7 +533,7 @@ impl Connection {
                 // A rate for a path we no longer have is stale: ignore it.
                 if let Some(i) = u32::try_from(p).ok().and_then(|p| self.path_index(PathId(p))) {
                     let id = self.paths[i].id;
-                    self.sched.on_rate_feedback(id, dsr);
+                    self.dispatch.sched.on_rate_feedback(id, dsr);
                 }
             }
         }
@@ -615,7 +615,7 @@ impl Connection {
         }
         for pkt in acked.drain(..) {
             if mp {
-                self.sched.on_ack(pid, pkt.size);
+                self.dispatch.sched.on_ack(pid, pkt.size);
             }
             if level == Level::OneRtt {
                 self.paths[pi].st.acked_bytes += pkt.size as u64;
@@ -629,7 +629,7 @@ impl Connection {
         }
         for pkt in lost.drain(..) {
             if mp {
-                self.sched.on_loss(pid, pkt.size);
+                self.dispatch.sched.on_loss(pid, pkt.size);
             }
             self.stats.lost += 1;
             self.paths[pi].st.lost += 1;
@@ -688,7 +688,7 @@ impl Connection {
                     p.st.retrans_bytes += len as u64;
                 }
                 self.streams.on_stream_lost(StreamId(id), offset, len as usize, fin);
-                self.last_loss_path = self.paths.get(pi).map(|p| p.id);
+                self.dispatch.last_loss_path = self.paths.get(pi).map(|p| p.id);
             }
             SentFrame::Crypto { level, offset, len } => {
                 self.levels.send[level_index(level)].on_lost(offset, len as usize)

@@ -8,45 +8,17 @@ use crate::crypto::Level;
 use crate::frame::{self, Frame};
 use crate::packet::{self, ConnectionId};
 use crate::recovery::{HandshakeStatus, PacketFate, SentPacket, TimeoutAction};
-use crate::sched::Decision;
 use crate::stream::ControlFrame;
 use crate::PathId;
 
 use super::builder::{Header, PacketBuilder, TAG_LEN};
+use super::dispatch::{CopyFrames, DataMode, Job};
 use super::sent::{SentFrame, SentFrames};
 use super::spaces::level_index;
 use super::{Connection, Error, SendInfo, State};
 
 /// Minimum size of datagrams carrying Initial packets (RFC 9000 §14.1).
 const MIN_INITIAL_SIZE: usize = 1200;
-/// How far ahead of its pacer a path may be given a packet when there are
-/// several paths (the caller holds it until `SendInfo::at`).
-const PACING_HORIZON: std::time::Duration = std::time::Duration::from_millis(1);
-
-/// What stream data the packet being built may carry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum DataMode {
-    /// Retransmissions, then new data (and the frames are collected in
-    /// `copy_frames` when `collect` is set, for redundant copies).
-    Normal { collect: bool },
-    /// New data from `skip` bytes into what waits, at most `max_len`
-    /// (`Decision::SendAhead`); `Normal` when that is not possible.
-    Ahead { skip: u64, max_len: u64 },
-    /// ACKs and control frames only: the scheduler did not pick this path.
-    NoStream,
-    /// A copy of the STREAM ranges in `copy_frames`.
-    Copy,
-    /// A copy of the oldest unacknowledged data from `copy_cursor` on.
-    Redundant,
-}
-
-impl DataMode {
-    pub(super) const NORMAL: DataMode = DataMode::Normal { collect: false };
-}
-
-/// STREAM ranges (id, offset, len, fin) of one packet.
-pub(super) type CopyFrames = smallvec::SmallVec<[(u64, u64, u32, bool); 2]>;
-
 /// What a packet at one level is due to carry ([`Connection::packet_due`]).
 struct Due {
     pn: u64,
@@ -92,77 +64,6 @@ impl Connection {
         }
     }
 
-    fn send_next(&mut self, out: &mut [u8], now: Instant) -> Result<Option<(usize, SendInfo)>, Error> {
-        if self.paths.len() == 1 {
-            return self.send_on_index(out, 0, now);
-        }
-        // Redundant copies of the previous packet first (same instant).
-        while let Some((path, frames)) = self.copies.pop_front() {
-            let Some(pi) = self.path_index(path) else { continue };
-            self.copy_frames = frames;
-            let r = self.send_in_mode(out, pi, DataMode::Copy, now)?;
-            if r.is_some() {
-                return Ok(r);
-            }
-        }
-        // Path validation and probes are not the scheduler's business.
-        if let Some(pi) = self
-            .paths
-            .iter()
-            .position(|p| !p.abandoned && (!p.responses.is_empty() || p.challenge_pending || p.probes > 0))
-        {
-            // Probes only need an acknowledgement (a PING if nothing else);
-            // stream data is the scheduler's business, and a PTO already
-            // queued this path's data again for any path.
-            if let Some(r) = self.send_in_mode(out, pi, DataMode::NoStream, now)? {
-                return Ok(Some(r));
-            }
-        }
-        self.sched_until = None;
-        if self.streams.has_pending_data() || self.needs_redundancy_check() {
-            match self.decide(now) {
-                Decision::Send { path, also } => {
-                    if let Some(pi) = self.path_index(path) {
-                        let collect = !also.is_empty();
-                        let r = self.send_in_mode(out, pi, DataMode::Normal { collect }, now)?;
-                        if collect && !self.copy_frames.is_empty() {
-                            for &p in also.as_slice().iter().filter(|&&p| p != path) {
-                                self.copies.push_back((p, self.copy_frames.clone()));
-                            }
-                        }
-                        if r.is_some() {
-                            return Ok(r);
-                        }
-                    }
-                }
-                Decision::SendAhead { path, skip, max_len } => {
-                    if let Some(pi) = self.path_index(path) {
-                        if let Some(r) = self.send_in_mode(out, pi, DataMode::Ahead { skip, max_len }, now)? {
-                            return Ok(Some(r));
-                        }
-                    }
-                }
-                Decision::Redundant { path } => {
-                    if let Some(pi) = self.path_index(path) {
-                        if let Some(r) = self.send_in_mode(out, pi, DataMode::Redundant, now)? {
-                            return Ok(Some(r));
-                        }
-                    }
-                }
-                Decision::Wait { until } => {
-                    self.sched_until = until.or(self.pacing_wake).filter(|&t| t > now)
-                }
-            }
-        }
-        // ACKs and control frames may go on any path.
-        for pi in 0..self.paths.len() {
-            if let Some(r) = self.send_in_mode(out, pi, DataMode::NoStream, now)? {
-                return Ok(Some(r));
-            }
-        }
-        Ok(None)
-    }
-
     /// Like [`Connection::send`] but on the given path.
     pub fn send_on_path(
         &mut self,
@@ -171,77 +72,14 @@ impl Connection {
         now: Instant,
     ) -> Result<Option<(usize, SendInfo)>, Error> {
         let pi = self.path_index(path).ok_or(Error::InvalidPath)?;
-        self.send_on_index(out, pi, now)
-    }
-
-    fn send_in_mode(
-        &mut self,
-        out: &mut [u8],
-        pi: usize,
-        mode: DataMode,
-        now: Instant,
-    ) -> Result<Option<(usize, SendInfo)>, Error> {
-        self.data_mode = mode;
-        if let DataMode::Normal { collect: true } = mode {
-            self.copy_frames.clear();
-        }
-        let r = self.send_on_index(out, pi, now);
-        self.data_mode = DataMode::NORMAL;
-        if mode == DataMode::Copy {
-            self.copy_frames.clear();
-        }
-        r
-    }
-
-    /// A scheduler that has made copies may want more with no new data
-    /// waiting (others are not asked then: nothing for them to do).
-    fn needs_redundancy_check(&self) -> bool {
-        self.sched_copies
-            && self.paths.iter().any(|p| p.recovery.bytes_in_flight() > 0)
-            && self.paths.iter().filter(|p| p.usable()).count() > 1
-    }
-
-    /// Ask the scheduler, describing what is pending. A path whose pacer
-    /// would hold a new packet beyond [`PACING_HORIZON`] is shown without
-    /// window space, so that every scheduler sends where a packet can leave
-    /// now instead of queueing behind one path's pacer; `pacing_wake` is
-    /// when the first such path frees up.
-    fn decide(&mut self, now: Instant) -> Decision {
-        self.sched_buf.clear();
-        self.pacing_wake = None;
-        let mut unacked = 0u64;
-        for p in self.paths.iter().filter(|p| !p.abandoned) {
-            let mut s = p.snapshot(now);
-            if let Some(t) = s.next_release.filter(|&t| self.pacing && t > now + PACING_HORIZON) {
-                s.bytes_in_flight = s.bytes_in_flight.max(s.cwnd);
-                let wake = t - PACING_HORIZON;
-                self.pacing_wake = Some(self.pacing_wake.map_or(wake, |w| w.min(wake)));
-            }
-            self.sched_buf.push(s);
-            unacked += p.recovery.bytes_in_flight() as u64;
-        }
-        let (new_bytes, retransmit_bytes) = self.streams.pending_bytes();
-        let pending = crate::sched::PendingInfo {
-            new_bytes,
-            retransmit_bytes,
-            retransmit_origin: if retransmit_bytes > 0 { self.last_loss_path } else { None },
-            unacked_bytes: unacked,
-            peer_recv_window: Some(self.streams.send_credit()),
-        };
-        let ctx = crate::sched::SchedContext::new(now, &self.sched_buf, pending);
-        let d = self.sched.decide(&ctx);
-        self.sched_copies |= match d {
-            Decision::Send { also, .. } => !also.is_empty(),
-            Decision::Redundant { .. } => true,
-            Decision::SendAhead { .. } | Decision::Wait { .. } => false,
-        };
-        d
+        self.send_on_index(out, pi, &mut Job::new(DataMode::NORMAL), now)
     }
 
     pub(super) fn send_on_index(
         &mut self,
         out: &mut [u8],
         pi: usize,
+        job: &mut Job,
         now: Instant,
     ) -> Result<Option<(usize, SendInfo)>, Error> {
         match self.state {
@@ -314,7 +152,7 @@ impl Connection {
             } else {
                 None
             };
-            match self.write_packet(level, pi, &mut out[written..], pad_to, now)? {
+            match self.write_packet(level, pi, &mut out[written..], pad_to, job, now)? {
                 Some((n, eliciting)) => {
                     if level == Level::Initial {
                         has_initial = true;
@@ -346,8 +184,7 @@ impl Connection {
         let at = if self.pacing { path.recovery.next_send_time(now).unwrap_or(now) } else { now };
         let info = SendInfo { from: path.local, to: path.peer, path_id: path.id, at };
         if self.multipath {
-            let redundant = matches!(self.data_mode, DataMode::Copy | DataMode::Redundant);
-            self.sched.on_sent(info.path_id, written, redundant);
+            self.dispatch.sched.on_sent(info.path_id, written, job.is_copy());
         }
         Ok(Some((written, info)))
     }
@@ -397,10 +234,11 @@ impl Connection {
         pi: usize,
         buf: &mut [u8],
         pad_to: Option<usize>,
+        job: &mut Job,
         now: Instant,
     ) -> Result<Option<(usize, bool)>, Error> {
         let room = buf.len().min(self.max_udp_payload);
-        let Some(due) = self.packet_due(level, pi, room, now) else { return Ok(None) };
+        let Some(due) = self.packet_due(level, pi, room, job, now) else { return Ok(None) };
         let mut b = PacketBuilder::new(buf, &self.header(level, pi, due.pn, due.pn_len))?;
         if b.payload_end() < b.header_len() + 8 {
             return Ok(None);
@@ -418,7 +256,7 @@ impl Connection {
             ack_eliciting |= self.write_crypto(level, &mut b, &mut frames);
             if level == Level::OneRtt {
                 let end = b.payload_end();
-                ack_eliciting |= self.write_data_frames(b.w(), end, pi, &mut frames, now);
+                ack_eliciting |= self.write_data_frames(b.w(), end, pi, &mut frames, job, now);
             }
         }
         // A probe must be ack-eliciting.
@@ -460,8 +298,8 @@ impl Connection {
 
     /// What a packet at `level` on path `pi` is due to carry now (`None`:
     /// nothing), with room for `room` bytes.
-    fn packet_due(&mut self, level: Level, pi: usize, room: usize, now: Instant) -> Option<Due> {
-        let has_data = self.level_wants_to_send(level, pi);
+    fn packet_due(&mut self, level: Level, pi: usize, room: usize, job: &Job, now: Instant) -> Option<Due> {
+        let has_data = self.level_wants_to_send(level, pi, job);
         // Path rules apply to 1-RTT packets: PATH_ACKs of other paths that
         // are due (or can only leave on another path, theirs abandoned),
         // delayed ACKs, the congestion window (only ACK-only packets and
@@ -632,24 +470,24 @@ impl Connection {
         }
     }
 
-    fn level_wants_to_send(&self, level: Level, pi: usize) -> bool {
+    fn level_wants_to_send(&self, level: Level, pi: usize, job: &Job) -> bool {
         let li = level_index(level);
         if self.levels.send[li].has_pending() {
             return true;
         }
         li == 2
-            && (match self.data_mode {
+            && (match job.mode {
                 DataMode::Normal { .. } | DataMode::Ahead { .. } => self.streams.has_sendable_data(),
                 DataMode::NoStream => false,
                 // Only if something is left to copy: otherwise the packet
                 // would repeat an ACK and never end the send loop.
-                DataMode::Copy => self.copy_frames.iter().any(|&(id, off, len, _)| {
+                DataMode::Copy => job.ranges.iter().any(|&(id, off, len, _)| {
                     let sid = crate::stream::StreamId(id);
                     self.streams
                         .unacked_chunk((sid, off), len as usize)
                         .is_some_and(|(c, k)| c == sid && k.offset < off + len as u64)
                 }),
-                DataMode::Redundant => self.streams.unacked_chunk(self.copy_cursor, 1).is_some(),
+                DataMode::Redundant => self.streams.unacked_chunk(job.cursor, 1).is_some(),
             } || self.streams.has_pending_control()
                 || self.handshake_done_pending
                 || (self.is_server && self.handshake_confirmed && !self.new_tokens.is_empty())
@@ -665,6 +503,34 @@ impl Connection {
     /// 1-RTT frames other than ACK and CRYPTO. Returns whether any
     /// ack-eliciting frame was written.
     fn write_data_frames(
+        &mut self,
+        w: &mut Writer<'_>,
+        end: usize,
+        pi: usize,
+        frames: &mut SentFrames,
+        job: &mut Job,
+        now: Instant,
+    ) -> bool {
+        let control = self.write_control_frames(w, end, pi, frames, now);
+        let data = match job.mode {
+            DataMode::Normal { collect } => {
+                self.write_stream_frames(w, end, pi, frames, collect.then_some(&mut job.ranges))
+            }
+            DataMode::Ahead { skip, max_len } => match self.write_ahead(w, end, pi, frames, skip, max_len) {
+                Some(e) => e,
+                None => self.write_stream_frames(w, end, pi, frames, None),
+            },
+            DataMode::NoStream => false,
+            DataMode::Copy => self.write_copies(w, end, pi, frames, &job.ranges),
+            DataMode::Redundant => self.write_redundant(w, end, pi, frames, &mut job.cursor),
+        };
+        control || data
+    }
+
+    /// HANDSHAKE_DONE, NEW_TOKEN, connection IDs, multipath frames,
+    /// PATH_DSR, flow control and stream state. Returns whether any was
+    /// written.
+    fn write_control_frames(
         &mut self,
         w: &mut Writer<'_>,
         end: usize,
@@ -756,20 +622,6 @@ impl Connection {
             frames.push(SentFrame::Control(c));
             eliciting = true;
         }
-        match self.data_mode {
-            DataMode::Normal { collect } => {
-                eliciting |= self.write_stream_frames(w, end, pi, frames, collect)
-            }
-            DataMode::Ahead { skip, max_len } => {
-                eliciting |= match self.write_ahead(w, end, pi, frames, skip, max_len) {
-                    Some(e) => e,
-                    None => self.write_stream_frames(w, end, pi, frames, false),
-                }
-            }
-            DataMode::NoStream => {}
-            DataMode::Copy => eliciting |= self.write_copies(w, end, pi, frames),
-            DataMode::Redundant => eliciting |= self.write_redundant(w, end, pi, frames),
-        }
         eliciting
     }
 
@@ -781,7 +633,7 @@ impl Connection {
         end: usize,
         pi: usize,
         frames: &mut SentFrames,
-        collect: bool,
+        mut collect: Option<&mut CopyFrames>,
     ) -> bool {
         let mut eliciting = false;
         loop {
@@ -795,8 +647,8 @@ impl Connection {
             if !self.write_stream_chunk(w, pi, frames, sid, chunk) {
                 break;
             }
-            if collect {
-                self.copy_frames.push((sid.0, chunk.offset, chunk.len as u32, chunk.fin));
+            if let Some(c) = collect.as_deref_mut() {
+                c.push((sid.0, chunk.offset, chunk.len as u32, chunk.fin));
             }
             eliciting = true;
         }
@@ -860,12 +712,18 @@ impl Connection {
         true
     }
 
-    /// A copy of the ranges in `copy_frames` (those still unacknowledged;
+    /// A copy of `ranges` (those still unacknowledged;
     /// cut to the room left when this path's header is longer).
-    fn write_copies(&mut self, w: &mut Writer<'_>, end: usize, pi: usize, frames: &mut SentFrames) -> bool {
+    fn write_copies(
+        &mut self,
+        w: &mut Writer<'_>,
+        end: usize,
+        pi: usize,
+        frames: &mut SentFrames,
+        ranges: &CopyFrames,
+    ) -> bool {
         let mut eliciting = false;
-        let copies = std::mem::take(&mut self.copy_frames);
-        for &(id, offset, len, fin) in &copies {
+        for &(id, offset, len, fin) in ranges {
             let sid = crate::stream::StreamId(id);
             let room = end.saturating_sub(w.pos());
             if room < 24 {
@@ -882,7 +740,6 @@ impl Connection {
             let fin = fin && c.offset + n as u64 == range_end;
             eliciting |= self.write_copy(w, pi, frames, sid, c.offset, n, fin);
         }
-        self.copy_frames = copies;
         eliciting
     }
 
@@ -893,6 +750,7 @@ impl Connection {
         end: usize,
         pi: usize,
         frames: &mut SentFrames,
+        cursor: &mut (crate::stream::StreamId, u64),
     ) -> bool {
         let mut eliciting = false;
         loop {
@@ -902,8 +760,8 @@ impl Connection {
             }
             // Sized for the longest header, as the chunk's stream is not known yet.
             let max = frame::stream_max_data_len(room, 1 << 40, 1 << 40);
-            let Some((sid, c)) = self.streams.unacked_chunk(self.copy_cursor, max) else { break };
-            self.copy_cursor = (sid, c.offset + c.len as u64);
+            let Some((sid, c)) = self.streams.unacked_chunk(*cursor, max) else { break };
+            *cursor = (sid, c.offset + c.len as u64);
             if !self.write_copy(w, pi, frames, sid, c.offset, c.len, c.fin) {
                 break;
             }
