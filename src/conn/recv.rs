@@ -126,78 +126,12 @@ impl Connection {
         } else {
             PathId::ZERO
         };
-        let scid = hdr.scid;
-        let pn_offset = hdr.pn_offset;
+        let (scid, pn_offset) = (hdr.scid, hdr.pn_offset);
         let pkt = &mut buf[..plen];
-
-        // Remove header protection.
-        let Some(keys) = self.levels.remote(level) else { return Ok(plen) };
-        let Ok((pn_len, truncated)) = crypto::remove_header_protection(pkt, pn_offset, &keys.header) else {
+        let Some((pn, payload)) = self.unprotect(pkt, level, path_id, pn_offset, now)? else {
             self.stats.dropped += 1;
             return Ok(plen);
         };
-        let largest = if level == Level::OneRtt {
-            self.path_index(path_id).and_then(|i| self.paths[i].acks.largest_received())
-        } else {
-            self.hs[level_index(level)].acks.largest_received()
-        };
-        let pn = packet::decode_pn(largest, truncated, (pn_len * 8) as u32);
-        let first_byte = pkt[0];
-        let hdr_len = pn_offset + pn_len;
-        let nonce_path = if self.multipath { path_id.0 } else { 0 };
-
-        // Decrypt, handling 1-RTT key phase changes (RFC 9001 §6).
-        let (header, payload) = pkt.split_at_mut(hdr_len);
-        let mut rotated = false;
-        let plain_len =
-            if level == Level::OneRtt && packet::key_phase(first_byte) != self.levels.ku.remote_phase() {
-                // Either the peer updated keys (try next) or a reordered packet of
-                // the previous phase.
-                let use_prev = self.levels.ku.is_previous_phase(path_id, pn, now);
-                let key = if use_prev {
-                    self.levels.ku.prev_remote.as_ref().map(|(k, _)| k)
-                } else {
-                    self.levels.ku.next_remote.as_ref()
-                };
-                match key.map(|k| k.packet.open_in_place(pn, nonce_path, header, payload)) {
-                    Some(Ok(n)) => {
-                        rotated = !use_prev;
-                        n
-                    }
-                    _ => {
-                        self.stats.dropped += 1;
-                        return Ok(plen);
-                    }
-                }
-            } else {
-                match keys_packet(self, level).map(|k| k.open_in_place(pn, nonce_path, header, payload)) {
-                    Some(Ok(n)) => n,
-                    _ => {
-                        self.stats.dropped += 1;
-                        return Ok(plen);
-                    }
-                }
-            };
-        if !packet::reserved_bits_clear(first_byte) {
-            return Err(Err(TransportError::violation("reserved header bits set")));
-        }
-        if level == Level::OneRtt && packet::key_phase(first_byte) == self.levels.ku.remote_phase() {
-            self.levels.ku.on_received(path_id, pn);
-        }
-        if rotated {
-            // Checked by what we sent, not by what the peer acknowledged:
-            // the ACK it needed is often in this very packet, whose frames
-            // are not processed yet.
-            if self.levels.ku.premature_peer_update() {
-                return Err(Err(TransportError::new(
-                    ErrorCode::KEY_UPDATE_ERROR,
-                    "second key update before the first was acknowledged",
-                )));
-            }
-            let pto = self.max_pto();
-            self.levels.rotate(now + pto * 3);
-            self.levels.ku.on_received(path_id, pn);
-        }
 
         // The first packet on a new path ID opens the path (server side).
         if level == Level::OneRtt
@@ -206,17 +140,84 @@ impl Connection {
         {
             return Ok(plen);
         }
-
-        // Duplicate?
-        let dup = if level == Level::OneRtt {
-            self.path_index(path_id).is_none_or(|i| self.paths[i].acks.is_duplicate(pn))
-        } else {
-            self.hs[level_index(level)].acks.is_duplicate(pn)
-        };
-        if dup {
+        if self.recv_acks(level, path_id).is_none_or(|a| a.is_duplicate(pn)) {
             return Ok(plen);
         }
+        self.on_peer_packet(level, scid);
+        let payload = &pkt[payload];
+        let ack_eliciting = self.on_frames(payload, level, path_id, info, now).map_err(Err)?;
+        let pidx = self.path_index(path_id).unwrap_or(0);
+        self.on_packet_received(level, pidx, pn, plen, ack_eliciting, now);
+        Ok(plen)
+    }
 
+    /// Remove header protection and decrypt in place, following 1-RTT key
+    /// phase changes (RFC 9001 §6). The packet number and the plaintext's
+    /// range in `pkt`, or `None` if it does not decrypt (drop it).
+    #[allow(clippy::type_complexity)]
+    fn unprotect(
+        &mut self,
+        pkt: &mut [u8],
+        level: Level,
+        path_id: PathId,
+        pn_offset: usize,
+        now: Instant,
+    ) -> Result<Option<(u64, std::ops::Range<usize>)>, Result<Drop, TransportError>> {
+        let Some(keys) = self.levels.remote(level) else { return Ok(None) };
+        let Ok((pn_len, truncated)) = crypto::remove_header_protection(pkt, pn_offset, &keys.header) else {
+            return Ok(None);
+        };
+        let largest = self.recv_acks(level, path_id).and_then(|a| a.largest_received());
+        let pn = packet::decode_pn(largest, truncated, (pn_len * 8) as u32);
+        let first_byte = pkt[0];
+        let hdr_len = pn_offset + pn_len;
+        let nonce_path = if self.multipath { path_id.0 } else { 0 };
+        let (header, payload) = pkt.split_at_mut(hdr_len);
+        let phase_changed =
+            level == Level::OneRtt && packet::key_phase(first_byte) != self.levels.ku.remote_phase();
+        // Either the peer updated keys (try the next ones) or a reordered
+        // packet of the previous phase.
+        let use_prev = phase_changed && self.levels.ku.is_previous_phase(path_id, pn, now);
+        let key = match (phase_changed, use_prev) {
+            (false, _) => keys_packet(self, level),
+            (true, true) => self.levels.ku.prev_remote.as_ref().map(|(k, _)| &k.packet),
+            (true, false) => self.levels.ku.next_remote.as_ref().map(|k| &k.packet),
+        };
+        let Some(Ok(plain_len)) = key.map(|k| k.open_in_place(pn, nonce_path, header, payload)) else {
+            return Ok(None);
+        };
+        if !packet::reserved_bits_clear(first_byte) {
+            return Err(Err(TransportError::violation("reserved header bits set")));
+        }
+        if level == Level::OneRtt && !phase_changed {
+            self.levels.ku.on_received(path_id, pn);
+        }
+        if phase_changed && !use_prev {
+            self.on_peer_key_update(path_id, pn, now).map_err(Err)?;
+        }
+        Ok(Some((pn, hdr_len..hdr_len + plain_len)))
+    }
+
+    /// The peer's first packet in a new key phase decrypted.
+    fn on_peer_key_update(&mut self, path_id: PathId, pn: u64, now: Instant) -> Result<(), TransportError> {
+        // Checked by what we sent, not by what the peer acknowledged: the
+        // ACK it needed is often in this very packet, whose frames are not
+        // processed yet.
+        if self.levels.ku.premature_peer_update() {
+            return Err(TransportError::new(
+                ErrorCode::KEY_UPDATE_ERROR,
+                "second key update before the first was acknowledged",
+            ));
+        }
+        let pto = self.max_pto();
+        self.levels.rotate(now + pto * 3);
+        self.levels.ku.on_received(path_id, pn);
+        Ok(())
+    }
+
+    /// Learn the peer's CID from its first packets; a server's client is
+    /// validated by a Handshake packet.
+    fn on_peer_packet(&mut self, level: Level, scid: ConnectionId) {
         // The first packet from the server tells the client its CID.
         if !self.is_server && hdr_is_long(level) && !self.got_peer_packet {
             self.cids.set_initial_peer_cid(scid);
@@ -228,17 +229,24 @@ impl Connection {
             self.cids.set_initial_peer_cid(scid);
         }
         self.got_peer_packet = true;
-
         // Server: a Handshake packet proves the client owns its address.
         if self.is_server && level == Level::Handshake && !self.peer_validated {
             self.peer_validated = true;
         }
+    }
 
-        let payload = &pkt[hdr_len..hdr_len + plain_len];
+    /// Process a packet's frames; returns whether it was ack-eliciting.
+    fn on_frames(
+        &mut self,
+        payload: &[u8],
+        level: Level,
+        path_id: PathId,
+        info: RecvInfo,
+        now: Instant,
+    ) -> Result<bool, TransportError> {
         let ptype = hdr_type(level);
         let mut facts = PacketFacts::default();
-        let pidx = self.path_index(path_id).unwrap_or(0);
-        let res = frame::for_each_frame(payload, |f| {
+        frame::for_each_frame(payload, |f| {
             if !f.is_allowed_in(ptype) {
                 return Err(
                     TransportError::violation("frame not allowed in this packet type").with_frame(f.ty())
@@ -254,38 +262,26 @@ impl Connection {
                     e
                 }
             })
-        });
-        res.map_err(Err)?;
+        })?;
+        Ok(facts.ack_eliciting)
+    }
 
-        // Record the packet for acknowledgement.
+    /// Record a packet for acknowledgement and the path's counters.
+    fn on_packet_received(
+        &mut self,
+        level: Level,
+        pidx: usize,
+        pn: u64,
+        plen: usize,
+        ack_eliciting: bool,
+        now: Instant,
+    ) {
+        if let Some(acks) = self.recv_acks(level, self.paths[pidx].id) {
+            acks.on_packet_received(pn, now, ack_eliciting, Ecn::NotEct);
+        }
+        self.paths[pidx].amp_recv += plen as u64;
         if level == Level::OneRtt {
-            let p = &mut self.paths[pidx];
-            p.acks.on_packet_received(pn, now, facts.ack_eliciting, Ecn::NotEct);
-            p.st.recv += 1;
-            p.st.recv_bytes += plen as u64;
-            p.amp_recv += plen as u64;
-            p.last_recv = Some(now);
-            if self.send_dsr {
-                // rec (seed 003): one desired-sending-rate sample per round.
-                p.dsr.on_packet(plen);
-                let rtt = p.recovery.rtt().smoothed();
-                match p.dsr_round_end {
-                    Some(end) if now >= end => {
-                        p.dsr_pending = Some(p.dsr.end_round(rtt));
-                        p.dsr_round_end = Some(now + rtt);
-                    }
-                    None => p.dsr_round_end = Some(now + rtt),
-                    _ => {}
-                }
-            }
-            if self.multipath {
-                // Re-armed by every packet: see `probe_quiet_paths`.
-                p.quiet_at = Some(now + p.recovery.pto_period(crate::recovery::SpaceKind::Data) * 2);
-            }
-        } else {
-            let sp = &mut self.hs[level_index(level)];
-            sp.acks.on_packet_received(pn, now, facts.ack_eliciting, Ecn::NotEct);
-            self.paths[0].amp_recv += plen as u64;
+            self.on_path_packet(pidx, plen, now);
         }
         // Any authenticated packet restarts the idle timer (RFC 9000 §10.1).
         self.reset_idle(now);
@@ -293,7 +289,32 @@ impl Connection {
         if self.is_server && level == Level::Handshake {
             self.drop_level(Level::Initial);
         }
-        Ok(plen)
+    }
+
+    /// A 1-RTT packet arrived on path `pidx`: counters, the rec extension's
+    /// rate sample, the quiet-path timer.
+    fn on_path_packet(&mut self, pidx: usize, plen: usize, now: Instant) {
+        let p = &mut self.paths[pidx];
+        p.st.recv += 1;
+        p.st.recv_bytes += plen as u64;
+        p.last_recv = Some(now);
+        if self.send_dsr {
+            // rec (seed 003): one desired-sending-rate sample per round.
+            p.dsr.on_packet(plen);
+            let rtt = p.recovery.rtt().smoothed();
+            match p.dsr_round_end {
+                Some(end) if now >= end => {
+                    p.dsr_pending = Some(p.dsr.end_round(rtt));
+                    p.dsr_round_end = Some(now + rtt);
+                }
+                None => p.dsr_round_end = Some(now + rtt),
+                _ => {}
+            }
+        }
+        if self.multipath {
+            // Re-armed by every packet: see `probe_quiet_paths`.
+            p.quiet_at = Some(now + p.recovery.pto_period(crate::recovery::SpaceKind::Data) * 2);
+        }
     }
 
     fn maybe_stateless_reset(&mut self, dgram: &[u8]) -> Result<(), Result<Drop, TransportError>> {
@@ -398,86 +419,32 @@ impl Connection {
             Frame::Padding { .. } | Frame::Ping => {}
             Frame::Ack { path_id: ack_path, ack_delay, ranges, .. } => {
                 // ACK frames acknowledge path 0 (draft-21 §2.3).
-                let target = match ack_path {
-                    Some(p) => match self.frame_path(p)? {
-                        Some(id) => id,
-                        None => return Ok(()),
-                    },
-                    None => PathId::ZERO,
-                };
-                let _ = path_id;
+                let Some(target) = self.frame_path_or_zero(ack_path)? else { return Ok(()) };
                 let exp = self.peer_params.as_ref().map(|p| p.ack_delay_exponent).unwrap_or(3);
                 let delay =
                     Duration::from_micros(ack_delay.checked_shl(exp as u32).unwrap_or(u64::MAX).min(1 << 40));
                 self.on_ack(level, target, ranges.iter(), delay, now)?;
             }
-            Frame::Crypto { offset, data } => {
-                if offset + data.len() as u64 > crate::codec::VARINT_MAX {
-                    return Err(TransportError::new(ErrorCode::FRAME_ENCODING_ERROR, "CRYPTO beyond 2^62"));
-                }
-                let mut out = Vec::new();
-                self.levels.recv[level_index(level)].insert(offset, data, &mut out)?;
-                if !out.is_empty() {
-                    self.tls.provide_data(level, &out).map_err(tls_error)?;
-                    // Drive the handshake now so keys for later packets of this
-                    // datagram are installed before we reach them.
-                    self.advance_tls(now).map_err(|e| match e {
-                        Error::Transport(t) => t,
-                        _ => TransportError::new(ErrorCode::INTERNAL_ERROR, "TLS failure"),
-                    })?;
-                }
-            }
-            Frame::Stream { stream_id, offset, data, fin } => {
-                self.streams.on_stream_frame(StreamId(stream_id), offset, data, fin)?;
-            }
-            Frame::ResetStream { stream_id, error_code, final_size } => {
-                self.streams.on_reset_stream(StreamId(stream_id), error_code, final_size)?;
-            }
-            Frame::StopSending { stream_id, error_code } => {
-                self.streams.on_stop_sending(StreamId(stream_id), error_code)?;
-            }
-            Frame::MaxData(v) => self.streams.on_max_data(v)?,
-            Frame::MaxStreamData { stream_id, max } => {
-                self.streams.on_max_stream_data(StreamId(stream_id), max)?
-            }
-            Frame::MaxStreams { bidi, max } => self.streams.on_max_streams(bidi, max)?,
-            Frame::DataBlocked(v) => self.streams.on_data_blocked(v)?,
-            Frame::StreamDataBlocked { stream_id, limit } => {
-                self.streams.on_stream_data_blocked(StreamId(stream_id), limit)?
-            }
-            Frame::StreamsBlocked { bidi, limit } => self.streams.on_streams_blocked(bidi, limit)?,
-            Frame::NewToken { token } => {
-                if self.is_server {
-                    return Err(TransportError::violation("NEW_TOKEN from a client"));
-                }
-                if token.is_empty() {
-                    return Err(TransportError::new(ErrorCode::FRAME_ENCODING_ERROR, "empty NEW_TOKEN"));
-                }
-                // Keep the newest few; the application takes them.
-                if self.new_tokens.len() >= 4 {
-                    self.new_tokens.pop_front();
-                }
-                self.new_tokens.push_back(token.to_vec());
-            }
+            Frame::Crypto { offset, data } => self.on_crypto_frame(level, offset, data, now)?,
+            Frame::Stream { .. }
+            | Frame::ResetStream { .. }
+            | Frame::StopSending { .. }
+            | Frame::MaxData(_)
+            | Frame::MaxStreamData { .. }
+            | Frame::MaxStreams { .. }
+            | Frame::DataBlocked(_)
+            | Frame::StreamDataBlocked { .. }
+            | Frame::StreamsBlocked { .. } => self.on_stream_frame(f)?,
+            Frame::NewToken { token } => self.on_new_token(token)?,
             Frame::NewConnectionId { path_id: p, seq, retire_prior_to, cid, reset_token } => {
-                let path = match p {
-                    Some(p) => match self.frame_path(p)? {
-                        Some(id) => id,
-                        None => return Ok(()),
-                    },
-                    None => PathId::ZERO,
-                };
-                self.on_new_cid(path, seq, retire_prior_to, cid, reset_token)?;
+                if let Some(path) = self.frame_path_or_zero(p)? {
+                    self.on_new_cid(path, seq, retire_prior_to, cid, reset_token)?;
+                }
             }
             Frame::RetireConnectionId { path_id: p, seq } => {
-                let path = match p {
-                    Some(p) => match self.frame_path(p)? {
-                        Some(id) => id,
-                        None => return Ok(()),
-                    },
-                    None => PathId::ZERO,
-                };
-                self.on_retire_cid(path, seq)?;
+                if let Some(path) = self.frame_path_or_zero(p)? {
+                    self.on_retire_cid(path, seq)?;
+                }
             }
             Frame::PathChallenge(data) => {
                 if let Some(i) = self.path_index(path_id) {
@@ -487,19 +454,7 @@ impl Connection {
                     }
                 }
             }
-            Frame::PathResponse(data) => {
-                if let Some(i) = self.path_index(path_id) {
-                    let p = &mut self.paths[i];
-                    if p.challenges.answers(&data) {
-                        p.end_validation();
-                        if !p.validated {
-                            p.validated = true;
-                            let id = p.id;
-                            self.push_event(PathEvent::Validated(id));
-                        }
-                    }
-                }
-            }
+            Frame::PathResponse(data) => self.on_path_response(path_id, data),
             Frame::ConnectionClose { error_code, frame_type, reason } => {
                 self.peer_close = Some(CloseInfo {
                     is_app: frame_type.is_none(),
@@ -526,16 +481,105 @@ impl Connection {
             Frame::MaxPathId(v) => self.on_max_path_id(v)?,
             Frame::PathsBlocked(v) => self.on_paths_blocked(v)?,
             Frame::PathCidsBlocked { path_id: p, next_seq } => self.on_path_cids_blocked(p, next_seq)?,
-            Frame::PathDsr { path_id: p, dsr } => {
-                if !self.accept_dsr || !self.multipath {
-                    return Err(TransportError::encoding("PATH_DSR without the rec extension"));
-                }
-                // A rate for a path we no longer have is stale: ignore it.
-                if let Some(i) = u32::try_from(p).ok().and_then(|p| self.path_index(PathId(p))) {
-                    let id = self.paths[i].id;
-                    self.dispatch.sched.on_rate_feedback(id, dsr);
-                }
+            Frame::PathDsr { path_id: p, dsr } => self.on_path_dsr(p, dsr)?,
+        }
+        Ok(())
+    }
+
+    /// The path a frame's optional Path ID names (path 0 without one);
+    /// `None` for a path already closed (the frame is ignored).
+    fn frame_path_or_zero(&self, p: Option<u64>) -> Result<Option<PathId>, TransportError> {
+        match p {
+            Some(p) => self.frame_path(p),
+            None => Ok(Some(PathId::ZERO)),
+        }
+    }
+
+    fn on_crypto_frame(
+        &mut self,
+        level: Level,
+        offset: u64,
+        data: &[u8],
+        now: Instant,
+    ) -> Result<(), TransportError> {
+        if offset + data.len() as u64 > crate::codec::VARINT_MAX {
+            return Err(TransportError::new(ErrorCode::FRAME_ENCODING_ERROR, "CRYPTO beyond 2^62"));
+        }
+        let mut out = Vec::new();
+        self.levels.recv[level_index(level)].insert(offset, data, &mut out)?;
+        if !out.is_empty() {
+            self.tls.provide_data(level, &out).map_err(tls_error)?;
+            // Drive the handshake now so keys for later packets of this
+            // datagram are installed before we reach them.
+            self.advance_tls(now).map_err(|e| match e {
+                Error::Transport(t) => t,
+                _ => TransportError::new(ErrorCode::INTERNAL_ERROR, "TLS failure"),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Stream data, stream state and flow control.
+    fn on_stream_frame(&mut self, f: Frame<'_>) -> Result<(), TransportError> {
+        let s = &mut self.streams;
+        match f {
+            Frame::Stream { stream_id, offset, data, fin } => {
+                s.on_stream_frame(StreamId(stream_id), offset, data, fin)
             }
+            Frame::ResetStream { stream_id, error_code, final_size } => {
+                s.on_reset_stream(StreamId(stream_id), error_code, final_size)
+            }
+            Frame::StopSending { stream_id, error_code } => {
+                s.on_stop_sending(StreamId(stream_id), error_code)
+            }
+            Frame::MaxData(v) => s.on_max_data(v),
+            Frame::MaxStreamData { stream_id, max } => s.on_max_stream_data(StreamId(stream_id), max),
+            Frame::MaxStreams { bidi, max } => s.on_max_streams(bidi, max),
+            Frame::DataBlocked(v) => s.on_data_blocked(v),
+            Frame::StreamDataBlocked { stream_id, limit } => {
+                s.on_stream_data_blocked(StreamId(stream_id), limit)
+            }
+            Frame::StreamsBlocked { bidi, limit } => s.on_streams_blocked(bidi, limit),
+            _ => Ok(()),
+        }
+    }
+
+    fn on_new_token(&mut self, token: &[u8]) -> Result<(), TransportError> {
+        if self.is_server {
+            return Err(TransportError::violation("NEW_TOKEN from a client"));
+        }
+        if token.is_empty() {
+            return Err(TransportError::new(ErrorCode::FRAME_ENCODING_ERROR, "empty NEW_TOKEN"));
+        }
+        // Keep the newest few; the application takes them.
+        if self.new_tokens.len() >= 4 {
+            self.new_tokens.pop_front();
+        }
+        self.new_tokens.push_back(token.to_vec());
+        Ok(())
+    }
+
+    fn on_path_response(&mut self, path_id: PathId, data: [u8; 8]) {
+        let Some(i) = self.path_index(path_id) else { return };
+        let p = &mut self.paths[i];
+        if p.challenges.answers(&data) {
+            p.end_validation();
+            if !p.validated {
+                p.validated = true;
+                let id = p.id;
+                self.push_event(PathEvent::Validated(id));
+            }
+        }
+    }
+
+    fn on_path_dsr(&mut self, p: u64, dsr: u64) -> Result<(), TransportError> {
+        if !self.accept_dsr || !self.multipath {
+            return Err(TransportError::encoding("PATH_DSR without the rec extension"));
+        }
+        // A rate for a path we no longer have is stale: ignore it.
+        if let Some(i) = u32::try_from(p).ok().and_then(|p| self.path_index(PathId(p))) {
+            let id = self.paths[i].id;
+            self.dispatch.sched.on_rate_feedback(id, dsr);
         }
         Ok(())
     }

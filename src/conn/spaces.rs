@@ -381,6 +381,16 @@ pub(super) struct SpaceMut<'a> {
 }
 
 impl super::Connection {
+    /// The ACK tracker of the space a packet of `level` received on path
+    /// `path` belongs to (`None`: an unknown path).
+    pub(super) fn recv_acks(&mut self, level: Level, path: PathId) -> Option<&mut AckTracker> {
+        let li = level_index(level);
+        if li < self.hs.len() {
+            return Some(&mut self.hs[li].acks);
+        }
+        self.path_index(path).map(|i| &mut self.paths[i].acks)
+    }
+
     /// The space packets of `level` use on path `pi`; `None` once
     /// discarded (or for a path that does not exist).
     pub(super) fn space_mut(&mut self, level: Level, pi: usize) -> Option<SpaceMut<'_>> {
