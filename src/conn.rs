@@ -9,6 +9,7 @@
 
 mod builder;
 mod dispatch;
+mod handshake;
 mod multipath;
 mod recv;
 mod send;
@@ -16,6 +17,7 @@ pub(crate) mod sent;
 mod spaces;
 #[cfg(test)]
 pub(crate) mod tests;
+mod timers;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -289,33 +291,7 @@ impl Connection {
     ) -> Result<Connection, Error> {
         let reset_key = config.reset_key.as_ref().map(|k| *k.bytes());
         let mut cids = CidState::new(*scid, config.active_cid_limit, reset_key);
-        let mut params = TransportParams {
-            max_idle_timeout: config.max_idle_timeout.as_millis() as u64,
-            max_udp_payload_size: 65527,
-            initial_max_data: config.initial_max_data,
-            initial_max_stream_data_bidi_local: config.initial_max_stream_data_bidi_local,
-            initial_max_stream_data_bidi_remote: config.initial_max_stream_data_bidi_remote,
-            initial_max_stream_data_uni: config.initial_max_stream_data_uni,
-            initial_max_streams_bidi: config.initial_max_streams_bidi,
-            initial_max_streams_uni: config.initial_max_streams_uni,
-            ack_delay_exponent: config.ack_delay_exponent,
-            max_ack_delay: config.max_ack_delay.as_millis() as u64,
-            active_connection_id_limit: config.active_cid_limit,
-            disable_active_migration: config.disable_active_migration,
-            initial_source_connection_id: Some(*scid),
-            initial_max_path_id: config.initial_max_path_id.map(u64::from),
-            ..TransportParams::default()
-        };
-        // The rec scheduler asks the peer for per-path desired sending rates.
-        let wants_dsr = config.scheduler_factory.is_none() && config.scheduler.starts_with("rec");
-        if wants_dsr {
-            params.extra.push((crate::frame::path_dsr::REC_TRANSPORT_PARAM_ID, Vec::new()));
-        }
-        if is_server {
-            params.original_destination_connection_id = Some(dcid);
-            params.retry_source_connection_id = retry_scid;
-            params.stateless_reset_token = Some(cids.reset_token_for(scid));
-        }
+        let params = local_params(config, scid, &cids, is_server.then_some((dcid, retry_scid)));
         let mut encoded = Vec::with_capacity(128);
         params.encode(&mut encoded);
         let tls = TlsSession::new(tls_config, server_name, &encoded)
@@ -327,20 +303,7 @@ impl Connection {
         let levels =
             CryptoLevels::new(key_dcid.as_slice(), is_server).map_err(|e| Error::Config(format!("{e:?}")))?;
         let side = if is_server { Side::Server } else { Side::Client };
-        let streams = Streams::new(
-            side,
-            StreamsConfig {
-                initial_max_data: config.initial_max_data,
-                max_data_window: config.max_connection_window,
-                initial_max_stream_data_bidi_local: config.initial_max_stream_data_bidi_local,
-                initial_max_stream_data_bidi_remote: config.initial_max_stream_data_bidi_remote,
-                initial_max_stream_data_uni: config.initial_max_stream_data_uni,
-                max_stream_window: config.max_stream_window,
-                initial_max_streams_bidi: config.initial_max_streams_bidi,
-                initial_max_streams_uni: config.initial_max_streams_uni,
-                send_buffer_cap: config.send_buffer_limit,
-            },
-        );
+        let streams = Streams::new(side, streams_config(config));
         let mut path0 = Path::new(PathId::ZERO, local, peer, config, now);
         // The first path is validated by the handshake itself.
         path0.validated = true;
@@ -389,7 +352,7 @@ impl Connection {
             }),
             config_max_path_id: config.initial_max_path_id,
             qlog: config.qlog.then(|| crate::qlog::Qlog::new(now)),
-            accept_dsr: wants_dsr,
+            accept_dsr: wants_dsr(config),
             send_dsr: false,
             last_now: now,
             #[cfg(test)]
@@ -726,78 +689,61 @@ impl Connection {
         self.state = State::Draining { until: now + pto * 3 };
         self.close_pending = false;
     }
+}
 
-    // ---- timers ----------------------------------------------------------
-
-    fn reset_idle(&mut self, now: Instant) {
-        let peer = self.peer_params.as_ref().map(|p| p.max_idle_timeout).unwrap_or(0);
-        let mut t = self.idle_timeout;
-        if peer > 0 && (t.is_zero() || Duration::from_millis(peer) < t) {
-            t = Duration::from_millis(peer);
-        }
-        if t.is_zero() {
-            self.idle_deadline = None;
-            return;
-        }
-        // Never shorter than three PTOs (RFC 9000 §10.1).
-        let pto = self.paths.first().map(|p| p.recovery.rtt().pto_base()).unwrap_or_default();
-        self.idle_deadline = Some(now + t.max(pto * 3));
+/// Our transport parameters; `server` holds the client's original DCID and
+/// the Retry SCID we sent, if any.
+fn local_params(
+    config: &Config,
+    scid: &ConnectionId,
+    cids: &CidState,
+    server: Option<(ConnectionId, Option<ConnectionId>)>,
+) -> TransportParams {
+    let mut params = TransportParams {
+        max_idle_timeout: config.max_idle_timeout.as_millis() as u64,
+        max_udp_payload_size: 65527,
+        initial_max_data: config.initial_max_data,
+        initial_max_stream_data_bidi_local: config.initial_max_stream_data_bidi_local,
+        initial_max_stream_data_bidi_remote: config.initial_max_stream_data_bidi_remote,
+        initial_max_stream_data_uni: config.initial_max_stream_data_uni,
+        initial_max_streams_bidi: config.initial_max_streams_bidi,
+        initial_max_streams_uni: config.initial_max_streams_uni,
+        ack_delay_exponent: config.ack_delay_exponent,
+        max_ack_delay: config.max_ack_delay.as_millis() as u64,
+        active_connection_id_limit: config.active_cid_limit,
+        disable_active_migration: config.disable_active_migration,
+        initial_source_connection_id: Some(*scid),
+        initial_max_path_id: config.initial_max_path_id.map(u64::from),
+        ..TransportParams::default()
+    };
+    if wants_dsr(config) {
+        params.extra.push((crate::frame::path_dsr::REC_TRANSPORT_PARAM_ID, Vec::new()));
     }
-
-    /// The earliest time `on_timeout` must be called, if any.
-    pub fn timeout(&self) -> Option<Instant> {
-        match self.state {
-            State::Closed => return None,
-            State::Closing { until } | State::Draining { until } => return Some(until),
-            _ => {}
-        }
-        let mut t = self.idle_deadline;
-        let mut min = |x: Option<Instant>| {
-            if let Some(x) = x {
-                t = Some(t.map_or(x, |t| t.min(x)));
-            }
-        };
-        min(self.loss_timer());
-        for (i, sp) in self.hs.iter().enumerate() {
-            if self.levels.has_send_keys(if i == 0 { Level::Initial } else { Level::Handshake }) {
-                min(sp.acks.ack_deadline());
-            }
-        }
-        for p in &self.paths {
-            min(p.acks.ack_deadline());
-            min(p.timer());
-        }
-        min(self.dispatch.until);
-        t
+    if let Some((odcid, retry_scid)) = server {
+        params.original_destination_connection_id = Some(odcid);
+        params.retry_source_connection_id = retry_scid;
+        params.stateless_reset_token = Some(cids.reset_token_for(scid));
     }
+    params
+}
 
-    /// Handle timer expiry: loss detection, PTO, ACK delay, idle timeout,
-    /// path validation and close timers.
-    pub fn on_timeout(&mut self, now: Instant) {
-        self.last_now = now;
-        match self.state {
-            State::Closed => return,
-            State::Closing { until } | State::Draining { until } => {
-                if now >= until {
-                    self.state = State::Closed;
-                }
-                return;
-            }
-            _ => {}
-        }
-        if let Some(d) = self.idle_deadline {
-            if now >= d {
-                log::debug!("idle timeout");
-                self.state = State::Closed;
-                return;
-            }
-        }
-        self.dispatch.on_timeout(now);
-        self.on_loss_timeout(now);
-        self.on_path_timers(now);
-        if self.multipath {
-            self.probe_quiet_paths(now);
-        }
+/// The rec scheduler asks the peer for per-path desired sending rates.
+fn wants_dsr(config: &Config) -> bool {
+    config.scheduler_factory.is_none() && config.scheduler.starts_with("rec")
+}
+
+/// Stream limits and windows from the configuration.
+fn streams_config(config: &Config) -> StreamsConfig {
+    StreamsConfig {
+        initial_max_data: config.initial_max_data,
+        max_data_window: config.max_connection_window,
+        initial_max_stream_data_bidi_local: config.initial_max_stream_data_bidi_local,
+        initial_max_stream_data_bidi_remote: config.initial_max_stream_data_bidi_remote,
+        initial_max_stream_data_uni: config.initial_max_stream_data_uni,
+        max_stream_window: config.max_stream_window,
+        initial_max_streams_bidi: config.initial_max_streams_bidi,
+        initial_max_streams_uni: config.initial_max_streams_uni,
+        send_buffer_cap: config.send_buffer_limit,
     }
 }
 

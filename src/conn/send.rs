@@ -7,7 +7,7 @@ use crate::codec::Writer;
 use crate::crypto::Level;
 use crate::frame::{self, Frame};
 use crate::packet::{self, ConnectionId};
-use crate::recovery::{HandshakeStatus, PacketFate, SentPacket, TimeoutAction};
+use crate::recovery::SentPacket;
 use crate::stream::ControlFrame;
 use crate::PathId;
 
@@ -829,114 +829,6 @@ impl Connection {
         }
         let p = &self.paths[pi];
         Ok(Some((pkt_len, SendInfo { from: p.local, to: p.peer, path_id: p.id, at: now })))
-    }
-
-    // ---- loss detection timers --------------------------------------------
-
-    pub(super) fn loss_timer(&self) -> Option<Instant> {
-        let hs = self.hs_status();
-        let mut t: Option<Instant> = None;
-        for (i, p) in self.paths.iter().enumerate() {
-            let x = if i == 0 {
-                let mut spaces = Vec::with_capacity(3);
-                for sp in &self.hs {
-                    if !sp.discarded {
-                        spaces.push(&sp.sent);
-                    }
-                }
-                spaces.push(&p.space);
-                p.recovery.loss_detection_timer(&spaces, &hs)
-            } else {
-                p.recovery.loss_detection_timer(&[&p.space], &hs)
-            };
-            if let Some(x) = x {
-                t = Some(t.map_or(x, |t| t.min(x)));
-            }
-        }
-        t
-    }
-
-    pub(super) fn hs_status(&self) -> HandshakeStatus {
-        HandshakeStatus {
-            is_client: !self.is_server,
-            has_handshake_keys: self.levels.has_send_keys(Level::Handshake),
-            handshake_confirmed: self.handshake_confirmed,
-            peer_completed_address_validation: self.is_server
-                || self.handshake_confirmed
-                || self.hs[1].sent.largest_acked().is_some(),
-            amplification_limited: self.is_server
-                && !self.peer_validated
-                && self.paths[0].amp_sent >= self.paths[0].amp_recv * 3,
-        }
-    }
-
-    pub(super) fn on_loss_timeout(&mut self, now: Instant) {
-        let hs = self.hs_status();
-        let views = self.path_views();
-        let mut lost = std::mem::take(&mut self.scratch_lost);
-        let mut pto_paths = 0u64;
-        for pi in 0..self.paths.len() {
-            if self.paths[pi].abandoned {
-                continue;
-            }
-            let action = {
-                let (hs_spaces, paths) = (&mut self.hs, &mut self.paths);
-                let p = &mut paths[pi];
-                let mut on = |fate: PacketFate, pkt: SentPacket<SentFrames>| {
-                    if fate == PacketFate::Lost {
-                        lost.push(pkt);
-                    }
-                };
-                if pi == 0 {
-                    let [a, b] = hs_spaces;
-                    let mut spaces: Vec<&mut crate::recovery::PacketSpace<SentFrames>> =
-                        Vec::with_capacity(3);
-                    if !a.discarded {
-                        spaces.push(&mut a.sent);
-                    }
-                    if !b.discarded {
-                        spaces.push(&mut b.sent);
-                    }
-                    spaces.push(&mut p.space);
-                    p.recovery.on_loss_detection_timeout(&mut spaces, now, &hs, &views, &mut on)
-                } else {
-                    p.recovery.on_loss_detection_timeout(&mut [&mut p.space], now, &hs, &views, &mut on)
-                }
-            };
-            match action {
-                TimeoutAction::None | TimeoutAction::Lost(_) => {}
-                TimeoutAction::Probe { space, packets } => match space {
-                    crate::recovery::SpaceKind::Initial => self.hs[0].probes = packets,
-                    crate::recovery::SpaceKind::Handshake => self.hs[1].probes = packets,
-                    crate::recovery::SpaceKind::Data => {
-                        self.paths[pi].probes = packets;
-                        pto_paths |= 1u64 << pi.min(63);
-                    }
-                },
-            }
-            // Data lost from this path's packets (CRYPTO frames carry their
-            // own level).
-            for pkt in lost.drain(..) {
-                self.stats.lost += 1;
-                self.paths[pi].st.lost += 1;
-                if let Some(q) = &mut self.qlog {
-                    q.packet_lost(now, self.paths[pi].id, pkt.pn, pkt.size);
-                }
-                for f in pkt.data {
-                    self.on_frame_lost(f, Level::OneRtt, pi);
-                }
-            }
-        }
-        self.scratch_lost = lost;
-        if pto_paths != 0 && self.multipath {
-            // Highest index first: abandoning never removes entries, but
-            // keep indices stable regardless.
-            for pi in (0..self.paths.len().min(64)).rev() {
-                if pto_paths & (1u64 << pi) != 0 {
-                    self.on_path_pto(pi, now);
-                }
-            }
-        }
     }
 
     #[cfg(test)]

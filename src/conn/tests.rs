@@ -396,6 +396,27 @@ fn idle_timeout_closes() {
     assert!(p.c.peer_error().is_none());
 }
 
+#[test]
+fn quiet_connection_waits_on_its_idle_timer_and_data_arms_loss_detection() {
+    use super::timers::TimerKind;
+    let mut ccfg = config(false);
+    ccfg.set_max_idle_timeout(1000);
+    let mut p = Pair::new(&ccfg, &config(true));
+    p.handshake();
+    p.run_for(Duration::from_millis(100));
+    let (key, t) = p.c.next_timer().expect("an idle timer");
+    assert_eq!(key, (None, TimerKind::Idle));
+    assert_eq!(p.c.timeout(), Some(t));
+    // Data in flight: its loss-detection timer on path 0 comes first.
+    p.c.stream_send(0, b"hello", false).unwrap();
+    let mut buf = [0u8; 1500];
+    let now = p.now;
+    assert!(p.c.send(&mut buf, now).unwrap().is_some());
+    let (key, t) = p.c.next_timer().expect("a loss timer");
+    assert_eq!(key, (Some(PathId::ZERO), TimerKind::Loss));
+    assert_eq!(p.c.timeout(), Some(t));
+}
+
 // ---- multipath ---------------------------------------------------------------
 
 use crate::error::ErrorCode;

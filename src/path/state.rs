@@ -240,14 +240,6 @@ impl Path {
         self.challenge_deadline = None;
     }
 
-    /// Path-validation retry or expiry, and state removal after abandonment.
-    pub(crate) fn timer(&self) -> Option<Instant> {
-        let a = self.challenge_retry;
-        let b = self.challenge_deadline;
-        let c = self.drop_at;
-        [a, b, c, self.quiet_at].into_iter().flatten().min()
-    }
-
     /// The status the scheduler sees: backup if either side asked for it.
     pub(crate) fn effective_status(&self) -> PathStatus {
         if self.status == PathStatus::Backup || self.peer_status == PathStatus::Backup {
