@@ -5,6 +5,44 @@
 //! One controller instance per path. The engine calls the hooks from its loss
 //! recovery; the controller answers with a congestion window and, where it has
 //! one, a pacing rate.
+//!
+//! Implementing a controller outside the crate and plugging it in:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use mpquic::cc::{AckEvent, CcFactory, CcParams, CongestionController, LossEvent, PathView};
+//! use mpquic::rtt::RttEstimator;
+//!
+//! /// A fixed window of 20 packets, whatever happens.
+//! #[derive(Debug)]
+//! struct Fixed(usize);
+//!
+//! impl CongestionController for Fixed {
+//!     fn name(&self) -> &'static str {
+//!         "fixed"
+//!     }
+//!     fn window(&self) -> usize {
+//!         self.0
+//!     }
+//!     fn on_ack(&mut self, _: &AckEvent, _: &RttEstimator, _: &[PathView]) {}
+//!     fn on_loss(&mut self, _: &LossEvent, _: &RttEstimator, _: &[PathView]) {}
+//! }
+//!
+//! /// Every new path of a connection made with the configuration gets one.
+//! #[derive(Debug)]
+//! struct FixedFactory;
+//! impl CcFactory for FixedFactory {
+//!     fn build(&self, params: CcParams) -> Box<dyn CongestionController> {
+//!         Box::new(Fixed(20 * params.mss))
+//!     }
+//!     fn name(&self) -> &str {
+//!         "fixed"
+//!     }
+//! }
+//!
+//! let mut config = mpquic::Config::new();
+//! config.set_cc_factory(Arc::new(FixedFactory));
+//! ```
 
 use std::fmt;
 use std::time::{Duration, Instant};

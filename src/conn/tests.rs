@@ -417,6 +417,70 @@ fn quiet_connection_waits_on_its_idle_timer_and_data_arms_loss_detection() {
     assert_eq!(p.c.timeout(), Some(t));
 }
 
+/// A NewReno that names itself "outside", built by a factory.
+#[derive(Debug)]
+struct OutsideCc(crate::cc::newreno::NewReno);
+
+impl crate::cc::CongestionController for OutsideCc {
+    fn name(&self) -> &'static str {
+        "outside"
+    }
+    fn window(&self) -> usize {
+        self.0.window()
+    }
+    fn on_ack(
+        &mut self,
+        ev: &crate::cc::AckEvent,
+        rtt: &crate::rtt::RttEstimator,
+        paths: &[crate::cc::PathView],
+    ) {
+        self.0.on_ack(ev, rtt, paths)
+    }
+    fn on_loss(
+        &mut self,
+        ev: &crate::cc::LossEvent,
+        rtt: &crate::rtt::RttEstimator,
+        paths: &[crate::cc::PathView],
+    ) {
+        self.0.on_loss(ev, rtt, paths)
+    }
+    fn metrics(&self) -> crate::cc::CcMetrics {
+        crate::cc::CcMetrics { state: "outside", ..self.0.metrics() }
+    }
+}
+
+#[derive(Debug, Default)]
+struct OutsideCcFactory(std::sync::atomic::AtomicUsize);
+
+impl crate::cc::CcFactory for OutsideCcFactory {
+    fn build(&self, params: crate::cc::CcParams) -> Box<dyn crate::cc::CongestionController> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Box::new(OutsideCc(crate::cc::newreno::NewReno::new(params)))
+    }
+    fn name(&self) -> &str {
+        "outside"
+    }
+}
+
+#[test]
+fn controller_from_a_factory_drives_the_transfer() {
+    let factory = std::sync::Arc::new(OutsideCcFactory::default());
+    let mut scfg = config(true);
+    scfg.set_cc_factory(factory.clone());
+    let mut p = Pair::new(&config(false), &scfg);
+    p.handshake();
+    let data = pattern(200_000);
+    assert_eq!(p.transfer_with(0, &data, |_, _| {}), data);
+    assert_eq!(factory.0.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert_eq!(p.s.paths[0].recovery.cc().name(), "outside");
+    assert_eq!(p.s.path_stats().next().map(|s| s.cc_state), Some("outside"));
+    // set_cc goes back to the built-in controllers.
+    scfg.set_cc("cubic").unwrap();
+    let mut p = Pair::new(&config(false), &scfg);
+    p.handshake();
+    assert_eq!(p.s.paths[0].recovery.cc().name(), "cubic");
+}
+
 // ---- multipath ---------------------------------------------------------------
 
 use crate::error::ErrorCode;

@@ -20,6 +20,8 @@ use super::{PathStats, PathStatus};
 pub(crate) struct PathConfig {
     pub(crate) mss: usize,
     pub(crate) cc: String,
+    /// Builds the controllers instead of `cc` (one from outside the crate).
+    pub(crate) cc_factory: Option<std::sync::Arc<dyn cc::CcFactory>>,
     pub(crate) max_ack_delay: Duration,
     pub(crate) ack_delay_exponent: u8,
     pub(crate) initial_rtt: Duration,
@@ -32,6 +34,7 @@ impl PathConfig {
         PathConfig {
             mss: c.max_udp_payload,
             cc: c.cc.clone(),
+            cc_factory: c.cc_factory.clone(),
             max_ack_delay: c.max_ack_delay,
             ack_delay_exponent: c.ack_delay_exponent as u8,
             initial_rtt: c.initial_rtt,
@@ -182,8 +185,11 @@ impl Path {
         let mss = config.mss;
         let seed = cc::path_seed(local, peer);
         let params = CcParams { path_id: id, mss, initial_window: cc::initial_window(mss), now, seed };
-        let controller =
-            cc::build(&config.cc, params).unwrap_or_else(|_| Box::new(crate::cc::cubic::Cubic::new(params)));
+        let controller = match &config.cc_factory {
+            Some(f) => f.build(params),
+            None => cc::build(&config.cc, params)
+                .unwrap_or_else(|_| Box::new(crate::cc::cubic::Cubic::new(params))),
+        };
         let mut recovery = PathRecovery::new(params, controller, config.initial_rtt);
         if let Some(d) = config.peer_max_ack_delay {
             recovery.set_max_ack_delay(d);
