@@ -335,8 +335,11 @@ pub trait Scheduler: Send + fmt::Debug {
     /// Choose what the next packet does. Called per packet: must not allocate
     /// once every path has been seen.
     fn decide(&mut self, ctx: &SchedContext<'_>) -> Decision;
-    /// `bytes` of stream data were sent on `path` (as a redundant copy if
-    /// `redundant`), following a decision.
+    /// A datagram of `bytes` (its whole UDP payload: headers, ACKs and
+    /// control frames included) was sent on `path`; `redundant` if it
+    /// carried a copy of data sent before. Called for every datagram of a
+    /// multipath connection, ACK-only ones too, so it measures what each
+    /// path carries, not only what decisions put there.
     fn on_sent(&mut self, _path: PathId, _bytes: usize, _redundant: bool) {}
     /// `bytes` sent on `path` were acknowledged.
     fn on_ack(&mut self, _path: PathId, _bytes: usize) {}
