@@ -22,7 +22,7 @@ mod timers;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::config::{Config, ConfigError};
 use crate::crypto::{self, Level, TlsConfig, TlsSession};
@@ -200,9 +200,8 @@ pub struct Connection {
     /// Server: the client's address is validated (Handshake packet received
     /// or a valid token): the anti-amplification limit no longer applies.
     peer_validated: bool,
-    idle_timeout: Duration,
-    idle_deadline: Option<Instant>,
-    last_ack_eliciting_sent: Option<Instant>,
+    /// The idle timeout (RFC 9000 §10.1).
+    idle: timers::IdleTimer,
     max_udp_payload: usize,
     local_close: Option<CloseInfo>,
     peer_close: Option<CloseInfo>,
@@ -328,9 +327,7 @@ impl Connection {
             handshake_confirmed: false,
             handshake_done_pending: false,
             peer_validated: !is_server || retry_scid.is_some(),
-            idle_timeout: config.max_idle_timeout,
-            idle_deadline: None,
-            last_ack_eliciting_sent: None,
+            idle: timers::IdleTimer { timeout: config.max_idle_timeout, deadline: None },
             max_udp_payload: config.max_udp_payload,
             local_close: None,
             peer_close: None,

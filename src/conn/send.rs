@@ -292,7 +292,7 @@ impl Connection {
         let pkt_len = b.finish(min_plain, keys, nonce_path)?;
         let in_flight = ack_eliciting || pad_to.is_some();
         let pkt = SentPacket::new(due.pn, now, pkt_len, ack_eliciting, in_flight, frames);
-        self.on_packet_built(level, pi, pkt, now);
+        self.on_packet_built(level, pi, pkt);
         Ok(Some((pkt_len, ack_eliciting)))
     }
 
@@ -444,8 +444,8 @@ impl Connection {
     /// Record a packet just built: in its space (and the path's recovery),
     /// for key updates, and the client's Initial keys go once it sends a
     /// Handshake packet (RFC 9001 §4.9.1).
-    fn on_packet_built(&mut self, level: Level, pi: usize, pkt: SentPacket<SentFrames>, now: Instant) {
-        let (pn, ack_eliciting) = (pkt.pn, pkt.ack_eliciting);
+    fn on_packet_built(&mut self, level: Level, pi: usize, pkt: SentPacket<SentFrames>) {
+        let pn = pkt.pn;
         if level == Level::OneRtt {
             let own = self.paths[pi].id;
             for f in &pkt.data {
@@ -461,9 +461,6 @@ impl Connection {
         if let Some(sp) = self.space_mut(level, pi) {
             sp.sent.on_packet_sent(sp.recovery, pkt);
             *sp.next_pn += 1;
-        }
-        if ack_eliciting {
-            self.last_ack_eliciting_sent = Some(now);
         }
         if !self.is_server && level == Level::Handshake {
             self.drop_level(Level::Initial);

@@ -35,23 +35,29 @@ pub(super) enum TimerKind {
     Quiet,
 }
 
+/// The idle timeout: configured, and when it fires.
+pub(super) struct IdleTimer {
+    pub(super) timeout: Duration,
+    pub(super) deadline: Option<Instant>,
+}
+
 /// A timer's key: its path (`None`: the connection's) and kind.
 pub(super) type TimerKey = (Option<PathId>, TimerKind);
 
 impl Connection {
     pub(super) fn reset_idle(&mut self, now: Instant) {
         let peer = self.peer_params.as_ref().map(|p| p.max_idle_timeout).unwrap_or(0);
-        let mut t = self.idle_timeout;
+        let mut t = self.idle.timeout;
         if peer > 0 && (t.is_zero() || Duration::from_millis(peer) < t) {
             t = Duration::from_millis(peer);
         }
         if t.is_zero() {
-            self.idle_deadline = None;
+            self.idle.deadline = None;
             return;
         }
         // Never shorter than three PTOs (RFC 9000 §10.1).
         let pto = self.paths.first().map(|p| p.recovery.rtt().pto_base()).unwrap_or_default();
-        self.idle_deadline = Some(now + t.max(pto * 3));
+        self.idle.deadline = Some(now + t.max(pto * 3));
     }
 
     /// The earliest time `on_timeout` must be called, if any.
@@ -82,7 +88,7 @@ impl Connection {
                 f(key, t);
             }
         };
-        put((None, TimerKind::Idle), self.idle_deadline);
+        put((None, TimerKind::Idle), self.idle.deadline);
         put((None, TimerKind::Scheduler), self.dispatch.until);
         for (sp, level) in self.hs.iter().zip([Level::Initial, Level::Handshake]) {
             if self.levels.has_send_keys(level) {
@@ -115,7 +121,7 @@ impl Connection {
             }
             _ => {}
         }
-        if let Some(d) = self.idle_deadline {
+        if let Some(d) = self.idle.deadline {
             if now >= d {
                 log::debug!("idle timeout");
                 self.state = State::Closed;
