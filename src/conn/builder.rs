@@ -39,6 +39,7 @@ pub(super) struct PacketBuilder<'a> {
 
 impl<'a> PacketBuilder<'a> {
     /// Write the header into `buf`.
+    #[inline]
     pub(super) fn new(buf: &'a mut [u8], h: &Header<'_>) -> Result<Self, Error> {
         let mut w = Writer::new(buf);
         let too_short = |_| Error::BufferTooShort;
@@ -85,6 +86,7 @@ impl<'a> PacketBuilder<'a> {
     /// header-protection sample needs (4 bytes after the packet number's
     /// start, RFC 9001 §5.4.2); patch the length, seal, protect the header.
     /// Returns the packet's length.
+    #[inline]
     pub(super) fn finish(mut self, min_plain: usize, keys: &Keys, nonce_path: u32) -> Result<usize, Error> {
         let frames_end = self.w.pos();
         let plain_end = frames_end.max(self.pn_offset + 4).max(min_plain).min(self.payload_end());

@@ -36,6 +36,14 @@ impl Connection {
         }
     }
 
+    /// The peer ended the connection without a CONNECTION_CLOSE (Version
+    /// Negotiation, Stateless Reset): closed at once, nothing more sent.
+    pub(super) fn closed_by_peer(&mut self, reason: &[u8]) {
+        self.peer_close =
+            Some(CloseInfo { is_app: false, code: 0, frame_type: None, reason: reason.to_vec() });
+        self.state = State::Closed;
+    }
+
     pub(super) fn on_version_negotiation(
         &mut self,
         hdr: &packet::Header<'_>,
@@ -52,13 +60,7 @@ impl Connection {
         if hdr.supported_versions().any(|v| v == QUIC_V1) {
             return Err(Ok(Drop::Datagram));
         }
-        self.peer_close = Some(CloseInfo {
-            is_app: false,
-            code: 0,
-            frame_type: None,
-            reason: b"version negotiation".to_vec(),
-        });
-        self.state = State::Closed;
+        self.closed_by_peer(b"version negotiation");
         Err(Ok(Drop::Datagram))
     }
 

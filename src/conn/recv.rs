@@ -300,13 +300,7 @@ impl Connection {
         if let Some(tok) = packet::stateless_reset_token(dgram) {
             if self.cids.is_stateless_reset(tok) {
                 log::debug!("stateless reset received");
-                self.peer_close = Some(CloseInfo {
-                    is_app: false,
-                    code: 0,
-                    frame_type: None,
-                    reason: b"stateless reset".to_vec(),
-                });
-                self.state = State::Closed;
+                self.closed_by_peer(b"stateless reset");
                 return Err(Ok(Drop::Datagram));
             }
         }
@@ -342,8 +336,11 @@ impl Connection {
                 self.on_ack(level, target, ranges.iter(), delay, now)?;
             }
             Frame::Crypto { offset, data } => self.on_crypto_frame(level, offset, data, now)?,
-            Frame::Stream { .. }
-            | Frame::ResetStream { .. }
+            // The hot path of a download: straight to the stream.
+            Frame::Stream { stream_id, offset, data, fin } => {
+                self.streams.on_stream_frame(StreamId(stream_id), offset, data, fin)?
+            }
+            Frame::ResetStream { .. }
             | Frame::StopSending { .. }
             | Frame::MaxData(_)
             | Frame::MaxStreamData { .. }
@@ -411,13 +408,10 @@ impl Connection {
         }
     }
 
-    /// Stream data, stream state and flow control.
+    /// Stream state and flow control.
     fn on_stream_frame(&mut self, f: Frame<'_>) -> Result<(), TransportError> {
         let s = &mut self.streams;
         match f {
-            Frame::Stream { stream_id, offset, data, fin } => {
-                s.on_stream_frame(StreamId(stream_id), offset, data, fin)
-            }
             Frame::ResetStream { stream_id, error_code, final_size } => {
                 s.on_reset_stream(StreamId(stream_id), error_code, final_size)
             }

@@ -298,6 +298,7 @@ impl Connection {
 
     /// What a packet at `level` on path `pi` is due to carry now (`None`:
     /// nothing), with room for `room` bytes.
+    #[inline]
     fn packet_due(&mut self, level: Level, pi: usize, room: usize, job: &Job, now: Instant) -> Option<Due> {
         let has_data = self.level_wants_to_send(level, pi, job);
         // Path rules apply to 1-RTT packets: PATH_ACKs of other paths that
@@ -329,6 +330,7 @@ impl Connection {
     }
 
     /// The header of a packet at `level` on path `pi`.
+    #[inline]
     fn header(&self, level: Level, pi: usize, pn: u64, pn_len: usize) -> Header<'_> {
         Header {
             level,
@@ -343,6 +345,7 @@ impl Connection {
 
     /// The keys that seal packets at `level`, and the path ID in their nonce
     /// (draft-21 §2.4: 0 without multipath).
+    #[inline]
     fn seal_keys(&self, level: Level, pi: usize) -> Result<(&crate::crypto::Keys, u32), Error> {
         let nonce_path = if self.multipath { self.paths[pi].id.0 } else { 0 };
         Ok((self.levels.local(level).ok_or(Error::Closed)?, nonce_path))
@@ -350,6 +353,7 @@ impl Connection {
 
     /// Our ACK (PATH_ACK with multipath) of the space, then other paths'
     /// due PATH_ACKs in 1-RTT. Returns whether our own was written.
+    #[inline]
     fn write_acks(
         &mut self,
         level: Level,
@@ -380,6 +384,7 @@ impl Connection {
 
     /// PATH_RESPONSEs owed and a PATH_CHALLENGE due on path `pi`. Returns
     /// whether any was written.
+    #[inline]
     fn write_path_validation(
         &mut self,
         pi: usize,
@@ -419,6 +424,7 @@ impl Connection {
 
     /// CRYPTO data of `level` (retransmissions first). Returns whether any
     /// was written.
+    #[inline]
     fn write_crypto(&mut self, level: Level, b: &mut PacketBuilder<'_>, frames: &mut SentFrames) -> bool {
         let send = &mut self.levels.send[level_index(level)];
         let mut written = false;
@@ -444,6 +450,7 @@ impl Connection {
     /// Record a packet just built: in its space (and the path's recovery),
     /// for key updates, and the client's Initial keys go once it sends a
     /// Handshake packet (RFC 9001 §4.9.1).
+    #[inline]
     fn on_packet_built(&mut self, level: Level, pi: usize, pkt: SentPacket<SentFrames>) {
         let pn = pkt.pn;
         if level == Level::OneRtt {

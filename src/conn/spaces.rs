@@ -383,6 +383,7 @@ pub(super) struct SpaceMut<'a> {
 impl super::Connection {
     /// The ACK tracker of the space a packet of `level` received on path
     /// `path` belongs to (`None`: an unknown path).
+    #[inline]
     pub(super) fn recv_acks(&mut self, level: Level, path: PathId) -> Option<&mut AckTracker> {
         let li = level_index(level);
         if li < self.hs.len() {
@@ -393,6 +394,7 @@ impl super::Connection {
 
     /// The space packets of `level` use on path `pi`; `None` once
     /// discarded (or for a path that does not exist).
+    #[inline]
     pub(super) fn space_mut(&mut self, level: Level, pi: usize) -> Option<SpaceMut<'_>> {
         let li = level_index(level);
         let Some(sp) = self.hs.get_mut(li) else {
