@@ -5,6 +5,44 @@
 //! One controller instance per path. The engine calls the hooks from its loss
 //! recovery; the controller answers with a congestion window and, where it has
 //! one, a pacing rate.
+//!
+//! Implementing a controller outside the crate and plugging it in:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use mpquic::cc::{AckEvent, CcFactory, CcParams, CongestionController, LossEvent, PathView};
+//! use mpquic::rtt::RttEstimator;
+//!
+//! /// A fixed window of 20 packets, whatever happens.
+//! #[derive(Debug)]
+//! struct Fixed(usize);
+//!
+//! impl CongestionController for Fixed {
+//!     fn name(&self) -> &'static str {
+//!         "fixed"
+//!     }
+//!     fn window(&self) -> usize {
+//!         self.0
+//!     }
+//!     fn on_ack(&mut self, _: &AckEvent, _: &RttEstimator, _: &[PathView]) {}
+//!     fn on_loss(&mut self, _: &LossEvent, _: &RttEstimator, _: &[PathView]) {}
+//! }
+//!
+//! /// Every new path of a connection made with the configuration gets one.
+//! #[derive(Debug)]
+//! struct FixedFactory;
+//! impl CcFactory for FixedFactory {
+//!     fn build(&self, params: CcParams) -> Box<dyn CongestionController> {
+//!         Box::new(Fixed(20 * params.mss))
+//!     }
+//!     fn name(&self) -> &str {
+//!         "fixed"
+//!     }
+//! }
+//!
+//! let mut config = mpquic::Config::new();
+//! config.set_cc_factory(Arc::new(FixedFactory));
+//! ```
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -76,41 +114,7 @@ pub struct LossEvent {
     pub persistent_congestion: bool,
 }
 
-/// Read-only facts about one path, given to controllers and schedulers.
-#[derive(Clone, Copy, Debug)]
-pub struct PathView {
-    /// The path.
-    pub id: PathId,
-    /// Congestion window in bytes.
-    pub cwnd: usize,
-    /// Bytes in flight.
-    pub bytes_in_flight: usize,
-    /// Smoothed RTT.
-    pub srtt: Duration,
-    /// Minimum RTT.
-    pub min_rtt: Duration,
-    /// Bandwidth estimate in bytes/s (BBR's BtlBw, else cwnd/srtt).
-    pub bandwidth: u64,
-    /// Pacing rate in bytes/s, if the controller paces.
-    pub pacing_rate: Option<u64>,
-    /// In slow start / BBR Startup.
-    pub in_slow_start: bool,
-    /// The path may carry data (validated, not abandoned, not backup-only).
-    pub active: bool,
-    /// Shared-bottleneck group ([`crate::sbd`]): paths with equal values were
-    /// judged to share a bottleneck; a path alone has its own ID here.
-    pub group: u32,
-    /// The ProbeBW phase of a BBR-family controller in ProbeBW
-    /// ([`CongestionController::probe_phase`]).
-    pub probe_phase: Option<u8>,
-    /// A BBR-family controller in ProbeRTT
-    /// ([`CongestionController::in_probe_rtt`]).
-    pub probe_rtt: bool,
-    /// Bytes delivered (acknowledged, in flight when sent) on the path so far.
-    pub delivered: u64,
-    /// Bytes declared lost on the path so far.
-    pub lost: u64,
-}
+pub use crate::path::PathView;
 
 /// Numbers a controller exposes for stats and qlog.
 #[derive(Clone, Debug, Default, PartialEq)]

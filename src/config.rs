@@ -71,6 +71,7 @@ pub struct Config {
     pub(crate) cc: String,
     pub(crate) scheduler: String,
     pub(crate) scheduler_factory: Option<Arc<dyn crate::sched::SchedulerFactory>>,
+    pub(crate) cc_factory: Option<Arc<dyn crate::cc::CcFactory>>,
     pub(crate) initial_rtt: Duration,
     pub(crate) send_buffer_limit: usize,
     pub(crate) send_unsent_limit: usize,
@@ -116,6 +117,7 @@ impl Config {
             cc: "cubic".into(),
             scheduler: "minrtt".into(),
             scheduler_factory: None,
+            cc_factory: None,
             initial_rtt: crate::rtt::INITIAL_RTT,
             send_buffer_limit: 4 << 20,
             send_unsent_limit: usize::MAX,
@@ -267,7 +269,15 @@ impl Config {
             return Err(ConfigError::UnknownAlgorithm(UnknownAlgorithm(name.into())));
         };
         self.cc = c.into();
+        self.cc_factory = None;
         Ok(())
+    }
+    /// A congestion controller implemented outside the crate: every new
+    /// path gets one from `factory` (replaces [`set_cc`](Self::set_cc));
+    /// example in the [`crate::cc`] docs.
+    pub fn set_cc_factory(&mut self, factory: Arc<dyn crate::cc::CcFactory>) {
+        self.cc = factory.name().to_owned();
+        self.cc_factory = Some(factory);
     }
     /// Path scheduler by name.
     pub fn set_scheduler(&mut self, name: &str) -> Result<(), ConfigError> {

@@ -7,19 +7,22 @@
 //! (per-path state, connection IDs, multipath) and `spaces` (keys and
 //! packet-number spaces).
 
+mod builder;
+mod dispatch;
+mod handshake;
 mod multipath;
-mod paths;
 mod recv;
 mod send;
 pub(crate) mod sent;
 mod spaces;
 #[cfg(test)]
 pub(crate) mod tests;
+mod timers;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::config::{Config, ConfigError};
 use crate::crypto::{self, Level, TlsConfig, TlsSession};
@@ -30,8 +33,8 @@ use crate::stream::{Side, StreamDir, StreamError, StreamId, Streams, StreamsConf
 use crate::transport_params::TransportParams;
 use crate::PathId;
 
-use paths::{CidState, MpState, Path, PathConfig};
-pub use paths::{PathError, PathEvent, PathStats, PathStatus};
+use crate::path::{CidState, MpState, Path, PathConfig};
+pub use crate::path::{PathError, PathEvent, PathStats, PathStatus};
 use spaces::{CryptoLevels, HsSpace};
 
 /// Where a datagram came from and went to.
@@ -197,9 +200,8 @@ pub struct Connection {
     /// Server: the client's address is validated (Handshake packet received
     /// or a valid token): the anti-amplification limit no longer applies.
     peer_validated: bool,
-    idle_timeout: Duration,
-    idle_deadline: Option<Instant>,
-    last_ack_eliciting_sent: Option<Instant>,
+    /// The idle timeout (RFC 9000 §10.1).
+    idle: timers::IdleTimer,
     max_udp_payload: usize,
     local_close: Option<CloseInfo>,
     peer_close: Option<CloseInfo>,
@@ -217,30 +219,12 @@ pub struct Connection {
     mp: MpState,
     /// What new paths are built from.
     path_config: PathConfig,
-    /// Picks the path of each packet when several are usable.
-    sched: Box<dyn crate::sched::Scheduler>,
+    /// The path scheduler and what its decisions leave to do.
+    dispatch: dispatch::Dispatcher,
     /// Which paths share a bottleneck, from their delays (coupled-bbr).
     sbd: crate::sbd::Sbd,
-    /// Reused scheduler snapshot buffer (no allocation per packet).
-    sched_buf: Vec<crate::sched::PathSnapshot>,
     /// Our configured initial_max_path_id (the base of `mp.local_max`).
     config_max_path_id: Option<u32>,
-    /// What stream data the packet being built may carry (the scheduler's
-    /// decision as executed by `send`).
-    data_mode: send::DataMode,
-    /// Redundant copies still to send: (path, the STREAM ranges to repeat).
-    copies: VecDeque<(PathId, send::CopyFrames)>,
-    /// STREAM ranges of the packet being built (collected for copies) or
-    /// to write into it (a copy).
-    copy_frames: send::CopyFrames,
-    /// Where the next copy of unacknowledged data starts (stream, offset).
-    copy_cursor: (crate::stream::StreamId, u64),
-    /// The scheduler has asked for redundant copies at least once.
-    sched_copies: bool,
-    /// The scheduler asked to be asked again at this time.
-    sched_until: Option<Instant>,
-    /// When the first pacer-held path may take a packet again.
-    pacing_wake: Option<Instant>,
     /// qlog-style events, when enabled.
     qlog: Option<crate::qlog::Qlog>,
     /// We offered the rec extension: PATH_DSR frames are welcome.
@@ -250,9 +234,6 @@ pub struct Connection {
     /// The time of the latest call that gave one (for events raised where
     /// no `now` is at hand).
     last_now: Instant,
-    /// The path whose packet was last declared lost (retransmissions avoid it
-    /// under the capacity scheduler).
-    last_loss_path: Option<PathId>,
     /// Tests: raw frames to put in the next 1-RTT packet.
     #[cfg(test)]
     test_frames: Vec<Vec<u8>>,
@@ -309,33 +290,7 @@ impl Connection {
     ) -> Result<Connection, Error> {
         let reset_key = config.reset_key.as_ref().map(|k| *k.bytes());
         let mut cids = CidState::new(*scid, config.active_cid_limit, reset_key);
-        let mut params = TransportParams {
-            max_idle_timeout: config.max_idle_timeout.as_millis() as u64,
-            max_udp_payload_size: 65527,
-            initial_max_data: config.initial_max_data,
-            initial_max_stream_data_bidi_local: config.initial_max_stream_data_bidi_local,
-            initial_max_stream_data_bidi_remote: config.initial_max_stream_data_bidi_remote,
-            initial_max_stream_data_uni: config.initial_max_stream_data_uni,
-            initial_max_streams_bidi: config.initial_max_streams_bidi,
-            initial_max_streams_uni: config.initial_max_streams_uni,
-            ack_delay_exponent: config.ack_delay_exponent,
-            max_ack_delay: config.max_ack_delay.as_millis() as u64,
-            active_connection_id_limit: config.active_cid_limit,
-            disable_active_migration: config.disable_active_migration,
-            initial_source_connection_id: Some(*scid),
-            initial_max_path_id: config.initial_max_path_id.map(u64::from),
-            ..TransportParams::default()
-        };
-        // The rec scheduler asks the peer for per-path desired sending rates.
-        let wants_dsr = config.scheduler_factory.is_none() && config.scheduler.starts_with("rec");
-        if wants_dsr {
-            params.extra.push((crate::sched::rec_wire::REC_TRANSPORT_PARAM_ID, Vec::new()));
-        }
-        if is_server {
-            params.original_destination_connection_id = Some(dcid);
-            params.retry_source_connection_id = retry_scid;
-            params.stateless_reset_token = Some(cids.reset_token_for(scid));
-        }
+        let params = local_params(config, scid, &cids, is_server.then_some((dcid, retry_scid)));
         let mut encoded = Vec::with_capacity(128);
         params.encode(&mut encoded);
         let tls = TlsSession::new(tls_config, server_name, &encoded)
@@ -347,21 +302,7 @@ impl Connection {
         let levels =
             CryptoLevels::new(key_dcid.as_slice(), is_server).map_err(|e| Error::Config(format!("{e:?}")))?;
         let side = if is_server { Side::Server } else { Side::Client };
-        let streams = Streams::new(
-            side,
-            StreamsConfig {
-                initial_max_data: config.initial_max_data,
-                max_data_window: config.max_connection_window,
-                initial_max_stream_data_bidi_local: config.initial_max_stream_data_bidi_local,
-                initial_max_stream_data_bidi_remote: config.initial_max_stream_data_bidi_remote,
-                initial_max_stream_data_uni: config.initial_max_stream_data_uni,
-                max_stream_window: config.max_stream_window,
-                initial_max_streams_bidi: config.initial_max_streams_bidi,
-                initial_max_streams_uni: config.initial_max_streams_uni,
-                send_buffer_cap: config.send_buffer_limit,
-                send_unsent_cap: config.send_unsent_limit,
-            },
-        );
+        let streams = Streams::new(side, streams_config(config));
         let mut path0 = Path::new(PathId::ZERO, local, peer, config, now);
         // The first path is validated by the handshake itself.
         path0.validated = true;
@@ -386,9 +327,7 @@ impl Connection {
             handshake_confirmed: false,
             handshake_done_pending: false,
             peer_validated: !is_server || retry_scid.is_some(),
-            idle_timeout: config.max_idle_timeout,
-            idle_deadline: None,
-            last_ack_eliciting_sent: None,
+            idle: timers::IdleTimer { timeout: config.max_idle_timeout, deadline: None },
             max_udp_payload: config.max_udp_payload,
             local_close: None,
             peer_close: None,
@@ -402,26 +341,17 @@ impl Connection {
             mp: MpState { local_max: config.initial_max_path_id.unwrap_or(0), ..Default::default() },
             path_config: PathConfig::from_config(config),
             sbd: crate::sbd::Sbd::default(),
-            sched: match &config.scheduler_factory {
+            dispatch: dispatch::Dispatcher::new(match &config.scheduler_factory {
                 Some(f) => f.build(),
                 None => crate::sched::build(&config.scheduler, &crate::sched::SchedParams::default())
                     .or_else(|_| crate::sched::build("minrtt", &crate::sched::SchedParams::default()))
                     .map_err(|e| Error::Config(e.to_string()))?,
-            },
-            sched_buf: Vec::with_capacity(4),
+            }),
             config_max_path_id: config.initial_max_path_id,
-            data_mode: send::DataMode::NORMAL,
-            copies: VecDeque::new(),
-            copy_frames: send::CopyFrames::new(),
-            copy_cursor: (crate::stream::StreamId(0), 0),
-            sched_copies: false,
-            sched_until: None,
-            pacing_wake: None,
             qlog: config.qlog.then(|| crate::qlog::Qlog::new(now)),
-            accept_dsr: wants_dsr,
+            accept_dsr: wants_dsr(config),
             send_dsr: false,
             last_now: now,
-            last_loss_path: None,
             #[cfg(test)]
             test_frames: Vec::new(),
         };
@@ -521,7 +451,7 @@ impl Connection {
                 PathEvent::Validated(id) => (id, "validated"),
                 PathEvent::FailedValidation(id) => (id, "failed_validation"),
                 PathEvent::Abandoned(id) => (id, "abandoned"),
-                PathEvent::StatusChanged(id, crate::sched::PathStatus::Backup) => (id, "status_backup"),
+                PathEvent::StatusChanged(id, PathStatus::Backup) => (id, "status_backup"),
                 PathEvent::StatusChanged(id, _) => (id, "status_available"),
             };
             q.path_event(self.last_now, id, kind);
@@ -538,10 +468,12 @@ impl Connection {
             return;
         }
         let role =
-            self.sched.metrics().paths.iter().find(|x| x.id == p.id).and_then(|x| x.role).map(|r| match r {
-                crate::sched::PathRole::NonRedundant => "non_redundant",
-                crate::sched::PathRole::Redundant => "redundant",
-                crate::sched::PathRole::Unused => "unused",
+            self.dispatch.sched.metrics().paths.iter().find(|x| x.id == p.id).and_then(|x| x.role).map(|r| {
+                match r {
+                    crate::sched::PathRole::NonRedundant => "non_redundant",
+                    crate::sched::PathRole::Redundant => "redundant",
+                    crate::sched::PathRole::Unused => "unused",
+                }
             });
         let m = crate::qlog::Metrics {
             cwnd: r.cwnd(),
@@ -565,12 +497,11 @@ impl Connection {
     /// Replace the path scheduler, e.g. with one implemented outside the
     /// crate (see [`crate::sched`]). Takes effect from the next packet.
     pub fn set_scheduler(&mut self, sched: Box<dyn crate::sched::Scheduler>) {
-        self.sched = sched;
-        self.sched_copies = false;
+        self.dispatch.set_scheduler(sched);
     }
     /// Statistics of the path scheduler.
     pub fn scheduler_metrics(&self) -> crate::sched::SchedMetrics {
-        self.sched.metrics()
+        self.dispatch.sched.metrics()
     }
     /// Next path event (new, validated, failed, abandoned, status changed).
     pub fn path_event_next(&mut self) -> Option<PathEvent> {
@@ -755,81 +686,62 @@ impl Connection {
         self.state = State::Draining { until: now + pto * 3 };
         self.close_pending = false;
     }
+}
 
-    // ---- timers ----------------------------------------------------------
-
-    fn reset_idle(&mut self, now: Instant) {
-        let peer = self.peer_params.as_ref().map(|p| p.max_idle_timeout).unwrap_or(0);
-        let mut t = self.idle_timeout;
-        if peer > 0 && (t.is_zero() || Duration::from_millis(peer) < t) {
-            t = Duration::from_millis(peer);
-        }
-        if t.is_zero() {
-            self.idle_deadline = None;
-            return;
-        }
-        // Never shorter than three PTOs (RFC 9000 §10.1).
-        let pto = self.paths.first().map(|p| p.recovery.rtt().pto_base()).unwrap_or_default();
-        self.idle_deadline = Some(now + t.max(pto * 3));
+/// Our transport parameters; `server` holds the client's original DCID and
+/// the Retry SCID we sent, if any.
+fn local_params(
+    config: &Config,
+    scid: &ConnectionId,
+    cids: &CidState,
+    server: Option<(ConnectionId, Option<ConnectionId>)>,
+) -> TransportParams {
+    let mut params = TransportParams {
+        max_idle_timeout: config.max_idle_timeout.as_millis() as u64,
+        max_udp_payload_size: 65527,
+        initial_max_data: config.initial_max_data,
+        initial_max_stream_data_bidi_local: config.initial_max_stream_data_bidi_local,
+        initial_max_stream_data_bidi_remote: config.initial_max_stream_data_bidi_remote,
+        initial_max_stream_data_uni: config.initial_max_stream_data_uni,
+        initial_max_streams_bidi: config.initial_max_streams_bidi,
+        initial_max_streams_uni: config.initial_max_streams_uni,
+        ack_delay_exponent: config.ack_delay_exponent,
+        max_ack_delay: config.max_ack_delay.as_millis() as u64,
+        active_connection_id_limit: config.active_cid_limit,
+        disable_active_migration: config.disable_active_migration,
+        initial_source_connection_id: Some(*scid),
+        initial_max_path_id: config.initial_max_path_id.map(u64::from),
+        ..TransportParams::default()
+    };
+    if wants_dsr(config) {
+        params.extra.push((crate::frame::path_dsr::REC_TRANSPORT_PARAM_ID, Vec::new()));
     }
-
-    /// The earliest time `on_timeout` must be called, if any.
-    pub fn timeout(&self) -> Option<Instant> {
-        match self.state {
-            State::Closed => return None,
-            State::Closing { until } | State::Draining { until } => return Some(until),
-            _ => {}
-        }
-        let mut t = self.idle_deadline;
-        let mut min = |x: Option<Instant>| {
-            if let Some(x) = x {
-                t = Some(t.map_or(x, |t| t.min(x)));
-            }
-        };
-        min(self.loss_timer());
-        for (i, sp) in self.hs.iter().enumerate() {
-            if self.levels.has_send_keys(if i == 0 { Level::Initial } else { Level::Handshake }) {
-                min(sp.acks.ack_deadline());
-            }
-        }
-        for p in &self.paths {
-            min(p.acks.ack_deadline());
-            min(p.timer());
-        }
-        min(self.sched_until);
-        t
+    if let Some((odcid, retry_scid)) = server {
+        params.original_destination_connection_id = Some(odcid);
+        params.retry_source_connection_id = retry_scid;
+        params.stateless_reset_token = Some(cids.reset_token_for(scid));
     }
+    params
+}
 
-    /// Handle timer expiry: loss detection, PTO, ACK delay, idle timeout,
-    /// path validation and close timers.
-    pub fn on_timeout(&mut self, now: Instant) {
-        self.last_now = now;
-        match self.state {
-            State::Closed => return,
-            State::Closing { until } | State::Draining { until } => {
-                if now >= until {
-                    self.state = State::Closed;
-                }
-                return;
-            }
-            _ => {}
-        }
-        if let Some(d) = self.idle_deadline {
-            if now >= d {
-                log::debug!("idle timeout");
-                self.state = State::Closed;
-                return;
-            }
-        }
-        if self.sched_until.is_some_and(|t| t <= now) {
-            // The next `send` asks the scheduler again.
-            self.sched_until = None;
-        }
-        self.on_loss_timeout(now);
-        self.on_path_timers(now);
-        if self.multipath {
-            self.probe_quiet_paths(now);
-        }
+/// The rec scheduler asks the peer for per-path desired sending rates.
+fn wants_dsr(config: &Config) -> bool {
+    config.scheduler_factory.is_none() && config.scheduler.starts_with("rec")
+}
+
+/// Stream limits and windows from the configuration.
+fn streams_config(config: &Config) -> StreamsConfig {
+    StreamsConfig {
+        initial_max_data: config.initial_max_data,
+        max_data_window: config.max_connection_window,
+        initial_max_stream_data_bidi_local: config.initial_max_stream_data_bidi_local,
+        initial_max_stream_data_bidi_remote: config.initial_max_stream_data_bidi_remote,
+        initial_max_stream_data_uni: config.initial_max_stream_data_uni,
+        max_stream_window: config.max_stream_window,
+        initial_max_streams_bidi: config.initial_max_streams_bidi,
+        initial_max_streams_uni: config.initial_max_streams_uni,
+        send_buffer_cap: config.send_buffer_limit,
+        send_unsent_cap: config.send_unsent_limit,
     }
 }
 

@@ -13,6 +13,7 @@ use crate::error::{BufferTooShort, ErrorCode, TransportError};
 use crate::packet::{ConnectionId, PacketType, MAX_CID_LEN, RESET_TOKEN_LEN};
 
 mod ack;
+pub mod path_dsr;
 
 pub use ack::{ack_encoded_len, ack_fit, encode_ack, encode_ack_max, AckRangeIter, AckRanges, EcnCounts};
 
@@ -239,7 +240,7 @@ pub enum Frame<'a> {
         next_seq: u64,
     },
     /// PATH_DSR (0x3f5ec000), the rec extension's desired sending rate
-    /// ([`crate::sched::rec_wire`]); only valid if we offered the extension.
+    /// ([`path_dsr`]); only valid if we offered the extension.
     PathDsr {
         /// Path the rate applies to.
         path_id: u64,
@@ -395,8 +396,8 @@ impl<'a> Frame<'a> {
             ty::PATH_CIDS_BLOCKED => {
                 Frame::PathCidsBlocked { path_id: read_path_id(r)?, next_seq: r.varint()? }
             }
-            crate::sched::rec_wire::PATH_DSR_FRAME_TYPE => {
-                let f = crate::sched::rec_wire::PathDsrFrame::decode_body(r)?;
+            path_dsr::PATH_DSR_FRAME_TYPE => {
+                let f = path_dsr::PathDsrFrame::decode_body(r)?;
                 Frame::PathDsr { path_id: u64::from(f.path_id.0), dsr: f.dsr }
             }
             _ => return Err(TransportError::encoding("unknown frame type")),
@@ -444,7 +445,7 @@ impl<'a> Frame<'a> {
             Frame::MaxPathId(_) => ty::MAX_PATH_ID,
             Frame::PathsBlocked(_) => ty::PATHS_BLOCKED,
             Frame::PathCidsBlocked { .. } => ty::PATH_CIDS_BLOCKED,
-            Frame::PathDsr { .. } => crate::sched::rec_wire::PATH_DSR_FRAME_TYPE,
+            Frame::PathDsr { .. } => path_dsr::PATH_DSR_FRAME_TYPE,
         }
     }
 

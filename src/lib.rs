@@ -19,6 +19,7 @@ pub mod frame;
 pub mod h3;
 pub mod pacer;
 pub mod packet;
+pub mod path;
 pub mod qlog;
 pub mod ranges;
 pub mod recovery;
@@ -37,19 +38,4 @@ pub use conn::{
 pub use endpoint::{Endpoint, EndpointConfig};
 pub use error::{ErrorCode, TransportError};
 pub use packet::ConnectionId;
-
-/// A path's wire identifier (draft-ietf-quic-multipath-21 §2). Path 0 is the
-/// path the handshake ran on.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct PathId(pub u32);
-
-impl PathId {
-    /// The initial path.
-    pub const ZERO: PathId = PathId(0);
-}
-
-impl std::fmt::Display for PathId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "path {}", self.0)
-    }
-}
+pub use path::PathId;

@@ -74,10 +74,12 @@ mod arp;
 mod capacity;
 mod hetero;
 mod rec;
-pub mod rec_wire;
 mod simple;
 mod sticky;
 
+/// The rec extension's wire pieces, kept under their old name (the codec
+/// lives with the other frames, in [`crate::frame::path_dsr`]).
+pub use crate::frame::path_dsr as rec_wire;
 pub use arp::{
     ar_joins_non_redundant, ar_partition, bytes_arriving_first, ArPath, ArpScheduler, RateMeter,
     MIN_INFLIGHT_FOR_N,
@@ -88,108 +90,7 @@ pub use rec::{awnd_jitter, DsrEstimator, RecScheduler, AWND_HISTORY};
 pub use simple::{LetScheduler, LpcScheduler, MinRttScheduler, RedundantScheduler, RrScheduler};
 pub use sticky::{StickyKind, StickyScheduler};
 
-/// A path's status as set by PATH_STATUS_AVAILABLE / PATH_STATUS_BACKUP
-/// (draft-ietf-quic-multipath-21 §3.3).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum PathStatus {
-    /// May carry data at any time.
-    #[default]
-    Available,
-    /// Only used when no available path can carry data.
-    Backup,
-}
-
-/// Read-only facts about one path at decision time.
-#[derive(Clone, Copy, Debug)]
-pub struct PathSnapshot {
-    /// The path's wire identifier.
-    pub id: PathId,
-    /// Available or backup.
-    pub status: PathStatus,
-    /// Validated, not abandoned, and allowed to carry data.
-    pub usable: bool,
-    /// Smoothed RTT (RFC 9002 §5.3).
-    pub srtt: Duration,
-    /// Minimum RTT.
-    pub min_rtt: Duration,
-    /// RTT variation.
-    pub rttvar: Duration,
-    /// Congestion window in bytes.
-    pub cwnd: usize,
-    /// Bytes in flight.
-    pub bytes_in_flight: usize,
-    /// Packets in flight.
-    pub packets_in_flight: usize,
-    /// Maximum datagram size on this path, in bytes.
-    pub mss: usize,
-    /// Sending rate in bytes/s: the pacing rate or bandwidth estimate, 0 if
-    /// unknown (then [`PathSnapshot::rate`] falls back to cwnd/srtt).
-    pub bandwidth: u64,
-    /// In slow start / BBR Startup.
-    pub in_slow_start: bool,
-    /// Bytes queued behind the pacer, not yet released.
-    pub pacing_backlog: usize,
-    /// When the pacer releases the next packet, if it is holding one back.
-    pub next_release: Option<Instant>,
-    /// Packets declared lost on this path so far.
-    pub lost_packets: u64,
-    /// Bytes declared lost on this path so far.
-    pub lost_bytes: u64,
-    /// Bytes retransmitted on this path so far.
-    pub retransmitted_bytes: u64,
-}
-
-impl PathSnapshot {
-    /// A usable, available path with RFC 9002 defaults (333 ms RTT, 1200-byte
-    /// datagrams, 10-packet window, nothing in flight). Handy for tests and
-    /// as a base for struct-update syntax.
-    pub fn new(id: PathId) -> Self {
-        Self {
-            id,
-            status: PathStatus::Available,
-            usable: true,
-            srtt: Duration::from_millis(333),
-            min_rtt: Duration::from_millis(333),
-            rttvar: Duration::from_micros(166_500),
-            cwnd: 12_000,
-            bytes_in_flight: 0,
-            packets_in_flight: 0,
-            mss: 1200,
-            bandwidth: 0,
-            in_slow_start: true,
-            pacing_backlog: 0,
-            next_release: None,
-            lost_packets: 0,
-            lost_bytes: 0,
-            retransmitted_bytes: 0,
-        }
-    }
-
-    /// Free congestion window in bytes.
-    pub fn cwnd_space(&self) -> usize {
-        self.cwnd.saturating_sub(self.bytes_in_flight)
-    }
-
-    /// The window has room for another packet (RFC 9002 §7: sending is
-    /// allowed while bytes in flight are below the window).
-    pub fn has_space(&self) -> bool {
-        self.bytes_in_flight < self.cwnd
-    }
-
-    /// Sending rate x_i in bytes/s: `bandwidth` when known, else cwnd/srtt.
-    pub fn rate(&self) -> f64 {
-        if self.bandwidth > 0 {
-            self.bandwidth as f64
-        } else {
-            self.cwnd as f64 / secs(self.srtt).max(1e-6)
-        }
-    }
-
-    /// Congestion window in packets of `mss` bytes.
-    pub fn cwnd_packets(&self) -> f64 {
-        self.cwnd as f64 / self.mss.max(1) as f64
-    }
-}
+pub use crate::path::{PathSnapshot, PathStatus};
 
 /// What is waiting to be sent on the connection.
 #[derive(Clone, Copy, Debug, Default)]
@@ -434,8 +335,11 @@ pub trait Scheduler: Send + fmt::Debug {
     /// Choose what the next packet does. Called per packet: must not allocate
     /// once every path has been seen.
     fn decide(&mut self, ctx: &SchedContext<'_>) -> Decision;
-    /// `bytes` of stream data were sent on `path` (as a redundant copy if
-    /// `redundant`), following a decision.
+    /// A datagram of `bytes` (its whole UDP payload: headers, ACKs and
+    /// control frames included) was sent on `path`; `redundant` if it
+    /// carried a copy of data sent before. Called for every datagram of a
+    /// multipath connection, ACK-only ones too, so it measures what each
+    /// path carries, not only what decisions put there.
     fn on_sent(&mut self, _path: PathId, _bytes: usize, _redundant: bool) {}
     /// `bytes` sent on `path` were acknowledged.
     fn on_ack(&mut self, _path: PathId, _bytes: usize) {}

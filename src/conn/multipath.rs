@@ -9,9 +9,9 @@ use crate::error::{ErrorCode, TransportError};
 use crate::transport_params::TransportParams;
 use crate::PathId;
 
-use super::paths::{Path, PathError, PathStatus};
 use super::sent::SentFrame;
 use super::{Connection, PathEvent, RecvInfo, State};
+use crate::path::{Path, PathError, PathStatus};
 
 /// Consecutive PTOs without an acknowledgement after which a path is
 /// considered broken while another path works.
@@ -309,7 +309,7 @@ impl Connection {
             }
         }
         self.scratch_lost = lost;
-        self.sched.on_path_closed(id);
+        self.dispatch.sched.on_path_closed(id);
         self.push_event(PathEvent::Abandoned(id));
     }
 

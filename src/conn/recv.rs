@@ -2,23 +2,22 @@
 
 use std::time::{Duration, Instant};
 
-use crate::crypto::{self, Direction, Level};
+use crate::crypto::{self, Level};
 use crate::error::{ErrorCode, TransportError};
 use crate::frame::{self, Frame};
 use crate::packet::{self, ConnectionId, PacketType, QUIC_V1};
 use crate::recovery::{Ecn, HandshakeStatus, PacketFate};
 use crate::stream::StreamId;
-use crate::transport_params::TransportParams;
 use crate::PathId;
 
-use super::paths::PathStatus;
 use super::sent::SentFrame;
 use super::spaces::level_index;
 use super::{CloseInfo, Connection, Error, PathEvent, RecvInfo, State};
+use crate::path::PathStatus;
 
 /// Why a packet was dropped without closing the connection.
 #[derive(Debug)]
-enum Drop {
+pub(super) enum Drop {
     /// Stop processing the rest of the datagram too.
     Datagram,
 }
@@ -126,78 +125,12 @@ impl Connection {
         } else {
             PathId::ZERO
         };
-        let scid = hdr.scid;
-        let pn_offset = hdr.pn_offset;
+        let (scid, pn_offset) = (hdr.scid, hdr.pn_offset);
         let pkt = &mut buf[..plen];
-
-        // Remove header protection.
-        let Some(keys) = self.levels.remote(level) else { return Ok(plen) };
-        let Ok((pn_len, truncated)) = crypto::remove_header_protection(pkt, pn_offset, &keys.header) else {
+        let Some((pn, payload)) = self.unprotect(pkt, level, path_id, pn_offset, now)? else {
             self.stats.dropped += 1;
             return Ok(plen);
         };
-        let largest = if level == Level::OneRtt {
-            self.path_index(path_id).and_then(|i| self.paths[i].acks.largest_received())
-        } else {
-            self.hs[level_index(level)].acks.largest_received()
-        };
-        let pn = packet::decode_pn(largest, truncated, (pn_len * 8) as u32);
-        let first_byte = pkt[0];
-        let hdr_len = pn_offset + pn_len;
-        let nonce_path = if self.multipath { path_id.0 } else { 0 };
-
-        // Decrypt, handling 1-RTT key phase changes (RFC 9001 §6).
-        let (header, payload) = pkt.split_at_mut(hdr_len);
-        let mut rotated = false;
-        let plain_len =
-            if level == Level::OneRtt && packet::key_phase(first_byte) != self.levels.ku.remote_phase() {
-                // Either the peer updated keys (try next) or a reordered packet of
-                // the previous phase.
-                let use_prev = self.levels.ku.is_previous_phase(path_id, pn, now);
-                let key = if use_prev {
-                    self.levels.ku.prev_remote.as_ref().map(|(k, _)| k)
-                } else {
-                    self.levels.ku.next_remote.as_ref()
-                };
-                match key.map(|k| k.packet.open_in_place(pn, nonce_path, header, payload)) {
-                    Some(Ok(n)) => {
-                        rotated = !use_prev;
-                        n
-                    }
-                    _ => {
-                        self.stats.dropped += 1;
-                        return Ok(plen);
-                    }
-                }
-            } else {
-                match keys_packet(self, level).map(|k| k.open_in_place(pn, nonce_path, header, payload)) {
-                    Some(Ok(n)) => n,
-                    _ => {
-                        self.stats.dropped += 1;
-                        return Ok(plen);
-                    }
-                }
-            };
-        if !packet::reserved_bits_clear(first_byte) {
-            return Err(Err(TransportError::violation("reserved header bits set")));
-        }
-        if level == Level::OneRtt && packet::key_phase(first_byte) == self.levels.ku.remote_phase() {
-            self.levels.ku.on_received(path_id, pn);
-        }
-        if rotated {
-            // Checked by what we sent, not by what the peer acknowledged:
-            // the ACK it needed is often in this very packet, whose frames
-            // are not processed yet.
-            if self.levels.ku.premature_peer_update() {
-                return Err(Err(TransportError::new(
-                    ErrorCode::KEY_UPDATE_ERROR,
-                    "second key update before the first was acknowledged",
-                )));
-            }
-            let pto = self.max_pto();
-            self.levels.rotate(now + pto * 3);
-            self.levels.ku.on_received(path_id, pn);
-        }
 
         // The first packet on a new path ID opens the path (server side).
         if level == Level::OneRtt
@@ -206,39 +139,93 @@ impl Connection {
         {
             return Ok(plen);
         }
-
-        // Duplicate?
-        let dup = if level == Level::OneRtt {
-            self.path_index(path_id).is_none_or(|i| self.paths[i].acks.is_duplicate(pn))
-        } else {
-            self.hs[level_index(level)].acks.is_duplicate(pn)
-        };
-        if dup {
+        if self.recv_acks(level, path_id).is_none_or(|a| a.is_duplicate(pn)) {
             return Ok(plen);
         }
+        self.on_peer_packet(level, scid);
+        let payload = &pkt[payload];
+        let ack_eliciting = self.on_frames(payload, level, path_id, info, now).map_err(Err)?;
+        let pidx = self.path_index(path_id).unwrap_or(0);
+        self.on_packet_received(level, pidx, pn, plen, ack_eliciting, now);
+        Ok(plen)
+    }
 
-        // The first packet from the server tells the client its CID.
-        if !self.is_server && hdr_is_long(level) && !self.got_peer_packet {
-            self.cids.set_initial_peer_cid(scid);
+    /// Remove header protection and decrypt in place, following 1-RTT key
+    /// phase changes (RFC 9001 §6). The packet number and the plaintext's
+    /// range in `pkt`, or `None` if it does not decrypt (drop it).
+    #[allow(clippy::type_complexity)]
+    fn unprotect(
+        &mut self,
+        pkt: &mut [u8],
+        level: Level,
+        path_id: PathId,
+        pn_offset: usize,
+        now: Instant,
+    ) -> Result<Option<(u64, std::ops::Range<usize>)>, Result<Drop, TransportError>> {
+        let Some(keys) = self.levels.remote(level) else { return Ok(None) };
+        let Ok((pn_len, truncated)) = crypto::remove_header_protection(pkt, pn_offset, &keys.header) else {
+            return Ok(None);
+        };
+        let largest = self.recv_acks(level, path_id).and_then(|a| a.largest_received());
+        let pn = packet::decode_pn(largest, truncated, (pn_len * 8) as u32);
+        let first_byte = pkt[0];
+        let hdr_len = pn_offset + pn_len;
+        let nonce_path = if self.multipath { path_id.0 } else { 0 };
+        let (header, payload) = pkt.split_at_mut(hdr_len);
+        let phase_changed =
+            level == Level::OneRtt && packet::key_phase(first_byte) != self.levels.ku.remote_phase();
+        // Either the peer updated keys (try the next ones) or a reordered
+        // packet of the previous phase.
+        let use_prev = phase_changed && self.levels.ku.is_previous_phase(path_id, pn, now);
+        let key = match (phase_changed, use_prev) {
+            (false, _) => keys_packet(self, level),
+            (true, true) => self.levels.ku.prev_remote.as_ref().map(|(k, _)| &k.packet),
+            (true, false) => self.levels.ku.next_remote.as_ref().map(|k| &k.packet),
+        };
+        let Some(Ok(plain_len)) = key.map(|k| k.open_in_place(pn, nonce_path, header, payload)) else {
+            return Ok(None);
+        };
+        if !packet::reserved_bits_clear(first_byte) {
+            return Err(Err(TransportError::violation("reserved header bits set")));
         }
-        if self.is_server
-            && level == Level::Initial
-            && self.cids.dcid_for(PathId::ZERO) == Some(ConnectionId::EMPTY)
-        {
-            self.cids.set_initial_peer_cid(scid);
+        if level == Level::OneRtt && !phase_changed {
+            self.levels.ku.on_received(path_id, pn);
         }
-        self.got_peer_packet = true;
+        if phase_changed && !use_prev {
+            self.on_peer_key_update(path_id, pn, now).map_err(Err)?;
+        }
+        Ok(Some((pn, hdr_len..hdr_len + plain_len)))
+    }
 
-        // Server: a Handshake packet proves the client owns its address.
-        if self.is_server && level == Level::Handshake && !self.peer_validated {
-            self.peer_validated = true;
+    /// The peer's first packet in a new key phase decrypted.
+    fn on_peer_key_update(&mut self, path_id: PathId, pn: u64, now: Instant) -> Result<(), TransportError> {
+        // Checked by what we sent, not by what the peer acknowledged: the
+        // ACK it needed is often in this very packet, whose frames are not
+        // processed yet.
+        if self.levels.ku.premature_peer_update() {
+            return Err(TransportError::new(
+                ErrorCode::KEY_UPDATE_ERROR,
+                "second key update before the first was acknowledged",
+            ));
         }
+        let pto = self.max_pto();
+        self.levels.rotate(now + pto * 3);
+        self.levels.ku.on_received(path_id, pn);
+        Ok(())
+    }
 
-        let payload = &pkt[hdr_len..hdr_len + plain_len];
+    /// Process a packet's frames; returns whether it was ack-eliciting.
+    fn on_frames(
+        &mut self,
+        payload: &[u8],
+        level: Level,
+        path_id: PathId,
+        info: RecvInfo,
+        now: Instant,
+    ) -> Result<bool, TransportError> {
         let ptype = hdr_type(level);
         let mut facts = PacketFacts::default();
-        let pidx = self.path_index(path_id).unwrap_or(0);
-        let res = frame::for_each_frame(payload, |f| {
+        frame::for_each_frame(payload, |f| {
             if !f.is_allowed_in(ptype) {
                 return Err(
                     TransportError::violation("frame not allowed in this packet type").with_frame(f.ty())
@@ -254,38 +241,26 @@ impl Connection {
                     e
                 }
             })
-        });
-        res.map_err(Err)?;
+        })?;
+        Ok(facts.ack_eliciting)
+    }
 
-        // Record the packet for acknowledgement.
+    /// Record a packet for acknowledgement and the path's counters.
+    fn on_packet_received(
+        &mut self,
+        level: Level,
+        pidx: usize,
+        pn: u64,
+        plen: usize,
+        ack_eliciting: bool,
+        now: Instant,
+    ) {
+        if let Some(acks) = self.recv_acks(level, self.paths[pidx].id) {
+            acks.on_packet_received(pn, now, ack_eliciting, Ecn::NotEct);
+        }
+        self.paths[pidx].amp_recv += plen as u64;
         if level == Level::OneRtt {
-            let p = &mut self.paths[pidx];
-            p.acks.on_packet_received(pn, now, facts.ack_eliciting, Ecn::NotEct);
-            p.st.recv += 1;
-            p.st.recv_bytes += plen as u64;
-            p.amp_recv += plen as u64;
-            p.last_recv = Some(now);
-            if self.send_dsr {
-                // rec (seed 003): one desired-sending-rate sample per round.
-                p.dsr.on_packet(plen);
-                let rtt = p.recovery.rtt().smoothed();
-                match p.dsr_round_end {
-                    Some(end) if now >= end => {
-                        p.dsr_pending = Some(p.dsr.end_round(rtt));
-                        p.dsr_round_end = Some(now + rtt);
-                    }
-                    None => p.dsr_round_end = Some(now + rtt),
-                    _ => {}
-                }
-            }
-            if self.multipath {
-                // Re-armed by every packet: see `probe_quiet_paths`.
-                p.quiet_at = Some(now + p.recovery.pto_period(crate::recovery::SpaceKind::Data) * 2);
-            }
-        } else {
-            let sp = &mut self.hs[level_index(level)];
-            sp.acks.on_packet_received(pn, now, facts.ack_eliciting, Ecn::NotEct);
-            self.paths[0].amp_recv += plen as u64;
+            self.on_path_packet(pidx, plen, now);
         }
         // Any authenticated packet restarts the idle timer (RFC 9000 §10.1).
         self.reset_idle(now);
@@ -293,80 +268,42 @@ impl Connection {
         if self.is_server && level == Level::Handshake {
             self.drop_level(Level::Initial);
         }
-        Ok(plen)
+    }
+
+    /// A 1-RTT packet arrived on path `pidx`: counters, the rec extension's
+    /// rate sample, the quiet-path timer.
+    fn on_path_packet(&mut self, pidx: usize, plen: usize, now: Instant) {
+        let p = &mut self.paths[pidx];
+        p.st.recv += 1;
+        p.st.recv_bytes += plen as u64;
+        p.last_recv = Some(now);
+        if self.send_dsr {
+            // rec (seed 003): one desired-sending-rate sample per round.
+            p.dsr.on_packet(plen);
+            let rtt = p.recovery.rtt().smoothed();
+            match p.dsr_round_end {
+                Some(end) if now >= end => {
+                    p.dsr_pending = Some(p.dsr.end_round(rtt));
+                    p.dsr_round_end = Some(now + rtt);
+                }
+                None => p.dsr_round_end = Some(now + rtt),
+                _ => {}
+            }
+        }
+        if self.multipath {
+            // Re-armed by every packet: see `probe_quiet_paths`.
+            p.quiet_at = Some(now + p.recovery.pto_period(crate::recovery::SpaceKind::Data) * 2);
+        }
     }
 
     fn maybe_stateless_reset(&mut self, dgram: &[u8]) -> Result<(), Result<Drop, TransportError>> {
         if let Some(tok) = packet::stateless_reset_token(dgram) {
             if self.cids.is_stateless_reset(tok) {
                 log::debug!("stateless reset received");
-                self.peer_close = Some(CloseInfo {
-                    is_app: false,
-                    code: 0,
-                    frame_type: None,
-                    reason: b"stateless reset".to_vec(),
-                });
-                self.state = State::Closed;
+                self.closed_by_peer(b"stateless reset");
                 return Err(Ok(Drop::Datagram));
             }
         }
-        Err(Ok(Drop::Datagram))
-    }
-
-    fn on_version_negotiation(
-        &mut self,
-        hdr: &packet::Header<'_>,
-        first: bool,
-    ) -> Result<(), Result<Drop, TransportError>> {
-        // Only a client that has not yet heard from the server acts on VN,
-        // and only if it does not list the version we use (RFC 9000 §6.2).
-        if self.is_server || self.got_peer_packet || !first {
-            return Err(Ok(Drop::Datagram));
-        }
-        if hdr.dcid != self.cids.initial_scid() {
-            return Err(Ok(Drop::Datagram));
-        }
-        if hdr.supported_versions().any(|v| v == QUIC_V1) {
-            return Err(Ok(Drop::Datagram));
-        }
-        self.peer_close = Some(CloseInfo {
-            is_app: false,
-            code: 0,
-            frame_type: None,
-            reason: b"version negotiation".to_vec(),
-        });
-        self.state = State::Closed;
-        Err(Ok(Drop::Datagram))
-    }
-
-    fn on_retry(&mut self, pkt: &[u8], hdr: &packet::Header<'_>) -> Result<(), Result<Drop, TransportError>> {
-        // A client accepts one Retry, before any other server packet.
-        if self.is_server || self.got_peer_packet || self.retry_scid.is_some() {
-            return Err(Ok(Drop::Datagram));
-        }
-        if hdr.token.is_empty() || hdr.dcid != self.cids.initial_scid() {
-            return Err(Ok(Drop::Datagram));
-        }
-        let Some(without_tag) = packet::retry_without_tag(pkt, hdr) else { return Err(Ok(Drop::Datagram)) };
-        let Ok(tag) = crypto::retry_tag_for(self.odcid.as_slice(), without_tag) else {
-            return Err(Ok(Drop::Datagram));
-        };
-        if !crypto::constant_time_eq(&tag, hdr.retry_tag) {
-            return Err(Ok(Drop::Datagram));
-        }
-        log::debug!("following Retry to {:?}", hdr.scid);
-        self.retry_scid = Some(hdr.scid);
-        self.token = hdr.token.to_vec();
-        self.cids.set_initial_peer_cid(hdr.scid);
-        if self.levels.reset_initial(hdr.scid.as_slice(), false).is_err() {
-            return Err(Ok(Drop::Datagram));
-        }
-        // Everything sent in Initial must be sent again under the new keys;
-        // the packet number space continues (RFC 9000 §17.2.5.3).
-        let sp = &mut self.hs[0];
-        let path = &mut self.paths[0].recovery;
-        sp.sent.discard(path, |_, _| {});
-        self.levels.send[0].requeue_all();
         Err(Ok(Drop::Datagram))
     }
 
@@ -374,16 +311,10 @@ impl Connection {
         self.paths.iter().position(|p| p.id == id)
     }
 
+    /// As loss detection sees the handshake when an ACK arrives: an ACK
+    /// lifts the anti-amplification block.
     fn handshake_status(&self) -> HandshakeStatus {
-        HandshakeStatus {
-            is_client: !self.is_server,
-            has_handshake_keys: self.levels.has_send_keys(Level::Handshake),
-            handshake_confirmed: self.handshake_confirmed,
-            peer_completed_address_validation: self.is_server
-                || self.handshake_confirmed
-                || self.hs[1].sent.largest_acked().is_some(),
-            amplification_limited: false,
-        }
+        HandshakeStatus { amplification_limited: false, ..self.hs_status() }
     }
 
     fn on_frame(
@@ -398,86 +329,35 @@ impl Connection {
             Frame::Padding { .. } | Frame::Ping => {}
             Frame::Ack { path_id: ack_path, ack_delay, ranges, .. } => {
                 // ACK frames acknowledge path 0 (draft-21 §2.3).
-                let target = match ack_path {
-                    Some(p) => match self.frame_path(p)? {
-                        Some(id) => id,
-                        None => return Ok(()),
-                    },
-                    None => PathId::ZERO,
-                };
-                let _ = path_id;
+                let Some(target) = self.frame_path_or_zero(ack_path)? else { return Ok(()) };
                 let exp = self.peer_params.as_ref().map(|p| p.ack_delay_exponent).unwrap_or(3);
                 let delay =
                     Duration::from_micros(ack_delay.checked_shl(exp as u32).unwrap_or(u64::MAX).min(1 << 40));
                 self.on_ack(level, target, ranges.iter(), delay, now)?;
             }
-            Frame::Crypto { offset, data } => {
-                if offset + data.len() as u64 > crate::codec::VARINT_MAX {
-                    return Err(TransportError::new(ErrorCode::FRAME_ENCODING_ERROR, "CRYPTO beyond 2^62"));
-                }
-                let mut out = Vec::new();
-                self.levels.recv[level_index(level)].insert(offset, data, &mut out)?;
-                if !out.is_empty() {
-                    self.tls.provide_data(level, &out).map_err(tls_error)?;
-                    // Drive the handshake now so keys for later packets of this
-                    // datagram are installed before we reach them.
-                    self.advance_tls(now).map_err(|e| match e {
-                        Error::Transport(t) => t,
-                        _ => TransportError::new(ErrorCode::INTERNAL_ERROR, "TLS failure"),
-                    })?;
-                }
-            }
+            Frame::Crypto { offset, data } => self.on_crypto_frame(level, offset, data, now)?,
+            // The hot path of a download: straight to the stream.
             Frame::Stream { stream_id, offset, data, fin } => {
-                self.streams.on_stream_frame(StreamId(stream_id), offset, data, fin)?;
+                self.streams.on_stream_frame(StreamId(stream_id), offset, data, fin)?
             }
-            Frame::ResetStream { stream_id, error_code, final_size } => {
-                self.streams.on_reset_stream(StreamId(stream_id), error_code, final_size)?;
-            }
-            Frame::StopSending { stream_id, error_code } => {
-                self.streams.on_stop_sending(StreamId(stream_id), error_code)?;
-            }
-            Frame::MaxData(v) => self.streams.on_max_data(v)?,
-            Frame::MaxStreamData { stream_id, max } => {
-                self.streams.on_max_stream_data(StreamId(stream_id), max)?
-            }
-            Frame::MaxStreams { bidi, max } => self.streams.on_max_streams(bidi, max)?,
-            Frame::DataBlocked(v) => self.streams.on_data_blocked(v)?,
-            Frame::StreamDataBlocked { stream_id, limit } => {
-                self.streams.on_stream_data_blocked(StreamId(stream_id), limit)?
-            }
-            Frame::StreamsBlocked { bidi, limit } => self.streams.on_streams_blocked(bidi, limit)?,
-            Frame::NewToken { token } => {
-                if self.is_server {
-                    return Err(TransportError::violation("NEW_TOKEN from a client"));
-                }
-                if token.is_empty() {
-                    return Err(TransportError::new(ErrorCode::FRAME_ENCODING_ERROR, "empty NEW_TOKEN"));
-                }
-                // Keep the newest few; the application takes them.
-                if self.new_tokens.len() >= 4 {
-                    self.new_tokens.pop_front();
-                }
-                self.new_tokens.push_back(token.to_vec());
-            }
+            Frame::ResetStream { .. }
+            | Frame::StopSending { .. }
+            | Frame::MaxData(_)
+            | Frame::MaxStreamData { .. }
+            | Frame::MaxStreams { .. }
+            | Frame::DataBlocked(_)
+            | Frame::StreamDataBlocked { .. }
+            | Frame::StreamsBlocked { .. } => self.on_stream_frame(f)?,
+            Frame::NewToken { token } => self.on_new_token(token)?,
             Frame::NewConnectionId { path_id: p, seq, retire_prior_to, cid, reset_token } => {
-                let path = match p {
-                    Some(p) => match self.frame_path(p)? {
-                        Some(id) => id,
-                        None => return Ok(()),
-                    },
-                    None => PathId::ZERO,
-                };
-                self.on_new_cid(path, seq, retire_prior_to, cid, reset_token)?;
+                if let Some(path) = self.frame_path_or_zero(p)? {
+                    self.on_new_cid(path, seq, retire_prior_to, cid, reset_token)?;
+                }
             }
             Frame::RetireConnectionId { path_id: p, seq } => {
-                let path = match p {
-                    Some(p) => match self.frame_path(p)? {
-                        Some(id) => id,
-                        None => return Ok(()),
-                    },
-                    None => PathId::ZERO,
-                };
-                self.on_retire_cid(path, seq)?;
+                if let Some(path) = self.frame_path_or_zero(p)? {
+                    self.on_retire_cid(path, seq)?;
+                }
             }
             Frame::PathChallenge(data) => {
                 if let Some(i) = self.path_index(path_id) {
@@ -487,19 +367,7 @@ impl Connection {
                     }
                 }
             }
-            Frame::PathResponse(data) => {
-                if let Some(i) = self.path_index(path_id) {
-                    let p = &mut self.paths[i];
-                    if p.challenges.answers(&data) {
-                        p.end_validation();
-                        if !p.validated {
-                            p.validated = true;
-                            let id = p.id;
-                            self.push_event(PathEvent::Validated(id));
-                        }
-                    }
-                }
-            }
+            Frame::PathResponse(data) => self.on_path_response(path_id, data),
             Frame::ConnectionClose { error_code, frame_type, reason } => {
                 self.peer_close = Some(CloseInfo {
                     is_app: frame_type.is_none(),
@@ -526,16 +394,78 @@ impl Connection {
             Frame::MaxPathId(v) => self.on_max_path_id(v)?,
             Frame::PathsBlocked(v) => self.on_paths_blocked(v)?,
             Frame::PathCidsBlocked { path_id: p, next_seq } => self.on_path_cids_blocked(p, next_seq)?,
-            Frame::PathDsr { path_id: p, dsr } => {
-                if !self.accept_dsr || !self.multipath {
-                    return Err(TransportError::encoding("PATH_DSR without the rec extension"));
-                }
-                // A rate for a path we no longer have is stale: ignore it.
-                if let Some(i) = u32::try_from(p).ok().and_then(|p| self.path_index(PathId(p))) {
-                    let id = self.paths[i].id;
-                    self.sched.on_rate_feedback(id, dsr);
-                }
+            Frame::PathDsr { path_id: p, dsr } => self.on_path_dsr(p, dsr)?,
+        }
+        Ok(())
+    }
+
+    /// The path a frame's optional Path ID names (path 0 without one);
+    /// `None` for a path already closed (the frame is ignored).
+    fn frame_path_or_zero(&self, p: Option<u64>) -> Result<Option<PathId>, TransportError> {
+        match p {
+            Some(p) => self.frame_path(p),
+            None => Ok(Some(PathId::ZERO)),
+        }
+    }
+
+    /// Stream state and flow control.
+    fn on_stream_frame(&mut self, f: Frame<'_>) -> Result<(), TransportError> {
+        let s = &mut self.streams;
+        match f {
+            Frame::ResetStream { stream_id, error_code, final_size } => {
+                s.on_reset_stream(StreamId(stream_id), error_code, final_size)
             }
+            Frame::StopSending { stream_id, error_code } => {
+                s.on_stop_sending(StreamId(stream_id), error_code)
+            }
+            Frame::MaxData(v) => s.on_max_data(v),
+            Frame::MaxStreamData { stream_id, max } => s.on_max_stream_data(StreamId(stream_id), max),
+            Frame::MaxStreams { bidi, max } => s.on_max_streams(bidi, max),
+            Frame::DataBlocked(v) => s.on_data_blocked(v),
+            Frame::StreamDataBlocked { stream_id, limit } => {
+                s.on_stream_data_blocked(StreamId(stream_id), limit)
+            }
+            Frame::StreamsBlocked { bidi, limit } => s.on_streams_blocked(bidi, limit),
+            _ => Ok(()),
+        }
+    }
+
+    fn on_new_token(&mut self, token: &[u8]) -> Result<(), TransportError> {
+        if self.is_server {
+            return Err(TransportError::violation("NEW_TOKEN from a client"));
+        }
+        if token.is_empty() {
+            return Err(TransportError::new(ErrorCode::FRAME_ENCODING_ERROR, "empty NEW_TOKEN"));
+        }
+        // Keep the newest few; the application takes them.
+        if self.new_tokens.len() >= 4 {
+            self.new_tokens.pop_front();
+        }
+        self.new_tokens.push_back(token.to_vec());
+        Ok(())
+    }
+
+    fn on_path_response(&mut self, path_id: PathId, data: [u8; 8]) {
+        let Some(i) = self.path_index(path_id) else { return };
+        let p = &mut self.paths[i];
+        if p.challenges.answers(&data) {
+            p.end_validation();
+            if !p.validated {
+                p.validated = true;
+                let id = p.id;
+                self.push_event(PathEvent::Validated(id));
+            }
+        }
+    }
+
+    fn on_path_dsr(&mut self, p: u64, dsr: u64) -> Result<(), TransportError> {
+        if !self.accept_dsr || !self.multipath {
+            return Err(TransportError::encoding("PATH_DSR without the rec extension"));
+        }
+        // A rate for a path we no longer have is stale: ignore it.
+        if let Some(i) = u32::try_from(p).ok().and_then(|p| self.path_index(PathId(p))) {
+            let id = self.paths[i].id;
+            self.dispatch.sched.on_rate_feedback(id, dsr);
         }
         Ok(())
     }
@@ -615,7 +545,7 @@ impl Connection {
         }
         for pkt in acked.drain(..) {
             if mp {
-                self.sched.on_ack(pid, pkt.size);
+                self.dispatch.sched.on_ack(pid, pkt.size);
             }
             if level == Level::OneRtt {
                 self.paths[pi].st.acked_bytes += pkt.size as u64;
@@ -629,7 +559,7 @@ impl Connection {
         }
         for pkt in lost.drain(..) {
             if mp {
-                self.sched.on_loss(pid, pkt.size);
+                self.dispatch.sched.on_loss(pid, pkt.size);
             }
             self.stats.lost += 1;
             self.paths[pi].st.lost += 1;
@@ -688,7 +618,7 @@ impl Connection {
                     p.st.retrans_bytes += len as u64;
                 }
                 self.streams.on_stream_lost(StreamId(id), offset, len as usize, fin);
-                self.last_loss_path = self.paths.get(pi).map(|p| p.id);
+                self.dispatch.last_loss_path = self.paths.get(pi).map(|p| p.id);
             }
             SentFrame::Crypto { level, offset, len } => {
                 self.levels.send[level_index(level)].on_lost(offset, len as usize)
@@ -736,7 +666,7 @@ impl Connection {
             }
             return Ok(());
         }
-        peer.push(super::paths::PeerCid { path, seq, cid, reset_token: Some(reset_token), in_use: false });
+        peer.push(crate::path::PeerCid { path, seq, cid, reset_token: Some(reset_token), in_use: false });
         // Retire what the peer asks to retire.
         let mut switched = false;
         let mut i = 0;
@@ -772,125 +702,6 @@ impl Connection {
         }
         Ok(())
     }
-
-    /// The handshake is confirmed: drop Handshake keys (RFC 9001 §4.9.2).
-    pub(super) fn confirm_handshake(&mut self) {
-        if self.handshake_confirmed {
-            return;
-        }
-        self.handshake_confirmed = true;
-        self.drop_level(Level::Handshake);
-        // Paths the client opened before: probe them now (see `probe_path`).
-        for p in self.paths.iter_mut().filter(|p| !p.validated && !p.abandoned && p.challenges.count() == 0) {
-            p.challenge_pending = true;
-        }
-        if self.state == State::Handshaking {
-            self.state = State::Established;
-        }
-    }
-
-    pub(super) fn drop_level(&mut self, level: Level) {
-        let i = level_index(level);
-        if i > 1 || self.hs[i].discarded {
-            return;
-        }
-        self.hs[i].discarded = true;
-        self.levels.discard(level);
-        let sp = &mut self.hs[i];
-        sp.sent.discard(&mut self.paths[0].recovery, |_, _| {});
-        sp.probes = 0;
-    }
-
-    /// Feed TLS, collect its output and install new keys.
-    pub(super) fn advance_tls(&mut self, _now: Instant) -> Result<(), Error> {
-        self.tls.advance().map_err(|e| Error::Transport(tls_error(e)))?;
-        while let Some((level, data)) = self.tls.take_outgoing() {
-            self.levels.send[level_index(level)].push(&data);
-        }
-        while let Some((level, dir, keys)) = self.tls.take_new_keys() {
-            match dir {
-                Direction::Read => self.levels.install(level, None, Some(keys)),
-                Direction::Write => self.levels.install(level, Some(keys), None),
-            }
-        }
-        if self.tls.is_handshake_complete() && self.peer_params.is_none() {
-            self.on_handshake_complete()?;
-        }
-        Ok(())
-    }
-
-    fn on_handshake_complete(&mut self) -> Result<(), Error> {
-        let raw = self
-            .tls
-            .peer_transport_params()
-            .ok_or(Error::Transport(TransportError::new(
-                ErrorCode::TRANSPORT_PARAMETER_ERROR,
-                "missing transport parameters",
-            )))?
-            .to_vec();
-        let params = TransportParams::decode(&raw, !self.is_server).map_err(Error::Transport)?;
-        self.validate_peer_params(&params).map_err(Error::Transport)?;
-        self.streams
-            .set_peer_limits(&crate::stream::PeerLimits {
-                initial_max_data: params.initial_max_data,
-                initial_max_stream_data_bidi_local: params.initial_max_stream_data_bidi_local,
-                initial_max_stream_data_bidi_remote: params.initial_max_stream_data_bidi_remote,
-                initial_max_stream_data_uni: params.initial_max_stream_data_uni,
-                initial_max_streams_bidi: params.initial_max_streams_bidi,
-                initial_max_streams_uni: params.initial_max_streams_uni,
-            })
-            .map_err(Error::Transport)?;
-        let mad = Duration::from_millis(params.max_ack_delay);
-        self.path_config.peer_max_ack_delay = Some(mad);
-        for p in &mut self.paths {
-            p.recovery.set_max_ack_delay(mad);
-        }
-        if let Some(tok) = params.stateless_reset_token {
-            if let Some(c) = self.cids.peer.iter_mut().find(|c| c.path == PathId::ZERO && c.seq == 0) {
-                c.reset_token = Some(tok);
-            }
-        }
-        self.cids.local_limit = params.active_connection_id_limit;
-        self.multipath =
-            params.initial_max_path_id.is_some() && self.local_params.initial_max_path_id.is_some();
-        self.max_udp_payload = self.max_udp_payload.min(params.max_udp_payload_size as usize);
-        self.cids.issue(PathId::ZERO);
-        self.mp_on_handshake(&params).map_err(Error::Transport)?;
-        if let Some(v) = params.extra_param(crate::sched::rec_wire::REC_TRANSPORT_PARAM_ID) {
-            crate::sched::rec_wire::decode_transport_param(v).map_err(Error::Transport)?;
-            self.send_dsr = self.multipath;
-        }
-        self.peer_params = Some(params);
-        self.state = State::Established;
-        if self.is_server {
-            // The server's handshake is confirmed on completion (RFC 9001 §4.1.2).
-            self.handshake_done_pending = true;
-            self.confirm_handshake();
-        }
-        Ok(())
-    }
-
-    fn validate_peer_params(&self, p: &TransportParams) -> Result<(), TransportError> {
-        let bad = |r| TransportError::new(ErrorCode::TRANSPORT_PARAMETER_ERROR, r);
-        // RFC 9000 §7.3: authenticate the connection IDs.
-        let peer_scid = self.cids.dcid_for(PathId::ZERO);
-        if p.initial_source_connection_id != peer_scid {
-            return Err(bad("initial_source_connection_id mismatch"));
-        }
-        if !self.is_server {
-            if p.original_destination_connection_id != Some(self.odcid) {
-                return Err(bad("original_destination_connection_id mismatch"));
-            }
-            if p.retry_source_connection_id != self.retry_scid {
-                return Err(bad("retry_source_connection_id mismatch"));
-            }
-        }
-        Ok(())
-    }
-}
-
-fn hdr_is_long(level: Level) -> bool {
-    level != Level::OneRtt
 }
 
 fn hdr_type(level: Level) -> PacketType {
@@ -904,8 +715,4 @@ fn hdr_type(level: Level) -> PacketType {
 
 fn keys_packet(c: &Connection, level: Level) -> Option<&crypto::PacketKey> {
     c.levels.remote(level).map(|k| &k.packet)
-}
-
-pub(super) fn tls_error(e: crypto::TlsError) -> TransportError {
-    TransportError::new(e.code, e.reason)
 }

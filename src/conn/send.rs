@@ -4,49 +4,40 @@
 use std::time::Instant;
 
 use crate::codec::Writer;
-use crate::crypto::{self, Level};
+use crate::crypto::Level;
 use crate::frame::{self, Frame};
-use crate::packet::{self, ConnectionId, PacketType, QUIC_V1};
-use crate::recovery::{HandshakeStatus, PacketFate, SentPacket, TimeoutAction};
-use crate::sched::Decision;
+use crate::packet::{self, ConnectionId};
+use crate::recovery::SentPacket;
 use crate::stream::ControlFrame;
 use crate::PathId;
 
+use super::builder::{Header, PacketBuilder, TAG_LEN};
+use super::dispatch::{CopyFrames, DataMode, Job};
 use super::sent::{SentFrame, SentFrames};
 use super::spaces::level_index;
 use super::{Connection, Error, SendInfo, State};
 
-/// AEAD tag length of every QUIC v1 cipher suite.
-const TAG_LEN: usize = 16;
 /// Minimum size of datagrams carrying Initial packets (RFC 9000 §14.1).
 const MIN_INITIAL_SIZE: usize = 1200;
-/// How far ahead of its pacer a path may be given a packet when there are
-/// several paths (the caller holds it until `SendInfo::at`).
-const PACING_HORIZON: std::time::Duration = std::time::Duration::from_millis(1);
-
-/// What stream data the packet being built may carry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum DataMode {
-    /// Retransmissions, then new data (and the frames are collected in
-    /// `copy_frames` when `collect` is set, for redundant copies).
-    Normal { collect: bool },
-    /// New data from `skip` bytes into what waits, at most `max_len`
-    /// (`Decision::SendAhead`); `Normal` when that is not possible.
-    Ahead { skip: u64, max_len: u64 },
-    /// ACKs and control frames only: the scheduler did not pick this path.
-    NoStream,
-    /// A copy of the STREAM ranges in `copy_frames`.
-    Copy,
-    /// A copy of the oldest unacknowledged data from `copy_cursor` on.
-    Redundant,
+/// What a packet at one level is due to carry ([`Connection::packet_due`]).
+struct Due {
+    pn: u64,
+    pn_len: usize,
+    /// An ACK is due (ours, or other paths' PATH_ACKs).
+    ack: bool,
+    /// Frames other than ACKs wait.
+    has_data: bool,
+    /// They may be sent (window, path validation).
+    may_send_data: bool,
+    /// PTO probes owed.
+    probes: u8,
 }
 
-impl DataMode {
-    pub(super) const NORMAL: DataMode = DataMode::Normal { collect: false };
+impl Due {
+    fn data_ready(&self) -> bool {
+        self.has_data && self.may_send_data
+    }
 }
-
-/// STREAM ranges (id, offset, len, fin) of one packet.
-pub(super) type CopyFrames = smallvec::SmallVec<[(u64, u64, u32, bool); 2]>;
 
 impl Connection {
     /// Write the next datagram into `out`. `None` means there is nothing to
@@ -73,77 +64,6 @@ impl Connection {
         }
     }
 
-    fn send_next(&mut self, out: &mut [u8], now: Instant) -> Result<Option<(usize, SendInfo)>, Error> {
-        if self.paths.len() == 1 {
-            return self.send_on_index(out, 0, now);
-        }
-        // Redundant copies of the previous packet first (same instant).
-        while let Some((path, frames)) = self.copies.pop_front() {
-            let Some(pi) = self.path_index(path) else { continue };
-            self.copy_frames = frames;
-            let r = self.send_in_mode(out, pi, DataMode::Copy, now)?;
-            if r.is_some() {
-                return Ok(r);
-            }
-        }
-        // Path validation and probes are not the scheduler's business.
-        if let Some(pi) = self
-            .paths
-            .iter()
-            .position(|p| !p.abandoned && (!p.responses.is_empty() || p.challenge_pending || p.probes > 0))
-        {
-            // Probes only need an acknowledgement (a PING if nothing else);
-            // stream data is the scheduler's business, and a PTO already
-            // queued this path's data again for any path.
-            if let Some(r) = self.send_in_mode(out, pi, DataMode::NoStream, now)? {
-                return Ok(Some(r));
-            }
-        }
-        self.sched_until = None;
-        if self.streams.has_pending_data() || self.needs_redundancy_check() {
-            match self.decide(now) {
-                Decision::Send { path, also } => {
-                    if let Some(pi) = self.path_index(path) {
-                        let collect = !also.is_empty();
-                        let r = self.send_in_mode(out, pi, DataMode::Normal { collect }, now)?;
-                        if collect && !self.copy_frames.is_empty() {
-                            for &p in also.as_slice().iter().filter(|&&p| p != path) {
-                                self.copies.push_back((p, self.copy_frames.clone()));
-                            }
-                        }
-                        if r.is_some() {
-                            return Ok(r);
-                        }
-                    }
-                }
-                Decision::SendAhead { path, skip, max_len } => {
-                    if let Some(pi) = self.path_index(path) {
-                        if let Some(r) = self.send_in_mode(out, pi, DataMode::Ahead { skip, max_len }, now)? {
-                            return Ok(Some(r));
-                        }
-                    }
-                }
-                Decision::Redundant { path } => {
-                    if let Some(pi) = self.path_index(path) {
-                        if let Some(r) = self.send_in_mode(out, pi, DataMode::Redundant, now)? {
-                            return Ok(Some(r));
-                        }
-                    }
-                }
-                Decision::Wait { until } => {
-                    self.sched_until = until.or(self.pacing_wake).filter(|&t| t > now)
-                }
-            }
-        }
-        // ACKs and control frames may go on any path.
-        for pi in 0..self.paths.len() {
-            if let Some(r) = self.send_in_mode(out, pi, DataMode::NoStream, now)? {
-                return Ok(Some(r));
-            }
-        }
-        Ok(None)
-    }
-
     /// Like [`Connection::send`] but on the given path.
     pub fn send_on_path(
         &mut self,
@@ -152,77 +72,14 @@ impl Connection {
         now: Instant,
     ) -> Result<Option<(usize, SendInfo)>, Error> {
         let pi = self.path_index(path).ok_or(Error::InvalidPath)?;
-        self.send_on_index(out, pi, now)
-    }
-
-    fn send_in_mode(
-        &mut self,
-        out: &mut [u8],
-        pi: usize,
-        mode: DataMode,
-        now: Instant,
-    ) -> Result<Option<(usize, SendInfo)>, Error> {
-        self.data_mode = mode;
-        if let DataMode::Normal { collect: true } = mode {
-            self.copy_frames.clear();
-        }
-        let r = self.send_on_index(out, pi, now);
-        self.data_mode = DataMode::NORMAL;
-        if mode == DataMode::Copy {
-            self.copy_frames.clear();
-        }
-        r
-    }
-
-    /// A scheduler that has made copies may want more with no new data
-    /// waiting (others are not asked then: nothing for them to do).
-    fn needs_redundancy_check(&self) -> bool {
-        self.sched_copies
-            && self.paths.iter().any(|p| p.recovery.bytes_in_flight() > 0)
-            && self.paths.iter().filter(|p| p.usable()).count() > 1
-    }
-
-    /// Ask the scheduler, describing what is pending. A path whose pacer
-    /// would hold a new packet beyond [`PACING_HORIZON`] is shown without
-    /// window space, so that every scheduler sends where a packet can leave
-    /// now instead of queueing behind one path's pacer; `pacing_wake` is
-    /// when the first such path frees up.
-    fn decide(&mut self, now: Instant) -> Decision {
-        self.sched_buf.clear();
-        self.pacing_wake = None;
-        let mut unacked = 0u64;
-        for p in self.paths.iter().filter(|p| !p.abandoned) {
-            let mut s = p.snapshot(now);
-            if let Some(t) = s.next_release.filter(|&t| self.pacing && t > now + PACING_HORIZON) {
-                s.bytes_in_flight = s.bytes_in_flight.max(s.cwnd);
-                let wake = t - PACING_HORIZON;
-                self.pacing_wake = Some(self.pacing_wake.map_or(wake, |w| w.min(wake)));
-            }
-            self.sched_buf.push(s);
-            unacked += p.recovery.bytes_in_flight() as u64;
-        }
-        let (new_bytes, retransmit_bytes) = self.streams.pending_bytes();
-        let pending = crate::sched::PendingInfo {
-            new_bytes,
-            retransmit_bytes,
-            retransmit_origin: if retransmit_bytes > 0 { self.last_loss_path } else { None },
-            unacked_bytes: unacked,
-            peer_recv_window: Some(self.streams.send_credit()),
-        };
-        let ctx = crate::sched::SchedContext::new(now, &self.sched_buf, pending);
-        let d = self.sched.decide(&ctx);
-        self.sched_copies |= match d {
-            Decision::Send { also, .. } => !also.is_empty(),
-            Decision::Redundant { .. } => true,
-            Decision::SendAhead { .. } | Decision::Wait { .. } => false,
-        };
-        d
+        self.send_on_index(out, pi, &mut Job::new(DataMode::NORMAL), now)
     }
 
     pub(super) fn send_on_index(
         &mut self,
         out: &mut [u8],
         pi: usize,
+        job: &mut Job,
         now: Instant,
     ) -> Result<Option<(usize, SendInfo)>, Error> {
         match self.state {
@@ -295,7 +152,7 @@ impl Connection {
             } else {
                 None
             };
-            match self.write_packet(level, pi, &mut out[written..], pad_to, now)? {
+            match self.write_packet(level, pi, &mut out[written..], pad_to, job, now)? {
                 Some((n, eliciting)) => {
                     if level == Level::Initial {
                         has_initial = true;
@@ -327,8 +184,7 @@ impl Connection {
         let at = if self.pacing { path.recovery.next_send_time(now).unwrap_or(now) } else { now };
         let info = SendInfo { from: path.local, to: path.peer, path_id: path.id, at };
         if self.multipath {
-            let redundant = matches!(self.data_mode, DataMode::Copy | DataMode::Redundant);
-            self.sched.on_sent(info.path_id, written, redundant);
+            self.dispatch.sched.on_sent(info.path_id, written, job.is_copy());
         }
         Ok(Some((written, info)))
     }
@@ -378,261 +234,264 @@ impl Connection {
         pi: usize,
         buf: &mut [u8],
         pad_to: Option<usize>,
+        job: &mut Job,
         now: Instant,
     ) -> Result<Option<(usize, bool)>, Error> {
-        let li = level_index(level);
-        let is_data = li == 2;
-        let (next_pn, largest_acked) = if is_data {
-            let p = &self.paths[pi];
-            (p.next_pn, p.space.largest_acked())
-        } else {
-            let sp = &self.hs[li];
-            if sp.discarded {
-                return Ok(None);
-            }
-            (sp.next_pn, sp.sent.largest_acked())
-        };
-        // PATH_ACKs of other paths that are due (or that can only be sent
-        // on another path because theirs is abandoned).
-        let other_acks = is_data && self.multipath && self.paths.len() > 1 && self.other_acks_due(pi, now);
-        let ack_due = if is_data {
-            let a = &self.paths[pi].acks;
-            other_acks
-                || (a.has_new()
-                    && (a.ack_deadline().is_some_and(|d| d <= now) || self.level_wants_to_send(level, pi)))
-        } else {
-            self.hs[li].acks.has_new()
-        };
-        let probes = if is_data { self.paths[pi].probes } else { self.hs[li].probes };
-        // Congestion control: only ACK-only packets and probes may exceed cwnd.
-        let cwnd_room = {
-            let r = &self.paths[pi].recovery;
-            r.cwnd().saturating_sub(r.bytes_in_flight())
-        };
-        // No application data on a path before it is validated (draft-21 §3.1).
-        let may_send_data = (probes > 0 || cwnd_room >= buf.len().min(self.max_udp_payload) || !is_data)
-            && (!is_data || self.paths[pi].validated);
-        let has_data = self.level_wants_to_send(level, pi);
-        let challenge = is_data && (self.paths[pi].challenge_pending || !self.paths[pi].responses.is_empty());
-        // Nothing due: no ACK, no probe, no path validation, and no data (or
-        // data blocked by the congestion window).
-        let data_ready = has_data && may_send_data;
-        if !(ack_due || data_ready || probes > 0 || challenge) {
+        let room = buf.len().min(self.max_udp_payload);
+        let Some(due) = self.packet_due(level, pi, room, job, now) else { return Ok(None) };
+        let mut b = PacketBuilder::new(buf, &self.header(level, pi, due.pn, due.pn_len))?;
+        if b.payload_end() < b.header_len() + 8 {
             return Ok(None);
         }
-
-        let pn = next_pn;
-        let pn_len = packet::pn_len_for(pn, largest_acked);
-        let dcid = self.cids.dcid_for(self.paths[pi].id).unwrap_or(ConnectionId::EMPTY);
-        let scid = self.cids.initial_scid();
-        let mut w = Writer::new(buf);
-        let (pn_offset, long) = match level {
-            Level::Initial | Level::Handshake => {
-                let ty = if level == Level::Initial { PacketType::Initial } else { PacketType::Handshake };
-                let token: &[u8] = if level == Level::Initial && !self.is_server { &self.token } else { &[] };
-                let o = packet::write_long_header(&mut w, ty, QUIC_V1, &dcid, &scid, token, pn, pn_len)
-                    .map_err(|_| Error::BufferTooShort)?;
-                (o.pn_offset, Some(o))
-            }
-            _ => {
-                let o = packet::write_short_header(&mut w, &dcid, pn, pn_len, self.levels.ku.phase, false)
-                    .map_err(|_| Error::BufferTooShort)?;
-                (o, None)
-            }
-        };
-        let hdr_len = w.pos();
-        let total = buf_len(&w);
-        if total < hdr_len + TAG_LEN + 8 {
-            return Ok(None);
-        }
-        let payload_end = total - TAG_LEN;
         let mut frames = SentFrames::new();
-        let mut ack_eliciting = false;
-        // Our ACK's timer is reset only if the packet is really sent.
-        let mut ack_written = false;
-
-        // ACK first: it is never congestion controlled.
-        if ack_due || (has_data && may_send_data) {
-            let path_id = if is_data && self.multipath { Some(self.paths[pi].id.0 as u64) } else { None };
-            let acks = if is_data { &mut self.paths[pi].acks } else { &mut self.hs[li].acks };
-            if !acks.ranges().is_empty() {
-                let delay = acks.ack_delay_field(now);
-                let room = payload_end - w.pos();
-                if let Ok(_n) = frame::encode_ack_max(&mut w, path_id, acks.ranges(), delay, None, room) {
-                    if let Some(largest) = acks.ranges().max() {
-                        frames.push(SentFrame::Ack { largest });
-                    }
-                    ack_written = true;
-                }
-            }
-            if is_data && self.multipath && self.paths.len() > 1 {
-                self.write_other_acks(&mut w, payload_end, pi, &mut frames, now);
-            }
-        }
-
+        // ACK first: it is never congestion controlled. Our ACK's timer is
+        // reset only if the packet is really sent.
+        let ack_written =
+            (due.ack || due.data_ready()) && self.write_acks(level, pi, &mut b, &mut frames, now);
         // Packets with PATH_CHALLENGE / PATH_RESPONSE on a new path are
         // padded to 1200 bytes to check the path MTU (RFC 9000 §8.2.1).
-        let mut probing = false;
-        let path_pto_floor = self.max_pto();
-        let challenge_wait = if is_data { self.challenge_interval(pi) } else { path_pto_floor };
-        if is_data {
-            // PATH_RESPONSE / PATH_CHALLENGE.
-            let p = &mut self.paths[pi];
-            while let Some(r) = p.responses.pop() {
-                if Frame::PathResponse(r).encode(&mut w).is_err() {
-                    p.responses.push(r);
-                    break;
-                }
-                ack_eliciting = true;
-                probing = true;
-            }
-            if p.challenge_pending {
-                // Fresh data every time (RFC 9000 §8.2.1).
-                let data = super::paths::Challenges::fresh();
-                if Frame::PathChallenge(data).encode(&mut w).is_ok() {
-                    let pto = p.recovery.rtt().pto_base();
-                    p.challenges.on_sent(data);
-                    p.challenge_retry = Some(now + challenge_wait);
-                    if p.challenge_deadline.is_none() {
-                        // RFC 9000 §8.2.4: three times the larger PTO.
-                        p.challenge_deadline = Some(now + pto.max(path_pto_floor) * 3);
-                    }
-                    p.challenge_pending = false;
-                    ack_eliciting = true;
-                    probing = true;
-                    frames.push(SentFrame::Ping);
-                }
+        let probing = level == Level::OneRtt && self.write_path_validation(pi, &mut b, &mut frames, now);
+        let mut ack_eliciting = probing;
+        if due.may_send_data {
+            ack_eliciting |= self.write_crypto(level, &mut b, &mut frames);
+            if level == Level::OneRtt {
+                let end = b.payload_end();
+                ack_eliciting |= self.write_data_frames(b.w(), end, pi, &mut frames, job, now);
             }
         }
-
-        if may_send_data {
-            // CRYPTO data (retransmissions first).
-            loop {
-                let room = payload_end.saturating_sub(w.pos());
-                let Some((off, _)) = self.levels.send[li].next(usize::MAX) else { break };
-                let max = frame::crypto_max_data_len(room, off);
-                if max == 0 {
-                    break;
-                }
-                let Some((off, data)) = self.levels.send[li].next(max) else { break };
-                let len = data.len();
-                if frame::encode_crypto_header(&mut w, off, len).is_err() || w.bytes(data).is_err() {
-                    break;
-                }
-                self.levels.send[li].on_sent(off, len);
-                frames.push(SentFrame::Crypto { level, offset: off, len: len as u32 });
-                ack_eliciting = true;
-            }
-
-            if is_data {
-                ack_eliciting |= self.write_data_frames(&mut w, payload_end, pi, &mut frames, now);
-            }
-        }
-
         // A probe must be ack-eliciting.
-        if probes > 0 && !ack_eliciting && w.pos() < payload_end && Frame::Ping.encode(&mut w).is_ok() {
+        if due.probes > 0
+            && !ack_eliciting
+            && b.w().pos() < b.payload_end()
+            && Frame::Ping.encode(b.w()).is_ok()
+        {
             frames.push(SentFrame::Ping);
             ack_eliciting = true;
         }
         // Nothing went in but an ACK that was not due (the data or control
         // frames expected did not materialise): sending it would only repeat
         // the last ACK, and a caller looping on `send` would never stop.
-        if w.pos() == hdr_len || (is_data && !ack_eliciting && !ack_due && probes == 0) {
+        let idle_1rtt = level == Level::OneRtt && !ack_eliciting && !due.ack && due.probes == 0;
+        if b.is_empty() || idle_1rtt {
             return Ok(None);
         }
-        if ack_written {
-            if is_data {
-                self.paths[pi].acks.on_ack_sent();
-            } else {
-                self.hs[li].acks.on_ack_sent();
+        if let Some(sp) = self.space_mut(level, pi) {
+            if ack_written {
+                sp.acks.on_ack_sent();
+            }
+            if due.probes > 0 && ack_eliciting {
+                *sp.probes -= 1;
             }
         }
-        if probes > 0 && ack_eliciting {
-            if is_data {
-                self.paths[pi].probes -= 1;
-            } else {
-                self.hs[li].probes -= 1;
-            }
-        }
-
-        // Padding: the header-protection sample needs 4 bytes after the
-        // packet number start beyond the pn (RFC 9001 §5.4.2), and Initial
-        // datagrams need 1200 bytes.
-        let frames_end = w.pos();
-        let mut plain_end = frames_end.max(pn_offset + 4);
-        if let Some(p) = pad_to {
-            plain_end = plain_end.max(p.saturating_sub(TAG_LEN));
-        }
+        // Initial datagrams need 1200 bytes; so do path probes.
+        let mut min_plain = pad_to.map_or(0, |p| p.saturating_sub(TAG_LEN));
         if probing && self.multipath {
-            plain_end = plain_end.max(MIN_INITIAL_SIZE.saturating_sub(TAG_LEN));
+            min_plain = min_plain.max(MIN_INITIAL_SIZE - TAG_LEN);
         }
-        let plain_end = plain_end.min(payload_end);
-        let buf = w.buf_mut();
-        // PADDING frames are zero bytes.
-        buf[frames_end..plain_end].fill(0);
-        let pkt_len = plain_end + TAG_LEN;
-        if let Some(o) = long {
-            packet::patch_length(buf, &o, pkt_len - pn_offset).map_err(|_| Error::BufferTooShort)?;
-        }
-        let nonce_path = if self.multipath { self.paths[pi].id.0 } else { 0 };
-        let keys = self.levels.local(level).ok_or(Error::Closed)?;
-        keys.packet.seal_packet(pn, nonce_path, &mut buf[..pkt_len], hdr_len).map_err(|_| Error::Closed)?;
-        crypto::apply_header_protection(&mut buf[..pkt_len], pn_offset, pn_len, &keys.header)
-            .map_err(|_| Error::Closed)?;
-
-        // Bookkeeping.
+        let (keys, nonce_path) = self.seal_keys(level, pi)?;
+        let pkt_len = b.finish(min_plain, keys, nonce_path)?;
         let in_flight = ack_eliciting || pad_to.is_some();
-        if is_data {
+        let pkt = SentPacket::new(due.pn, now, pkt_len, ack_eliciting, in_flight, frames);
+        self.on_packet_built(level, pi, pkt);
+        Ok(Some((pkt_len, ack_eliciting)))
+    }
+
+    /// What a packet at `level` on path `pi` is due to carry now (`None`:
+    /// nothing), with room for `room` bytes.
+    #[inline]
+    fn packet_due(&mut self, level: Level, pi: usize, room: usize, job: &Job, now: Instant) -> Option<Due> {
+        let has_data = self.level_wants_to_send(level, pi, job);
+        // Path rules apply to 1-RTT packets: PATH_ACKs of other paths that
+        // are due (or can only leave on another path, theirs abandoned),
+        // delayed ACKs, the congestion window (only ACK-only packets and
+        // probes may exceed it), and no data before the path is validated
+        // (draft-21 §3.1). Handshake ACKs are sent at once.
+        let one_rtt = level == Level::OneRtt;
+        let other_acks = one_rtt && self.multipath && self.paths.len() > 1 && self.other_acks_due(pi, now);
+        let p = &self.paths[pi];
+        let cwnd_room = p.recovery.cwnd().saturating_sub(p.recovery.bytes_in_flight());
+        let challenge = one_rtt && (p.challenge_pending || !p.responses.is_empty());
+        let validated = p.validated;
+        let sp = self.space_mut(level, pi)?;
+        let ack_now = !one_rtt || has_data || sp.acks.ack_deadline().is_some_and(|d| d <= now);
+        let probes = *sp.probes;
+        let may_send_data = !one_rtt || ((probes > 0 || cwnd_room >= room) && validated);
+        let due = Due {
+            pn: *sp.next_pn,
+            pn_len: packet::pn_len_for(*sp.next_pn, sp.sent.largest_acked()),
+            ack: other_acks || (sp.acks.has_new() && ack_now),
+            has_data,
+            may_send_data,
+            probes,
+        };
+        // Nothing due: no ACK, no probe, no path validation, and no data
+        // (or data blocked by the congestion window).
+        (due.ack || due.data_ready() || probes > 0 || challenge).then_some(due)
+    }
+
+    /// The header of a packet at `level` on path `pi`.
+    #[inline]
+    fn header(&self, level: Level, pi: usize, pn: u64, pn_len: usize) -> Header<'_> {
+        Header {
+            level,
+            dcid: self.cids.dcid_for(self.paths[pi].id).unwrap_or(ConnectionId::EMPTY),
+            scid: self.cids.initial_scid(),
+            token: if level == Level::Initial && !self.is_server { &self.token } else { &[] },
+            pn,
+            pn_len,
+            key_phase: self.levels.ku.phase,
+        }
+    }
+
+    /// The keys that seal packets at `level`, and the path ID in their nonce
+    /// (draft-21 §2.4: 0 without multipath).
+    #[inline]
+    fn seal_keys(&self, level: Level, pi: usize) -> Result<(&crate::crypto::Keys, u32), Error> {
+        let nonce_path = if self.multipath { self.paths[pi].id.0 } else { 0 };
+        Ok((self.levels.local(level).ok_or(Error::Closed)?, nonce_path))
+    }
+
+    /// Our ACK (PATH_ACK with multipath) of the space, then other paths'
+    /// due PATH_ACKs in 1-RTT. Returns whether our own was written.
+    #[inline]
+    fn write_acks(
+        &mut self,
+        level: Level,
+        pi: usize,
+        b: &mut PacketBuilder<'_>,
+        frames: &mut SentFrames,
+        now: Instant,
+    ) -> bool {
+        let mp = level == Level::OneRtt && self.multipath;
+        let path_id = mp.then(|| self.paths[pi].id.0 as u64);
+        let room = b.payload_end() - b.w().pos();
+        let mut written = false;
+        if let Some(sp) = self.space_mut(level, pi).filter(|sp| !sp.acks.ranges().is_empty()) {
+            let delay = sp.acks.ack_delay_field(now);
+            if frame::encode_ack_max(b.w(), path_id, sp.acks.ranges(), delay, None, room).is_ok() {
+                if let Some(largest) = sp.acks.ranges().max() {
+                    frames.push(SentFrame::Ack { largest });
+                }
+                written = true;
+            }
+        }
+        if mp && self.paths.len() > 1 {
+            let end = b.payload_end();
+            self.write_other_acks(b.w(), end, pi, frames, now);
+        }
+        written
+    }
+
+    /// PATH_RESPONSEs owed and a PATH_CHALLENGE due on path `pi`. Returns
+    /// whether any was written.
+    #[inline]
+    fn write_path_validation(
+        &mut self,
+        pi: usize,
+        b: &mut PacketBuilder<'_>,
+        frames: &mut SentFrames,
+        now: Instant,
+    ) -> bool {
+        let path_pto_floor = self.max_pto();
+        let challenge_wait = self.challenge_interval(pi);
+        let p = &mut self.paths[pi];
+        let mut written = false;
+        while let Some(r) = p.responses.pop() {
+            if Frame::PathResponse(r).encode(b.w()).is_err() {
+                p.responses.push(r);
+                break;
+            }
+            written = true;
+        }
+        if p.challenge_pending {
+            // Fresh data every time (RFC 9000 §8.2.1).
+            let data = crate::path::Challenges::fresh();
+            if Frame::PathChallenge(data).encode(b.w()).is_ok() {
+                let pto = p.recovery.rtt().pto_base();
+                p.challenges.on_sent(data);
+                p.challenge_retry = Some(now + challenge_wait);
+                if p.challenge_deadline.is_none() {
+                    // RFC 9000 §8.2.4: three times the larger PTO.
+                    p.challenge_deadline = Some(now + pto.max(path_pto_floor) * 3);
+                }
+                p.challenge_pending = false;
+                written = true;
+                frames.push(SentFrame::Ping);
+            }
+        }
+        written
+    }
+
+    /// CRYPTO data of `level` (retransmissions first). Returns whether any
+    /// was written.
+    #[inline]
+    fn write_crypto(&mut self, level: Level, b: &mut PacketBuilder<'_>, frames: &mut SentFrames) -> bool {
+        let send = &mut self.levels.send[level_index(level)];
+        let mut written = false;
+        loop {
+            let room = b.payload_end().saturating_sub(b.w().pos());
+            let Some((off, _)) = send.next(usize::MAX) else { break };
+            let max = frame::crypto_max_data_len(room, off);
+            if max == 0 {
+                break;
+            }
+            let Some((off, data)) = send.next(max) else { break };
+            let len = data.len();
+            if frame::encode_crypto_header(b.w(), off, len).is_err() || b.w().bytes(data).is_err() {
+                break;
+            }
+            send.on_sent(off, len);
+            frames.push(SentFrame::Crypto { level, offset: off, len: len as u32 });
+            written = true;
+        }
+        written
+    }
+
+    /// Record a packet just built: in its space (and the path's recovery),
+    /// for key updates, and the client's Initial keys go once it sends a
+    /// Handshake packet (RFC 9001 §4.9.1).
+    #[inline]
+    fn on_packet_built(&mut self, level: Level, pi: usize, pkt: SentPacket<SentFrames>) {
+        let pn = pkt.pn;
+        if level == Level::OneRtt {
             let own = self.paths[pi].id;
-            for f in &frames {
+            for f in &pkt.data {
                 match *f {
                     SentFrame::Ack { largest } => self.levels.ku.on_ack_sent(own, largest),
                     SentFrame::PathAck { path, largest } => self.levels.ku.on_ack_sent(path, largest),
                     _ => {}
                 }
             }
+            self.levels.ku.on_sent(own, pn);
+            self.paths[pi].st.sent += 1;
         }
-        let pkt = SentPacket::new(pn, now, pkt_len, ack_eliciting, in_flight, frames);
-        if is_data {
-            self.levels.ku.on_sent(self.paths[pi].id, pn);
-            let p = &mut self.paths[pi];
-            p.space.on_packet_sent(&mut p.recovery, pkt);
-            p.next_pn += 1;
-            p.st.sent += 1;
-        } else {
-            let sp = &mut self.hs[li];
-            sp.sent.on_packet_sent(&mut self.paths[0].recovery, pkt);
-            sp.next_pn += 1;
+        if let Some(sp) = self.space_mut(level, pi) {
+            sp.sent.on_packet_sent(sp.recovery, pkt);
+            *sp.next_pn += 1;
         }
-        if ack_eliciting {
-            self.last_ack_eliciting_sent = Some(now);
-        }
-        // Client discards Initial keys once it sends its first Handshake
-        // packet (RFC 9001 §4.9.1).
         if !self.is_server && level == Level::Handshake {
             self.drop_level(Level::Initial);
         }
-        Ok(Some((pkt_len, ack_eliciting)))
     }
 
-    fn level_wants_to_send(&self, level: Level, pi: usize) -> bool {
+    fn level_wants_to_send(&self, level: Level, pi: usize, job: &Job) -> bool {
         let li = level_index(level);
         if self.levels.send[li].has_pending() {
             return true;
         }
         li == 2
-            && (match self.data_mode {
+            && (match job.mode {
                 DataMode::Normal { .. } | DataMode::Ahead { .. } => self.streams.has_sendable_data(),
                 DataMode::NoStream => false,
                 // Only if something is left to copy: otherwise the packet
                 // would repeat an ACK and never end the send loop.
-                DataMode::Copy => self.copy_frames.iter().any(|&(id, off, len, _)| {
+                DataMode::Copy => job.ranges.iter().any(|&(id, off, len, _)| {
                     let sid = crate::stream::StreamId(id);
                     self.streams
                         .unacked_chunk((sid, off), len as usize)
                         .is_some_and(|(c, k)| c == sid && k.offset < off + len as u64)
                 }),
-                DataMode::Redundant => self.streams.unacked_chunk(self.copy_cursor, 1).is_some(),
+                DataMode::Redundant => self.streams.unacked_chunk(job.cursor, 1).is_some(),
             } || self.streams.has_pending_control()
                 || self.handshake_done_pending
                 || (self.is_server && self.handshake_confirmed && !self.new_tokens.is_empty())
@@ -648,6 +507,34 @@ impl Connection {
     /// 1-RTT frames other than ACK and CRYPTO. Returns whether any
     /// ack-eliciting frame was written.
     fn write_data_frames(
+        &mut self,
+        w: &mut Writer<'_>,
+        end: usize,
+        pi: usize,
+        frames: &mut SentFrames,
+        job: &mut Job,
+        now: Instant,
+    ) -> bool {
+        let control = self.write_control_frames(w, end, pi, frames, now);
+        let data = match job.mode {
+            DataMode::Normal { collect } => {
+                self.write_stream_frames(w, end, pi, frames, collect.then_some(&mut job.ranges))
+            }
+            DataMode::Ahead { skip, max_len } => match self.write_ahead(w, end, pi, frames, skip, max_len) {
+                Some(e) => e,
+                None => self.write_stream_frames(w, end, pi, frames, None),
+            },
+            DataMode::NoStream => false,
+            DataMode::Copy => self.write_copies(w, end, pi, frames, &job.ranges),
+            DataMode::Redundant => self.write_redundant(w, end, pi, frames, &mut job.cursor),
+        };
+        control || data
+    }
+
+    /// HANDSHAKE_DONE, NEW_TOKEN, connection IDs, multipath frames,
+    /// PATH_DSR, flow control and stream state. Returns whether any was
+    /// written.
+    fn write_control_frames(
         &mut self,
         w: &mut Writer<'_>,
         end: usize,
@@ -739,20 +626,6 @@ impl Connection {
             frames.push(SentFrame::Control(c));
             eliciting = true;
         }
-        match self.data_mode {
-            DataMode::Normal { collect } => {
-                eliciting |= self.write_stream_frames(w, end, pi, frames, collect)
-            }
-            DataMode::Ahead { skip, max_len } => {
-                eliciting |= match self.write_ahead(w, end, pi, frames, skip, max_len) {
-                    Some(e) => e,
-                    None => self.write_stream_frames(w, end, pi, frames, false),
-                }
-            }
-            DataMode::NoStream => {}
-            DataMode::Copy => eliciting |= self.write_copies(w, end, pi, frames),
-            DataMode::Redundant => eliciting |= self.write_redundant(w, end, pi, frames),
-        }
         eliciting
     }
 
@@ -764,7 +637,7 @@ impl Connection {
         end: usize,
         pi: usize,
         frames: &mut SentFrames,
-        collect: bool,
+        mut collect: Option<&mut CopyFrames>,
     ) -> bool {
         let mut eliciting = false;
         loop {
@@ -778,8 +651,8 @@ impl Connection {
             if !self.write_stream_chunk(w, pi, frames, sid, chunk) {
                 break;
             }
-            if collect {
-                self.copy_frames.push((sid.0, chunk.offset, chunk.len as u32, chunk.fin));
+            if let Some(c) = collect.as_deref_mut() {
+                c.push((sid.0, chunk.offset, chunk.len as u32, chunk.fin));
             }
             eliciting = true;
         }
@@ -843,12 +716,18 @@ impl Connection {
         true
     }
 
-    /// A copy of the ranges in `copy_frames` (those still unacknowledged;
+    /// A copy of `ranges` (those still unacknowledged;
     /// cut to the room left when this path's header is longer).
-    fn write_copies(&mut self, w: &mut Writer<'_>, end: usize, pi: usize, frames: &mut SentFrames) -> bool {
+    fn write_copies(
+        &mut self,
+        w: &mut Writer<'_>,
+        end: usize,
+        pi: usize,
+        frames: &mut SentFrames,
+        ranges: &CopyFrames,
+    ) -> bool {
         let mut eliciting = false;
-        let copies = std::mem::take(&mut self.copy_frames);
-        for &(id, offset, len, fin) in &copies {
+        for &(id, offset, len, fin) in ranges {
             let sid = crate::stream::StreamId(id);
             let room = end.saturating_sub(w.pos());
             if room < 24 {
@@ -865,7 +744,6 @@ impl Connection {
             let fin = fin && c.offset + n as u64 == range_end;
             eliciting |= self.write_copy(w, pi, frames, sid, c.offset, n, fin);
         }
-        self.copy_frames = copies;
         eliciting
     }
 
@@ -876,6 +754,7 @@ impl Connection {
         end: usize,
         pi: usize,
         frames: &mut SentFrames,
+        cursor: &mut (crate::stream::StreamId, u64),
     ) -> bool {
         let mut eliciting = false;
         loop {
@@ -885,8 +764,8 @@ impl Connection {
             }
             // Sized for the longest header, as the chunk's stream is not known yet.
             let max = frame::stream_max_data_len(room, 1 << 40, 1 << 40);
-            let Some((sid, c)) = self.streams.unacked_chunk(self.copy_cursor, max) else { break };
-            self.copy_cursor = (sid, c.offset + c.len as u64);
+            let Some((sid, c)) = self.streams.unacked_chunk(*cursor, max) else { break };
+            *cursor = (sid, c.offset + c.len as u64);
             if !self.write_copy(w, pi, frames, sid, c.offset, c.len, c.fin) {
                 break;
             }
@@ -930,169 +809,30 @@ impl Connection {
         let Some(info) = self.local_close.clone() else { return Ok(None) };
         let level = [Level::OneRtt, Level::Handshake, Level::Initial]
             .into_iter()
-            .find(|l| {
-                self.levels.has_send_keys(*l) && (level_index(*l) == 2 || !self.hs[level_index(*l)].discarded)
-            })
+            .find(|&l| self.levels.has_send_keys(l) && self.space_mut(l, pi).is_some())
             .ok_or(Error::Closed)?;
-        let li = level_index(level);
         // An application close is only sent in 1-RTT.
-        let (is_app, code) = if info.is_app && li != 2 { (false, 0x0c) } else { (info.is_app, info.code) };
+        let one_rtt = level == Level::OneRtt;
+        let (is_app, code) = if info.is_app && !one_rtt { (false, 0x0c) } else { (info.is_app, info.code) };
         let reason = &info.reason[..info.reason.len().min(64)];
         let f = Frame::ConnectionClose {
             error_code: code,
             frame_type: if is_app { None } else { Some(info.frame_type.unwrap_or(0)) },
             reason,
         };
-        let pn = if li == 2 { self.paths[pi].next_pn } else { self.hs[li].next_pn };
-        let pn_len = 4;
-        let dcid = self.cids.dcid_for(self.paths[pi].id).unwrap_or(ConnectionId::EMPTY);
-        let scid = self.cids.initial_scid();
-        let mut w = Writer::new(out);
-        let (pn_offset, long) = if li == 2 {
-            (
-                packet::write_short_header(&mut w, &dcid, pn, pn_len, self.levels.ku.phase, false)
-                    .map_err(|_| Error::BufferTooShort)?,
-                None,
-            )
-        } else {
-            let ty = if li == 0 { PacketType::Initial } else { PacketType::Handshake };
-            let token: &[u8] = if li == 0 && !self.is_server { &self.token } else { &[] };
-            let o = packet::write_long_header(&mut w, ty, QUIC_V1, &dcid, &scid, token, pn, pn_len)
-                .map_err(|_| Error::BufferTooShort)?;
-            (o.pn_offset, Some(o))
-        };
-        let hdr_len = w.pos();
-        f.encode(&mut w).map_err(|_| Error::BufferTooShort)?;
-        let frames_end = w.pos();
-        let buf = w.buf_mut();
+        let pn = self.space_mut(level, pi).map(|sp| *sp.next_pn).ok_or(Error::Closed)?;
+        let mut b = PacketBuilder::new(out, &self.header(level, pi, pn, 4))?;
+        f.encode(b.w()).map_err(|_| Error::BufferTooShort)?;
         // A client's Initial datagrams are 1200 bytes, closing ones too (§14.1).
-        let padded = if li == 0 && !self.is_server { MIN_INITIAL_SIZE - TAG_LEN } else { 0 };
-        let plain_end = frames_end.max(pn_offset + 4).max(padded.min(buf.len().saturating_sub(TAG_LEN)));
-        buf[frames_end..plain_end].fill(0);
-        let pkt_len = plain_end + TAG_LEN;
-        if let Some(o) = long {
-            packet::patch_length(buf, &o, pkt_len - pn_offset).map_err(|_| Error::BufferTooShort)?;
-        }
-        let nonce_path = if self.multipath { self.paths[pi].id.0 } else { 0 };
-        let keys = self.levels.local(level).ok_or(Error::Closed)?;
-        keys.packet.seal_packet(pn, nonce_path, &mut buf[..pkt_len], hdr_len).map_err(|_| Error::Closed)?;
-        crypto::apply_header_protection(&mut buf[..pkt_len], pn_offset, pn_len, &keys.header)
-            .map_err(|_| Error::Closed)?;
-        if li == 2 {
-            self.paths[pi].next_pn += 1;
-        } else {
-            self.hs[li].next_pn += 1;
+        let min_plain =
+            if level == Level::Initial && !self.is_server { MIN_INITIAL_SIZE - TAG_LEN } else { 0 };
+        let (keys, nonce_path) = self.seal_keys(level, pi)?;
+        let pkt_len = b.finish(min_plain, keys, nonce_path)?;
+        if let Some(sp) = self.space_mut(level, pi) {
+            *sp.next_pn += 1;
         }
         let p = &self.paths[pi];
         Ok(Some((pkt_len, SendInfo { from: p.local, to: p.peer, path_id: p.id, at: now })))
-    }
-
-    // ---- loss detection timers --------------------------------------------
-
-    pub(super) fn loss_timer(&self) -> Option<Instant> {
-        let hs = self.hs_status();
-        let mut t: Option<Instant> = None;
-        for (i, p) in self.paths.iter().enumerate() {
-            let x = if i == 0 {
-                let mut spaces = Vec::with_capacity(3);
-                for sp in &self.hs {
-                    if !sp.discarded {
-                        spaces.push(&sp.sent);
-                    }
-                }
-                spaces.push(&p.space);
-                p.recovery.loss_detection_timer(&spaces, &hs)
-            } else {
-                p.recovery.loss_detection_timer(&[&p.space], &hs)
-            };
-            if let Some(x) = x {
-                t = Some(t.map_or(x, |t| t.min(x)));
-            }
-        }
-        t
-    }
-
-    pub(super) fn hs_status(&self) -> HandshakeStatus {
-        HandshakeStatus {
-            is_client: !self.is_server,
-            has_handshake_keys: self.levels.has_send_keys(Level::Handshake),
-            handshake_confirmed: self.handshake_confirmed,
-            peer_completed_address_validation: self.is_server
-                || self.handshake_confirmed
-                || self.hs[1].sent.largest_acked().is_some(),
-            amplification_limited: self.is_server
-                && !self.peer_validated
-                && self.paths[0].amp_sent >= self.paths[0].amp_recv * 3,
-        }
-    }
-
-    pub(super) fn on_loss_timeout(&mut self, now: Instant) {
-        let hs = self.hs_status();
-        let views = self.path_views();
-        let mut lost = std::mem::take(&mut self.scratch_lost);
-        let mut pto_paths = 0u64;
-        for pi in 0..self.paths.len() {
-            if self.paths[pi].abandoned {
-                continue;
-            }
-            let action = {
-                let (hs_spaces, paths) = (&mut self.hs, &mut self.paths);
-                let p = &mut paths[pi];
-                let mut on = |fate: PacketFate, pkt: SentPacket<SentFrames>| {
-                    if fate == PacketFate::Lost {
-                        lost.push(pkt);
-                    }
-                };
-                if pi == 0 {
-                    let [a, b] = hs_spaces;
-                    let mut spaces: Vec<&mut crate::recovery::PacketSpace<SentFrames>> =
-                        Vec::with_capacity(3);
-                    if !a.discarded {
-                        spaces.push(&mut a.sent);
-                    }
-                    if !b.discarded {
-                        spaces.push(&mut b.sent);
-                    }
-                    spaces.push(&mut p.space);
-                    p.recovery.on_loss_detection_timeout(&mut spaces, now, &hs, &views, &mut on)
-                } else {
-                    p.recovery.on_loss_detection_timeout(&mut [&mut p.space], now, &hs, &views, &mut on)
-                }
-            };
-            match action {
-                TimeoutAction::None | TimeoutAction::Lost(_) => {}
-                TimeoutAction::Probe { space, packets } => match space {
-                    crate::recovery::SpaceKind::Initial => self.hs[0].probes = packets,
-                    crate::recovery::SpaceKind::Handshake => self.hs[1].probes = packets,
-                    crate::recovery::SpaceKind::Data => {
-                        self.paths[pi].probes = packets;
-                        pto_paths |= 1u64 << pi.min(63);
-                    }
-                },
-            }
-            // Data lost from this path's packets (CRYPTO frames carry their
-            // own level).
-            for pkt in lost.drain(..) {
-                self.stats.lost += 1;
-                self.paths[pi].st.lost += 1;
-                if let Some(q) = &mut self.qlog {
-                    q.packet_lost(now, self.paths[pi].id, pkt.pn, pkt.size);
-                }
-                for f in pkt.data {
-                    self.on_frame_lost(f, Level::OneRtt, pi);
-                }
-            }
-        }
-        self.scratch_lost = lost;
-        if pto_paths != 0 && self.multipath {
-            // Highest index first: abandoning never removes entries, but
-            // keep indices stable regardless.
-            for pi in (0..self.paths.len().min(64)).rev() {
-                if pto_paths & (1u64 << pi) != 0 {
-                    self.on_path_pto(pi, now);
-                }
-            }
-        }
     }
 
     #[cfg(test)]
@@ -1125,7 +865,7 @@ impl Connection {
 
     /// Whether path `p`'s PATH_ACKs go on another path now: always when `p`
     /// cannot carry them itself, otherwise when due and the carrier is live.
-    fn other_ack_due(&self, p: &super::paths::Path, carrier: bool, now: Instant) -> bool {
+    fn other_ack_due(&self, p: &crate::path::Path, carrier: bool, now: Instant) -> bool {
         p.abandoned || !p.usable() || (carrier && p.acks.ack_deadline().is_some_and(|d| d <= now))
     }
 
@@ -1224,10 +964,6 @@ impl Connection {
             .map(|p| crate::cc::PathView { group: self.sbd.group(p.id), ..p.recovery.view(p.usable()) })
             .collect()
     }
-}
-
-fn buf_len(w: &Writer<'_>) -> usize {
-    w.pos() + w.remaining()
 }
 
 fn control_frame(c: &ControlFrame) -> Frame<'static> {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crate::crypto::{self, Keys, Level};
 use crate::error::{ErrorCode, TransportError};
 use crate::ranges::RangeSet;
-use crate::recovery::{AckTracker, PacketSpace, SpaceKind};
+use crate::recovery::{AckTracker, PacketSpace, PathRecovery, SpaceKind};
 use crate::PathId;
 
 use super::sent::SentFrames;
@@ -365,5 +365,53 @@ impl HsSpace {
             discarded: false,
             probes: 0,
         }
+    }
+}
+
+/// One packet-number space, whichever its kind: Initial and Handshake live
+/// on the connection (their packets count in the first path's recovery),
+/// each path has its own application-data space.
+pub(super) struct SpaceMut<'a> {
+    pub(super) sent: &'a mut PacketSpace<SentFrames>,
+    pub(super) acks: &'a mut AckTracker,
+    pub(super) next_pn: &'a mut u64,
+    /// PTO probes owed in this space.
+    pub(super) probes: &'a mut u8,
+    pub(super) recovery: &'a mut PathRecovery,
+}
+
+impl super::Connection {
+    /// The ACK tracker of the space a packet of `level` received on path
+    /// `path` belongs to (`None`: an unknown path).
+    #[inline]
+    pub(super) fn recv_acks(&mut self, level: Level, path: PathId) -> Option<&mut AckTracker> {
+        let li = level_index(level);
+        if li < self.hs.len() {
+            return Some(&mut self.hs[li].acks);
+        }
+        self.path_index(path).map(|i| &mut self.paths[i].acks)
+    }
+
+    /// The space packets of `level` use on path `pi`; `None` once
+    /// discarded (or for a path that does not exist).
+    #[inline]
+    pub(super) fn space_mut(&mut self, level: Level, pi: usize) -> Option<SpaceMut<'_>> {
+        let li = level_index(level);
+        let Some(sp) = self.hs.get_mut(li) else {
+            let p = self.paths.get_mut(pi)?;
+            let (sent, acks, next_pn, probes) = (&mut p.space, &mut p.acks, &mut p.next_pn, &mut p.probes);
+            return Some(SpaceMut { sent, acks, next_pn, probes, recovery: &mut p.recovery });
+        };
+        if sp.discarded {
+            return None;
+        }
+        let recovery = &mut self.paths.first_mut()?.recovery;
+        Some(SpaceMut {
+            sent: &mut sp.sent,
+            acks: &mut sp.acks,
+            next_pn: &mut sp.next_pn,
+            probes: &mut sp.probes,
+            recovery,
+        })
     }
 }

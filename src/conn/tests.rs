@@ -396,6 +396,91 @@ fn idle_timeout_closes() {
     assert!(p.c.peer_error().is_none());
 }
 
+#[test]
+fn quiet_connection_waits_on_its_idle_timer_and_data_arms_loss_detection() {
+    use super::timers::TimerKind;
+    let mut ccfg = config(false);
+    ccfg.set_max_idle_timeout(1000);
+    let mut p = Pair::new(&ccfg, &config(true));
+    p.handshake();
+    p.run_for(Duration::from_millis(100));
+    let (key, t) = p.c.next_timer().expect("an idle timer");
+    assert_eq!(key, (None, TimerKind::Idle));
+    assert_eq!(p.c.timeout(), Some(t));
+    // Data in flight: its loss-detection timer on path 0 comes first.
+    p.c.stream_send(0, b"hello", false).unwrap();
+    let mut buf = [0u8; 1500];
+    let now = p.now;
+    assert!(p.c.send(&mut buf, now).unwrap().is_some());
+    let (key, t) = p.c.next_timer().expect("a loss timer");
+    assert_eq!(key, (Some(PathId::ZERO), TimerKind::Loss));
+    assert_eq!(p.c.timeout(), Some(t));
+}
+
+/// A NewReno that names itself "outside", built by a factory.
+#[derive(Debug)]
+struct OutsideCc(crate::cc::newreno::NewReno);
+
+impl crate::cc::CongestionController for OutsideCc {
+    fn name(&self) -> &'static str {
+        "outside"
+    }
+    fn window(&self) -> usize {
+        self.0.window()
+    }
+    fn on_ack(
+        &mut self,
+        ev: &crate::cc::AckEvent,
+        rtt: &crate::rtt::RttEstimator,
+        paths: &[crate::cc::PathView],
+    ) {
+        self.0.on_ack(ev, rtt, paths)
+    }
+    fn on_loss(
+        &mut self,
+        ev: &crate::cc::LossEvent,
+        rtt: &crate::rtt::RttEstimator,
+        paths: &[crate::cc::PathView],
+    ) {
+        self.0.on_loss(ev, rtt, paths)
+    }
+    fn metrics(&self) -> crate::cc::CcMetrics {
+        crate::cc::CcMetrics { state: "outside", ..self.0.metrics() }
+    }
+}
+
+#[derive(Debug, Default)]
+struct OutsideCcFactory(std::sync::atomic::AtomicUsize);
+
+impl crate::cc::CcFactory for OutsideCcFactory {
+    fn build(&self, params: crate::cc::CcParams) -> Box<dyn crate::cc::CongestionController> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Box::new(OutsideCc(crate::cc::newreno::NewReno::new(params)))
+    }
+    fn name(&self) -> &str {
+        "outside"
+    }
+}
+
+#[test]
+fn controller_from_a_factory_drives_the_transfer() {
+    let factory = std::sync::Arc::new(OutsideCcFactory::default());
+    let mut scfg = config(true);
+    scfg.set_cc_factory(factory.clone());
+    let mut p = Pair::new(&config(false), &scfg);
+    p.handshake();
+    let data = pattern(200_000);
+    assert_eq!(p.transfer_with(0, &data, |_, _| {}), data);
+    assert_eq!(factory.0.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert_eq!(p.s.paths[0].recovery.cc().name(), "outside");
+    assert_eq!(p.s.path_stats().next().map(|s| s.cc_state), Some("outside"));
+    // set_cc goes back to the built-in controllers.
+    scfg.set_cc("cubic").unwrap();
+    let mut p = Pair::new(&config(false), &scfg);
+    p.handshake();
+    assert_eq!(p.s.paths[0].recovery.cc().name(), "cubic");
+}
+
 // ---- multipath ---------------------------------------------------------------
 
 use crate::error::ErrorCode;
@@ -810,7 +895,7 @@ fn exceeding_max_path_id_and_cid_limits_are_errors() {
     assert_eq!(r, Some((ErrorCode::PROTOCOL_VIOLATION.0, Some(crate::frame::ty::PATHS_BLOCKED))));
     // PATH_DSR although we did not offer the rec extension.
     let r = server_error_for(true, vec![Frame::PathDsr { path_id: 0, dsr: 1000 }]);
-    let dsr_ty = crate::sched::rec_wire::PATH_DSR_FRAME_TYPE;
+    let dsr_ty = crate::frame::path_dsr::PATH_DSR_FRAME_TYPE;
     assert_eq!(r, Some((ErrorCode::FRAME_ENCODING_ERROR.0, Some(dsr_ty))));
 }
 

@@ -2,7 +2,7 @@
 //!
 //! *Receiver* ([`DsrEstimator`], one per path): counts what arrives in each
 //! round and turns it into a desired sending rate (DSR, eq. 2), smoothed
-//! before it is sent back in a PATH_DSR frame ([`super::rec_wire`]).
+//! before it is sent back in a PATH_DSR frame ([`crate::frame::path_dsr`]).
 //!
 //! *Sender* ([`RecScheduler`]): once per round (the smallest srtt of the
 //! eligible paths) it samples the peer's advertised receive window and

@@ -1,5 +1,5 @@
 //! Per-path state (addresses, validation, recovery, application-data packet
-//! number space) and connection-ID bookkeeping, keyed by wire Path ID.
+//! number space) and the connection's multipath bookkeeping.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -7,91 +7,12 @@ use std::time::{Duration, Instant};
 use crate::cc::{self, CcParams};
 use crate::config::Config;
 use crate::crypto;
-use crate::packet::ConnectionId;
 use crate::recovery::{AckTracker, PacketSpace, PathRecovery, SpaceKind};
 use crate::PathId;
 
-use super::sent::SentFrames;
+use crate::conn::sent::SentFrames;
 
-/// Whether a path is preferred or kept as a backup (draft-21 §3.3); the
-/// scheduler's own type, so snapshots need no conversion.
-pub use crate::sched::PathStatus;
-
-/// Something that happened to a path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PathEvent {
-    /// The peer opened a path from this address.
-    New(PathId, SocketAddr, SocketAddr),
-    /// Path validation succeeded.
-    Validated(PathId),
-    /// Path validation failed (no PATH_RESPONSE in time).
-    FailedValidation(PathId),
-    /// The path was abandoned (by us, the peer, or because it went silent).
-    Abandoned(PathId),
-    /// The peer changed the path's status.
-    StatusChanged(PathId, PathStatus),
-}
-
-/// Per-path statistics.
-#[derive(Clone, Debug)]
-pub struct PathStats {
-    /// The path.
-    pub id: PathId,
-    /// Local address.
-    pub local: SocketAddr,
-    /// Peer address.
-    pub peer: SocketAddr,
-    /// Validated and usable.
-    pub active: bool,
-    /// Status.
-    pub status: PathStatus,
-    /// Smoothed RTT.
-    pub srtt: Duration,
-    /// Minimum RTT.
-    pub min_rtt: Duration,
-    /// RTT variation.
-    pub rttvar: Duration,
-    /// Congestion window.
-    pub cwnd: usize,
-    /// Bytes in flight.
-    pub bytes_in_flight: usize,
-    /// Pacing rate (bytes/s).
-    pub pacing_rate: u64,
-    /// Bandwidth estimate (bytes/s).
-    pub bandwidth: u64,
-    /// Packets sent.
-    pub sent: u64,
-    /// Packets received.
-    pub recv: u64,
-    /// Packets declared lost.
-    pub lost: u64,
-    /// UDP payload bytes sent.
-    pub sent_bytes: u64,
-    /// UDP payload bytes received.
-    pub recv_bytes: u64,
-    /// Stream bytes sent for the first time.
-    pub stream_bytes: u64,
-    /// Stream bytes retransmitted on this path.
-    pub retrans_bytes: u64,
-    /// Stream bytes sent on this path as redundant copies of data also
-    /// sent on another path (or earlier on this one).
-    pub redundant_bytes: u64,
-    /// Times the path went silent while another path answered, and its
-    /// data was sent again elsewhere.
-    pub suspicions: u64,
-    /// Bytes of packets sent on this path and acknowledged.
-    pub acked_bytes: u64,
-    /// Bytes of packets sent on this path and declared lost.
-    pub lost_bytes: u64,
-    /// The controller's current pacing gain (BBR family), e.g. Coupled
-    /// BBR's α in its cruising phases.
-    pub pacing_gain: Option<f64>,
-    /// Congestion-controller state name.
-    pub cc_state: &'static str,
-    /// Shared-bottleneck group ([`crate::sbd`]): paths with equal values
-    /// were judged to share a bottleneck; a path alone has its own ID.
-    pub group: u32,
-}
+use super::{PathStats, PathStatus};
 
 /// What a new path needs from the configuration (kept by the connection so
 /// paths can be created after `connect`/`accept`).
@@ -99,6 +20,8 @@ pub struct PathStats {
 pub(crate) struct PathConfig {
     pub(crate) mss: usize,
     pub(crate) cc: String,
+    /// Builds the controllers instead of `cc` (one from outside the crate).
+    pub(crate) cc_factory: Option<std::sync::Arc<dyn cc::CcFactory>>,
     pub(crate) max_ack_delay: Duration,
     pub(crate) ack_delay_exponent: u8,
     pub(crate) initial_rtt: Duration,
@@ -111,6 +34,7 @@ impl PathConfig {
         PathConfig {
             mss: c.max_udp_payload,
             cc: c.cc.clone(),
+            cc_factory: c.cc_factory.clone(),
             max_ack_delay: c.max_ack_delay,
             ack_delay_exponent: c.ack_delay_exponent as u8,
             initial_rtt: c.initial_rtt,
@@ -261,8 +185,11 @@ impl Path {
         let mss = config.mss;
         let seed = cc::path_seed(local, peer);
         let params = CcParams { path_id: id, mss, initial_window: cc::initial_window(mss), now, seed };
-        let controller =
-            cc::build(&config.cc, params).unwrap_or_else(|_| Box::new(crate::cc::cubic::Cubic::new(params)));
+        let controller = match &config.cc_factory {
+            Some(f) => f.build(params),
+            None => cc::build(&config.cc, params)
+                .unwrap_or_else(|_| Box::new(crate::cc::cubic::Cubic::new(params))),
+        };
         let mut recovery = PathRecovery::new(params, controller, config.initial_rtt);
         if let Some(d) = config.peer_max_ack_delay {
             recovery.set_max_ack_delay(d);
@@ -319,14 +246,6 @@ impl Path {
         self.challenge_deadline = None;
     }
 
-    /// Path-validation retry or expiry, and state removal after abandonment.
-    pub(crate) fn timer(&self) -> Option<Instant> {
-        let a = self.challenge_retry;
-        let b = self.challenge_deadline;
-        let c = self.drop_at;
-        [a, b, c, self.quiet_at].into_iter().flatten().min()
-    }
-
     /// The status the scheduler sees: backup if either side asked for it.
     pub(crate) fn effective_status(&self) -> PathStatus {
         if self.status == PathStatus::Backup || self.peer_status == PathStatus::Backup {
@@ -337,10 +256,10 @@ impl Path {
     }
 
     /// Fill a scheduler snapshot.
-    pub(crate) fn snapshot(&self, now: Instant) -> crate::sched::PathSnapshot {
+    pub(crate) fn snapshot(&self, now: Instant) -> super::PathSnapshot {
         let rtt = self.recovery.rtt();
         let cc = self.recovery.cc();
-        let mut s = crate::sched::PathSnapshot::new(self.id);
+        let mut s = super::PathSnapshot::new(self.id);
         s.status = self.effective_status();
         s.usable = self.usable() && !self.suspect;
         s.srtt = rtt.smoothed();
@@ -400,178 +319,6 @@ impl Path {
     }
 }
 
-/// A connection ID we issued.
-#[derive(Clone, Debug)]
-pub(crate) struct LocalCid {
-    pub(crate) path: PathId,
-    pub(crate) seq: u64,
-    pub(crate) cid: ConnectionId,
-    pub(crate) reset_token: [u8; 16],
-    /// Announced to the peer (NEW_CONNECTION_ID acknowledged or pending).
-    pub(crate) announce_pending: bool,
-}
-
-/// A connection ID the peer issued.
-#[derive(Clone, Debug)]
-pub(crate) struct PeerCid {
-    pub(crate) path: PathId,
-    pub(crate) seq: u64,
-    pub(crate) cid: ConnectionId,
-    pub(crate) reset_token: Option<[u8; 16]>,
-    pub(crate) in_use: bool,
-}
-
-/// Connection IDs in both directions (RFC 9000 §5.1, draft-21 §4.6).
-pub(crate) struct CidState {
-    pub(crate) local: Vec<LocalCid>,
-    pub(crate) peer: Vec<PeerCid>,
-    /// Peer CID sequence numbers to retire (path, seq).
-    pub(crate) retire_pending: Vec<(PathId, u64)>,
-    /// Local limit on peer CIDs per path (our active_connection_id_limit).
-    pub(crate) peer_limit: u64,
-    /// The peer's limit on our CIDs per path.
-    pub(crate) local_limit: u64,
-    cid_len: usize,
-    reset_key: [u8; 32],
-    next_local_seq: Vec<(PathId, u64)>,
-    /// Bumped whenever `local` gains or loses an ID, so a router can
-    /// re-read the list only when it changed.
-    pub(crate) local_generation: u64,
-}
-
-impl CidState {
-    pub(crate) fn new(scid: ConnectionId, peer_limit: u64, reset_key: Option<[u8; 32]>) -> CidState {
-        let reset_key = reset_key.unwrap_or_else(|| {
-            let mut k = [0u8; 32];
-            crypto::fill_random(&mut k);
-            k
-        });
-        let mut s = CidState {
-            local: Vec::new(),
-            peer: Vec::new(),
-            retire_pending: Vec::new(),
-            peer_limit,
-            local_limit: 2,
-            cid_len: scid.len(),
-            reset_key,
-            next_local_seq: vec![(PathId::ZERO, 1)],
-            local_generation: 0,
-        };
-        let reset_token = s.reset_token_for(&scid);
-        s.local.push(LocalCid {
-            path: PathId::ZERO,
-            seq: 0,
-            cid: scid,
-            reset_token,
-            announce_pending: false,
-        });
-        s
-    }
-
-    pub(crate) fn cid_len(&self) -> usize {
-        self.cid_len
-    }
-
-    pub(crate) fn reset_token_for(&self, cid: &ConnectionId) -> [u8; 16] {
-        crypto::reset_token(&self.reset_key, cid.as_slice())
-    }
-
-    pub(crate) fn initial_scid(&self) -> ConnectionId {
-        self.local.first().map(|c| c.cid).unwrap_or(ConnectionId::EMPTY)
-    }
-
-    /// Which path a packet's DCID belongs to.
-    pub(crate) fn path_of(&self, dcid: &ConnectionId) -> Option<PathId> {
-        self.local.iter().find(|c| c.cid == *dcid).map(|c| c.path)
-    }
-
-    pub(crate) fn set_initial_peer_cid(&mut self, cid: ConnectionId) {
-        self.peer.retain(|c| !(c.path == PathId::ZERO && c.seq == 0));
-        self.peer.insert(0, PeerCid { path: PathId::ZERO, seq: 0, cid, reset_token: None, in_use: true });
-    }
-
-    /// The DCID to use on a path.
-    pub(crate) fn dcid_for(&self, path: PathId) -> Option<ConnectionId> {
-        self.peer.iter().find(|c| c.path == path && c.in_use).map(|c| c.cid)
-    }
-
-    /// The DCID for a path, taking an unused one of the peer's CIDs for the
-    /// path if none is in use yet.
-    pub(crate) fn assign_dcid(&mut self, path: PathId) -> Option<ConnectionId> {
-        if let Some(c) = self.dcid_for(path) {
-            return Some(c);
-        }
-        let c = self.peer.iter_mut().filter(|c| c.path == path).min_by_key(|c| c.seq)?;
-        c.in_use = true;
-        Some(c.cid)
-    }
-
-    /// The peer gave us a connection ID for this path.
-    pub(crate) fn has_peer_cid(&self, path: PathId) -> bool {
-        self.peer.iter().any(|c| c.path == path)
-    }
-
-    /// Sequence number of the next CID we will issue for `path`.
-    pub(crate) fn next_seq(&self, path: PathId) -> u64 {
-        self.next_local_seq.iter().find(|(p, _)| *p == path).map(|(_, s)| *s).unwrap_or(0)
-    }
-
-    /// Highest path ID we issued CIDs for.
-    pub(crate) fn max_issued_path(&self) -> Option<PathId> {
-        self.local.iter().map(|c| c.path).max()
-    }
-
-    /// Abandoned path: the peer's CIDs are retired at once (draft-21 §3.4),
-    /// without RETIRE frames.
-    pub(crate) fn retire_peer_path(&mut self, path: PathId) {
-        self.peer.retain(|c| c.path != path);
-        self.retire_pending.retain(|(p, _)| *p != path);
-    }
-
-    /// Forget the CIDs we issued for a path whose state is dropped.
-    pub(crate) fn drop_local_path(&mut self, path: PathId) {
-        self.local.retain(|c| c.path != path);
-        self.local_generation += 1;
-    }
-
-    /// Stop answering to one of our IDs (the peer retired it).
-    pub(crate) fn retire_local(&mut self, path: PathId, seq: u64) {
-        self.local.retain(|c| !(c.path == path && c.seq == seq));
-        self.local_generation += 1;
-    }
-
-    /// Issue more CIDs for `path` up to the peer's limit.
-    pub(crate) fn issue(&mut self, path: PathId) {
-        if self.cid_len == 0 {
-            return;
-        }
-        let have = self.local.iter().filter(|c| c.path == path).count() as u64;
-        // Non-initial paths need one CID to open and one spare for rotation.
-        let want = self.local_limit.min(if path == PathId::ZERO { 8 } else { 4 });
-        for _ in have..want {
-            let seq = match self.next_local_seq.iter_mut().find(|(p, _)| *p == path) {
-                Some((_, s)) => {
-                    *s += 1;
-                    *s - 1
-                }
-                None => {
-                    self.next_local_seq.push((path, 1));
-                    0
-                }
-            };
-            let cid = super::random_cid(self.cid_len);
-            let reset_token = self.reset_token_for(&cid);
-            self.local.push(LocalCid { path, seq, cid, reset_token, announce_pending: true });
-            self.local_generation += 1;
-        }
-    }
-
-    /// A stateless reset token of the peer matches `token`.
-    pub(crate) fn is_stateless_reset(&self, token: &[u8; 16]) -> bool {
-        self.peer.iter().any(|c| c.reset_token.is_some_and(|t| crate::packet::reset_token_eq(&t, token)))
-    }
-}
-
 /// Connection-level multipath state (draft-21 §2, §4.6, §5).
 #[derive(Debug, Default)]
 pub(crate) struct MpState {
@@ -601,37 +348,3 @@ impl MpState {
         self.closed.contains(&id)
     }
 }
-
-/// Errors of the path-management API.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PathError {
-    /// Multipath was not negotiated (or the handshake is not done).
-    NotMultipath,
-    /// Only clients open paths (draft-21 §3).
-    NotClient,
-    /// The peer's MAX_PATH_ID does not allow another path (PATHS_BLOCKED sent).
-    PathIdLimit,
-    /// No unused peer connection ID for the next path ID (PATH_CIDS_BLOCKED sent).
-    NoConnectionId,
-    /// No such path, or it was already abandoned.
-    UnknownPath,
-    /// The last usable path cannot be abandoned; close the connection instead.
-    LastPath,
-    /// A path with this 4-tuple already exists.
-    Exists,
-}
-
-impl std::fmt::Display for PathError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            PathError::NotMultipath => "multipath not negotiated",
-            PathError::NotClient => "only clients open paths",
-            PathError::PathIdLimit => "peer's path ID limit reached",
-            PathError::NoConnectionId => "no connection ID for a new path",
-            PathError::UnknownPath => "no such path",
-            PathError::LastPath => "cannot abandon the last path",
-            PathError::Exists => "path already exists",
-        })
-    }
-}
-impl std::error::Error for PathError {}
