@@ -103,8 +103,13 @@ async def client(a):
     cfg.server_name = "localhost"
     files = [tuple(int(x) for x in f.split("-")) for f in a.files.split(",") if f]
     ok, errors = 0, []
+    tickets = []
     for _ in range(a.connections):
-        async with connect(a.host, a.port, configuration=cfg, create_protocol=Client) as c:
+        # Resume with the last session ticket of the previous connection.
+        cfg.session_ticket = tickets[-1] if tickets else None
+        async with connect(
+            a.host, a.port, configuration=cfg, create_protocol=Client, session_ticket_handler=tickets.append
+        ) as c:
             if a.key_update:
                 c._quic.request_key_update()
             results = await asyncio.gather(*(c.fetch(fid, size) for fid, size in files))
@@ -118,7 +123,16 @@ async def client(a):
 async def server(a):
     cfg = config(a, False)
     cfg.load_cert_chain(a.cert, a.key)
-    srv = await serve(a.host, 0, configuration=cfg, create_protocol=Server, retry=a.retry)
+    tickets = {}
+    srv = await serve(
+        a.host,
+        0,
+        configuration=cfg,
+        create_protocol=Server,
+        retry=a.retry,
+        session_ticket_fetcher=tickets.pop,
+        session_ticket_handler=lambda t: tickets.__setitem__(t.ticket, t),
+    )
     print(f"port {srv._transport.get_extra_info('sockname')[1]}", flush=True)
     loop = asyncio.get_event_loop()
     await loop.run_in_executor(None, sys.stdin.read)

@@ -10,72 +10,60 @@ use crate::{Mp, Side, Spec};
 const KB: u64 = 1 << 10;
 const MB: u64 = 1 << 20;
 
-/// One column of quic-interop-runner, or a multipath case.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(missing_docs)]
-pub enum Case {
-    Handshake,
-    Transfer,
-    Longrtt,
-    Chacha20,
-    Multiplexing,
-    Retry,
-    Resumption,
-    Zerortt,
-    Http3,
-    Blackhole,
-    Keyupdate,
-    Ecn,
-    Amplificationlimit,
-    Handshakeloss,
-    Transferloss,
-    Handshakecorruption,
-    Transfercorruption,
-    Ipv6,
-    V2,
-    RebindPort,
-    RebindAddr,
-    Connectionmigration,
-    MpHandshake,
-    MpTransfer,
-    MpAbandon,
-    MpBackup,
-    MpBlackhole,
+/// Declares the cases once: the enum, [`ALL`] in the matrix's order, and
+/// each case's name.
+macro_rules! cases {
+    ($($case:ident => $name:literal),* $(,)?) => {
+        /// One column of quic-interop-runner, or a multipath case.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[allow(missing_docs)]
+        pub enum Case {
+            $($case),*
+        }
+
+        /// Every case, in the matrix's order.
+        pub const ALL: &[Case] = &[$(Case::$case),*];
+
+        impl Case {
+            /// The case's name in quic-interop-runner (or ours, for multipath).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Case::$case => $name),*
+                }
+            }
+        }
+    };
 }
 
-/// Every case, in the matrix's order.
-pub const ALL: [Case; 27] = {
-    use Case::*;
-    [
-        Handshake,
-        Transfer,
-        Longrtt,
-        Chacha20,
-        Multiplexing,
-        Retry,
-        Resumption,
-        Zerortt,
-        Http3,
-        Blackhole,
-        Keyupdate,
-        Ecn,
-        Amplificationlimit,
-        Handshakeloss,
-        Transferloss,
-        Handshakecorruption,
-        Transfercorruption,
-        Ipv6,
-        V2,
-        RebindPort,
-        RebindAddr,
-        Connectionmigration,
-        MpHandshake,
-        MpTransfer,
-        MpAbandon,
-        MpBackup,
-        MpBlackhole,
-    ]
-};
+cases! {
+    Handshake => "handshake",
+    Transfer => "transfer",
+    Longrtt => "longrtt",
+    Chacha20 => "chacha20",
+    Multiplexing => "multiplexing",
+    Retry => "retry",
+    Resumption => "resumption",
+    Zerortt => "zerortt",
+    Http3 => "http3",
+    Blackhole => "blackhole",
+    Keyupdate => "keyupdate",
+    Ecn => "ecn",
+    Amplificationlimit => "amplificationlimit",
+    Handshakeloss => "handshakeloss",
+    Transferloss => "transferloss",
+    Handshakecorruption => "handshakecorruption",
+    Transfercorruption => "transfercorruption",
+    Ipv6 => "ipv6",
+    V2 => "v2",
+    RebindPort => "rebind-port",
+    RebindAddr => "rebind-addr",
+    Connectionmigration => "connectionmigration",
+    MpHandshake => "mp-handshake",
+    MpTransfer => "mp-transfer",
+    MpAbandon => "mp-abandon",
+    MpBackup => "mp-backup",
+    MpBlackhole => "mp-blackhole",
+}
 
 /// The peers mpquic is tested against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,43 +114,9 @@ pub enum Unsupported {
 }
 
 impl Case {
-    /// The case's name in quic-interop-runner (or ours, for multipath).
-    pub fn name(self) -> &'static str {
-        use Case::*;
-        match self {
-            Handshake => "handshake",
-            Transfer => "transfer",
-            Longrtt => "longrtt",
-            Chacha20 => "chacha20",
-            Multiplexing => "multiplexing",
-            Retry => "retry",
-            Resumption => "resumption",
-            Zerortt => "zerortt",
-            Http3 => "http3",
-            Blackhole => "blackhole",
-            Keyupdate => "keyupdate",
-            Ecn => "ecn",
-            Amplificationlimit => "amplificationlimit",
-            Handshakeloss => "handshakeloss",
-            Transferloss => "transferloss",
-            Handshakecorruption => "handshakecorruption",
-            Transfercorruption => "transfercorruption",
-            Ipv6 => "ipv6",
-            V2 => "v2",
-            RebindPort => "rebind-port",
-            RebindAddr => "rebind-addr",
-            Connectionmigration => "connectionmigration",
-            MpHandshake => "mp-handshake",
-            MpTransfer => "mp-transfer",
-            MpAbandon => "mp-abandon",
-            MpBackup => "mp-backup",
-            MpBlackhole => "mp-blackhole",
-        }
-    }
-
     /// Finds a case by name.
     pub fn from_name(name: &str) -> Option<Case> {
-        ALL.into_iter().find(|c| c.name() == name)
+        ALL.iter().copied().find(|c| c.name() == name)
     }
 
     /// Multipath (draft-21) case.
@@ -175,7 +129,6 @@ impl Case {
         use Case::*;
         use Unsupported::*;
         match self {
-            Resumption => Err(ByMpquic("no TLS session tickets yet")),
             Zerortt => Err(ByMpquic("no 0-RTT yet")),
             Ecn => Err(ByMpquic("no ECN yet")),
             V2 => Err(ByMpquic("no QUIC v2 yet")),
@@ -211,6 +164,10 @@ impl Case {
         let small = |n: u64| (0..n).map(|id| File { id, size: KB }).collect::<Vec<_>>();
         match self {
             Handshake | Retry | Amplificationlimit => spec.files = small(1),
+            Resumption => {
+                spec.files = small(1);
+                spec.connections = 2;
+            }
             Longrtt => {
                 spec.files = vec![File { id: 1, size: MB }];
                 // quic-interop-runner's 1.5 s RTT; 200 ms in the quick run.
@@ -222,6 +179,8 @@ impl Case {
             Handshakeloss | Handshakecorruption => {
                 spec.files = small(1);
                 spec.connections = if quick { 3 } else { 20 };
+                // Lost Initials cost whole PTOs (1 s and more at first).
+                spec.timeout = Duration::from_secs(if quick { 60 } else { 300 });
                 plan.loss = if self == Handshakeloss { 0.3 } else { 0.0 };
                 plan.corrupt = if self == Handshakecorruption { 0.3 } else { 0.0 };
                 plan.delay = Duration::from_millis(5);
@@ -245,6 +204,7 @@ impl Case {
         }
         spec.ipv6 = self == Ipv6;
         spec.retry = self == Retry;
+        spec.resume = self == Resumption;
         spec.chacha = self == Chacha20;
         spec.key_update = self == Keyupdate;
         plan.amplification = self == Amplificationlimit;
@@ -270,6 +230,12 @@ impl Case {
         let share = |i: usize| seen.flows.get(i).map_or(0.0, |f| f.down as f64 / total as f64);
         match self {
             Retry if !seen.retry => Err("no Retry seen".into()),
+            Resumption => match mpquic.resumed {
+                Some(n) if n + 1 >= spec.connections => {
+                    Ok(format!("{n} of {} connections resumed", spec.connections))
+                }
+                n => Err(format!("resumed connections: {n:?} of {}", spec.connections)),
+            },
             // As server mpquic sends most packets and updates every 100; as a
             // client it starts what the rules allow (RFC 9001 §6.1).
             Keyupdate => match (role, mpquic.key_updates, mpquic.key_updates_initiated) {

@@ -59,6 +59,8 @@ pub struct Spec {
     pub key_update: bool,
     /// Multipath (client opens a second path).
     pub mp: Option<Mp>,
+    /// The client resumes its first connection's TLS session on the next.
+    pub resume: bool,
     /// How long the whole cell may take.
     pub timeout: Duration,
 }
@@ -76,6 +78,26 @@ pub struct Side {
     pub key_updates_initiated: Option<u64>,
     /// Paths abandoned (mpquic only).
     pub abandoned: Option<u64>,
+    /// Connections that resumed a TLS session (mpquic only).
+    pub resumed: Option<usize>,
+}
+
+/// Runs `spec.connections` client connections one after the other (stopping
+/// at the first error): `one(session, side)` runs one, resuming `session`
+/// and leaving the next one there.
+pub fn connections(
+    spec: &Spec,
+    mut one: impl FnMut(&mut Option<Vec<u8>>, &mut Side) -> Result<(), String>,
+) -> Side {
+    let mut side = Side::default();
+    let mut session = None;
+    for _ in 0..spec.connections {
+        if let Err(e) = one(&mut session, &mut side) {
+            side.errors.push(e);
+            break;
+        }
+    }
+    side
 }
 
 /// A server running in its own thread until stopped.

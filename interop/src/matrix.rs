@@ -79,8 +79,21 @@ fn run_client(imp: Option<Peer>, spec: &Spec, to: &[std::net::SocketAddr]) -> Si
     }
 }
 
+/// The link model's seed of a cell: fixed per cell, so a run of a few
+/// cells draws the same losses as the whole matrix.
+pub fn seed(case: Case, peer: Peer, role: Role) -> u64 {
+    let name = format!("{}/{}/{:?}", case.name(), peer.name(), role);
+    // FNV-1a.
+    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+}
+
 /// Runs one cell (`quick`: smaller transfers and fewer connections).
-pub fn run_cell(case: Case, peer: Peer, role: Role, quick: bool, seed: u64) -> Cell {
+pub fn run_cell(case: Case, peer: Peer, role: Role, quick: bool) -> Cell {
+    run_cell_seeded(case, peer, role, quick, seed(case, peer, role))
+}
+
+/// [`run_cell`] with another seed for the link model's random draws.
+pub fn run_cell_seeded(case: Case, peer: Peer, role: Role, quick: bool, seed: u64) -> Cell {
     let start = Instant::now();
     let status = match case.support(peer, role) {
         Err(u) => Status::Unsupported(u),

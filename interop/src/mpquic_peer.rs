@@ -42,6 +42,7 @@ fn config(server: bool, spec: &Spec) -> Result<Config, String> {
     if spec.key_update {
         c.set_key_update_interval(KEY_UPDATE_INTERVAL);
     }
+    c.enable_session_tickets(spec.resume);
     Ok(c)
 }
 
@@ -148,19 +149,23 @@ fn abandoned(conn: &Connection) -> u64 {
 
 /// Runs the client's connections against `servers` (relay fronts).
 pub fn client(spec: &Spec, servers: &[SocketAddr]) -> Side {
-    let mut side = Side::default();
     let deadline = Instant::now() + spec.timeout;
-    for _ in 0..spec.connections {
-        if let Err(e) = one_client(spec, servers, deadline, &mut side) {
-            side.errors.push(e);
-            break;
+    match config(false, spec) {
+        Ok(cfg) => {
+            crate::connections(spec, |session, side| one_client(&cfg, spec, servers, deadline, session, side))
         }
+        Err(e) => Side { errors: vec![e], ..Side::default() },
     }
-    side
 }
 
-fn one_client(spec: &Spec, servers: &[SocketAddr], deadline: Instant, side: &mut Side) -> Result<(), String> {
-    let cfg = config(false, spec)?;
+fn one_client(
+    cfg: &Config,
+    spec: &Spec,
+    servers: &[SocketAddr],
+    deadline: Instant,
+    session: &mut Option<Vec<u8>>,
+    side: &mut Side,
+) -> Result<(), String> {
     let ip = loopback(servers[0].ip());
     let mut socks = vec![bind(ip).map_err(|e| e.to_string())?];
     if spec.mp.is_some() {
@@ -168,9 +173,17 @@ fn one_client(spec: &Spec, servers: &[SocketAddr], deadline: Instant, side: &mut
     }
     let mut socks = Sockets::new(socks).map_err(|e| e.to_string())?;
     let local = socks.locals()[0];
-    let conn =
-        mpquic::connect(Some("localhost"), &mpquic::random_cid(16), local, servers[0], &cfg, Instant::now())
-            .map_err(|e| format!("connect: {e:?}"))?;
+    let scid = mpquic::random_cid(16);
+    let conn = mpquic::connect_with_session(
+        Some("localhost"),
+        &scid,
+        local,
+        servers[0],
+        cfg,
+        session.as_deref(),
+        Instant::now(),
+    )
+    .map_err(|e| format!("connect: {e:?}"))?;
     let second = socks.locals().get(1).map(|l| (*l, servers[0]));
     let mut c = Client {
         conn,
@@ -181,13 +194,14 @@ fn one_client(spec: &Spec, servers: &[SocketAddr], deadline: Instant, side: &mut
         key_update: spec.key_update,
         initiated: 0,
     };
-    let mut app = hq::Client::new(spec.files.clone());
-    let res = sansio::run_client(&mut c, &mut socks, &mut app, deadline);
-    side.files += app.ok;
-    side.errors.extend(app.errors);
+    let res = sansio::fetch(&mut c, &mut socks, spec, deadline, side);
     *side.key_updates.get_or_insert(0) += c.conn.stats().key_updates;
     *side.key_updates_initiated.get_or_insert(0) += c.initiated;
-    *side.abandoned.get_or_insert(0) += abandoned(&c.conn);
+    *side.abandoned.get_or_insert(0) += abandoned(&c.conn).max(u64::from(c.abandoned));
+    *side.resumed.get_or_insert(0) += usize::from(c.conn.is_resumed());
+    if spec.resume {
+        *session = Some(c.conn.session().ok_or("no session ticket received")?.to_vec());
+    }
     res
 }
 
@@ -217,6 +231,7 @@ fn serve(mut ep: Endpoint<hq::Server>, mut socks: Sockets, stop: &AtomicBool) ->
     let mut reply = vec![0u8; 1500];
     let mut key_updates = 0;
     let mut gone = 0;
+    let mut resumed = 0;
     let mut replies = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         socks.input(|buf, from, to| {
@@ -241,6 +256,7 @@ fn serve(mut ep: Endpoint<hq::Server>, mut socks: Sockets, stop: &AtomicBool) ->
                 gone += u64::from(matches!(e, PathEvent::Abandoned(_)));
             }
             if let Some((conn, app)) = ep.rearm(h, None) {
+                resumed += usize::from(conn.is_resumed());
                 side.files += app.served;
                 side.errors.extend(app.errors);
                 key_updates = key_updates.max(conn.stats().key_updates);
@@ -249,12 +265,14 @@ fn serve(mut ep: Endpoint<hq::Server>, mut socks: Sockets, stop: &AtomicBool) ->
         socks.wait(ep.timeout());
     }
     for h in ep.handles() {
-        if let Some((_, app)) = ep.get(h) {
+        if let Some((conn, app)) = ep.get(h) {
+            resumed += usize::from(conn.is_resumed());
             side.files += app.served;
             side.errors.append(&mut app.errors);
         }
     }
     side.key_updates = Some(key_updates);
     side.abandoned = Some(gone);
+    side.resumed = Some(resumed);
     side
 }

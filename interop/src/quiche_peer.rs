@@ -84,30 +84,32 @@ impl Engine for Conn {
 
 /// Runs the client's connections against `servers[0]`.
 pub fn client(spec: &Spec, servers: &[SocketAddr]) -> Side {
-    let mut side = Side::default();
     let deadline = Instant::now() + spec.timeout;
-    for _ in 0..spec.connections {
-        if let Err(e) = one_client(spec, servers[0], deadline, &mut side) {
-            side.errors.push(e);
-            break;
-        }
-    }
-    side
+    crate::connections(spec, |session, side| one_client(spec, servers[0], deadline, session, side))
 }
 
-fn one_client(spec: &Spec, server: SocketAddr, deadline: Instant, side: &mut Side) -> Result<(), String> {
+fn one_client(
+    spec: &Spec,
+    server: SocketAddr,
+    deadline: Instant,
+    session: &mut Option<Vec<u8>>,
+    side: &mut Side,
+) -> Result<(), String> {
     let mut cfg = config(false)?;
     let sock = bind(loopback(server.ip())).map_err(|e| e.to_string())?;
     let mut socks = Sockets::new(vec![sock]).map_err(|e| e.to_string())?;
     let scid = mpquic::random_cid(16);
     let scid = quiche::ConnectionId::from_ref(scid.as_slice());
-    let conn = quiche::connect(Some("localhost"), &scid, socks.locals()[0], server, &mut cfg)
+    let mut conn = quiche::connect(Some("localhost"), &scid, socks.locals()[0], server, &mut cfg)
         .map_err(|e| format!("connect: {e}"))?;
+    if let Some(s) = session.as_deref() {
+        conn.set_session(s).map_err(|e| format!("set_session: {e}"))?;
+    }
     let mut c = Conn(conn);
-    let mut app = hq::Client::new(spec.files.clone());
-    let res = sansio::run_client(&mut c, &mut socks, &mut app, deadline);
-    side.files += app.ok;
-    side.errors.extend(app.errors);
+    let res = sansio::fetch(&mut c, &mut socks, spec, deadline, side);
+    if spec.resume {
+        *session = Some(c.0.session().ok_or("quiche got no session ticket")?.to_vec());
+    }
     res
 }
 

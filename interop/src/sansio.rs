@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::hq::{Client, Streams};
 use crate::relay::wait;
+use crate::{Side, Spec};
 
 /// A connection as the drivers see it.
 pub trait Engine: Streams {
@@ -81,6 +82,21 @@ impl Sockets {
             wait(&self.socks.iter().collect::<Vec<_>>(), d.min(Duration::from_millis(5)));
         }
     }
+}
+
+/// Fetches `spec`'s files on one connection, adding the outcome to `side`.
+pub fn fetch(
+    e: &mut dyn Engine,
+    socks: &mut Sockets,
+    spec: &Spec,
+    deadline: Instant,
+    side: &mut Side,
+) -> Result<(), String> {
+    let mut app = Client::new(spec.files.clone());
+    let res = run_client(e, socks, &mut app, deadline);
+    side.files += app.ok;
+    side.errors.extend(app.errors);
+    res
 }
 
 /// Runs one client connection until every file is in, it closes, or the deadline.

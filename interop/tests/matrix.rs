@@ -4,7 +4,7 @@
 use std::process::Command;
 
 use mpquic_interop::cases::{Case, Peer, Role, ALL};
-use mpquic_interop::matrix::{run_cell, Status};
+use mpquic_interop::matrix::{run_cell, run_cell_seeded, Status};
 
 /// Cells that fail intermittently, run by the ignored test below.
 const FLAKY: [(Case, Peer, Role); 2] =
@@ -12,9 +12,9 @@ const FLAKY: [(Case, Peer, Role); 2] =
 
 fn failures(cells: impl Iterator<Item = (Case, Peer, Role)>, runs: usize) -> Vec<String> {
     let mut failed = Vec::new();
-    for (i, (case, peer, role)) in cells.enumerate() {
-        for run in 0..runs {
-            let cell = run_cell(case, peer, role, true, (i * runs + run) as u64 + 1);
+    for (case, peer, role) in cells {
+        for _ in 0..runs {
+            let cell = run_cell(case, peer, role, true);
             eprintln!("{} {:?} {:?}: {:?} in {:?}", case.name(), peer, role, cell.status, cell.time);
             if let Status::Fail(why) = cell.status {
                 failed.push(format!("{} {:?} {:?}: {why}", case.name(), peer, role));
@@ -25,7 +25,8 @@ fn failures(cells: impl Iterator<Item = (Case, Peer, Role)>, runs: usize) -> Vec
 }
 
 fn every_cell() -> impl Iterator<Item = (Case, Peer, Role)> {
-    ALL.into_iter()
+    ALL.iter()
+        .copied()
         .flat_map(|c| Peer::ALL.into_iter().flat_map(move |p| Role::ALL.into_iter().map(move |r| (c, p, r))))
 }
 
@@ -42,6 +43,26 @@ fn every_supported_cell_passes() {
             cause not found yet"]
 fn rebinding_with_quiche_server() {
     let failed = failures(FLAKY.into_iter(), 5);
+    assert!(failed.is_empty(), "{} run(s) failed:\n{}", failed.len(), failed.join("\n"));
+}
+
+/// Handshakes with 30% loss or corruption against aioquic, with other draws
+/// of the link model than the cells' own seeds.
+#[test]
+#[ignore = "measured: 6 of 6 runs failed of each, handshakeloss with link seed 1 and handshakecorruption with seed 2: mpquic→aioquic \
+            handshakecorruption: aioquic closes with PROTOCOL_VIOLATION 'Packet contains no CRYPTO \
+            frame' (when the ClientHello is corrupted and dropped, our Initial PTO probe carries only \
+            PING: RFC 9002 §6.2.4 wants the data sent again); aioquic→mpquic handshakeloss: aioquic's \
+            client gives up with ConnectionError, cause not found yet"]
+fn lossy_handshakes_with_aioquic_other_seeds() {
+    let mut failed = Vec::new();
+    for seed in 1..=6 {
+        for (case, role) in [(Case::Handshakecorruption, Role::Client), (Case::Handshakeloss, Role::Server)] {
+            if let Status::Fail(why) = run_cell_seeded(case, Peer::Aioquic, role, true, seed).status {
+                failed.push(format!("{} {role:?} seed {seed}: {why}", case.name()));
+            }
+        }
+    }
     assert!(failed.is_empty(), "{} run(s) failed:\n{}", failed.len(), failed.join("\n"));
 }
 

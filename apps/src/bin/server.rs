@@ -131,6 +131,9 @@ fn main() {
     if let Err(e) = setup {
         fail(exit::USAGE, e);
     }
+    // Session tickets let clients resume (mpquic-client --session-file);
+    // there is no 0-RTT, so no replay risk.
+    config.enable_session_tickets(true);
     config.set_max_idle_timeout(args.idle_timeout);
     config.set_initial_max_path_id(args.max_paths.checked_sub(1));
     config.set_max_connection_window(32 << 20);
