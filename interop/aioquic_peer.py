@@ -88,7 +88,7 @@ class Server(QuicConnectionProtocol):
 
 
 def config(a, is_client):
-    cfg = QuicConfiguration(is_client=is_client, alpn_protocols=ALPN, idle_timeout=15.0)
+    cfg = QuicConfiguration(is_client=is_client, alpn_protocols=ALPN, idle_timeout=30.0)  # IDLE_TIMEOUT in src/lib.rs
     cfg.max_data = 32 << 20
     cfg.max_stream_data = 16 << 20
     if a.chacha:

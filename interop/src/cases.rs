@@ -193,7 +193,11 @@ impl Case {
                 spec.files = vec![File { id: 1, size: 256 * KB }];
                 spec.mp = Some(Mp::Two);
             }
-            MpTransfer => spec.mp = Some(Mp::Two),
+            MpTransfer => {
+                // Long enough that the second path's validation is a small part.
+                spec.files = vec![File { id: 1, size: 8 * MB }];
+                spec.mp = Some(Mp::Two);
+            }
             MpAbandon => spec.mp = Some(Mp::Abandon(big / 3)),
             MpBackup => spec.mp = Some(Mp::Backup),
             MpBlackhole => {

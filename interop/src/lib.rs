@@ -26,6 +26,10 @@ use std::time::Duration;
 
 use content::File;
 
+/// Idle timeout of every side: long enough for a handshake that loses
+/// several flights in a row to 30% loss (PTOs back off 1, 2, 4, 8 s...).
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The directory of the test certificates (the engine's `tests/certs`).
 pub fn cert(name: &str) -> String {
     concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/certs/").to_string() + name

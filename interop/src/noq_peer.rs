@@ -47,7 +47,7 @@ fn transport(spec: &Spec) -> Arc<noq::TransportConfig> {
     if spec.mp.is_some() {
         t.max_concurrent_multipath_paths(5);
     }
-    t.max_idle_timeout(Duration::from_secs(15).try_into().ok());
+    t.max_idle_timeout(crate::IDLE_TIMEOUT.try_into().ok());
     t.stream_receive_window((16u32 << 20).into());
     t.receive_window((32u32 << 20).into());
     t.max_concurrent_bidi_streams(200u32.into());

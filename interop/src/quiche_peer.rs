@@ -32,7 +32,7 @@ fn config(server: bool) -> Result<quiche::Config, String> {
     c.set_initial_max_stream_data_uni(1 << 20);
     c.set_initial_max_streams_bidi(200);
     c.set_initial_max_streams_uni(16);
-    c.set_max_idle_timeout(15_000);
+    c.set_max_idle_timeout(crate::IDLE_TIMEOUT.as_millis() as u64);
     Ok(c)
 }
 

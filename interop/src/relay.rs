@@ -40,8 +40,8 @@ pub struct Plan {
     pub rebind: Option<(u64, Rebind)>,
     /// Once the server sent this many bytes, drop the second flow for good.
     pub kill_second_flow: Option<u64>,
-    /// Forward only the client's first datagram for a second, counting what
-    /// the server sends meanwhile (the anti-amplification limit).
+    /// Forward only the client's first flight, then nothing from it for a
+    /// second, counting what the server sends (the anti-amplification limit).
     pub amplification: bool,
 }
 
@@ -61,7 +61,7 @@ pub struct Seen {
     pub flows: Vec<FlowBytes>,
     /// The server sent a Retry.
     pub retry: bool,
-    /// (client's first datagram, server bytes while the client was cut off).
+    /// (client's first flight, server bytes until the client's cut ended).
     pub amplification: Option<(u64, u64)>,
     /// Rebindings done.
     pub rebinds: u32,
@@ -172,8 +172,9 @@ struct State {
     seen: Seen,
     down_total: u64,
     blackhole_until: Option<Duration>,
-    /// (client's first datagram size, when it came, server bytes since).
-    amp: Option<(u64, Duration, u64)>,
+    /// (client bytes let through, when the cut began, server bytes since
+    /// the start).
+    amp: Option<(u64, Option<Duration>, u64)>,
     buf: Vec<u8>,
     out: Vec<Packet>,
 }
@@ -251,22 +252,34 @@ impl State {
         }
     }
 
-    /// The amplification case: only the client's first datagram passes in
-    /// its first second.
+    /// The amplification case: the client's first flight passes (everything
+    /// it sends before the server answers; a ClientHello with a large key
+    /// share spans two datagrams), then nothing from the client for a second.
     fn cut_client(&mut self, len: u64, now: Duration) -> bool {
         if !self.plan.amplification {
             return false;
         }
-        match self.amp {
+        match &mut self.amp {
             None => {
-                self.amp = Some((len, now, 0));
+                self.amp = Some((len, None, 0));
                 false
             }
-            Some((first, at, sent)) if now < at + Duration::from_secs(1) => {
-                self.seen.amplification = Some((first, sent));
-                true
+            Some((credit, None, _)) => {
+                *credit += len;
+                false
             }
-            Some(_) => false,
+            Some((_, Some(cut), _)) => now < *cut + Duration::from_secs(1),
+        }
+    }
+
+    /// Counts what the server sends until the client's second is over.
+    fn count_server(&mut self, len: u64, now: Duration) {
+        if let Some((credit, cut, sent)) = &mut self.amp {
+            if cut.is_none_or(|c| now < c + Duration::from_secs(1)) {
+                *sent += len;
+                cut.get_or_insert(now);
+                self.seen.amplification = Some((*credit, *sent));
+            }
         }
     }
 
@@ -280,12 +293,7 @@ impl State {
                 let now = self.now();
                 // A long header with type 3 is a Retry (RFC 9000 §17.2.5).
                 self.seen.retry |= self.buf[0] & 0xf0 == 0xf0;
-                if let Some((first, at, sent)) = &mut self.amp {
-                    if now < *at + Duration::from_secs(1) {
-                        *sent += n as u64;
-                        self.seen.amplification = Some((*first, *sent));
-                    }
-                }
+                self.count_server(n as u64, now);
                 if self.dropping(now) || self.flows[i].dead {
                     continue;
                 }
