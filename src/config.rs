@@ -78,6 +78,7 @@ pub struct Config {
     pub(crate) pacing: bool,
     pub(crate) key_update_interval: u64,
     pub(crate) qlog: bool,
+    session_tickets: bool,
     tls_cache: Mutex<Option<(bool, Arc<TlsConfig>)>>,
 }
 
@@ -124,6 +125,7 @@ impl Config {
             pacing: true,
             key_update_interval: DEFAULT_KEY_UPDATE_INTERVAL,
             qlog: false,
+            session_tickets: false,
             tls_cache: Mutex::new(None),
         }
     }
@@ -174,6 +176,16 @@ impl Config {
     /// points at), so Wireshark can decrypt captures.
     pub fn log_keys_to(&mut self, path: &str) {
         self.keylog = Some(path.into());
+        self.tls_changed();
+    }
+    /// TLS session resumption (off by default): a server sends session
+    /// tickets after the handshake; a client keeps the last one
+    /// ([`Connection::session`](crate::Connection::session)) and resumes
+    /// with [`connect_with_session`](crate::connect_with_session). Resumption
+    /// skips the certificate; there is no 0-RTT (early data is never sent
+    /// nor accepted), so it opens no replay risk.
+    pub fn enable_session_tickets(&mut self, v: bool) {
+        self.session_tickets = v;
         self.tls_changed();
     }
     /// Idle timeout (0 disables it).
@@ -342,6 +354,7 @@ impl Config {
         if let Some(p) = &self.keylog {
             b = b.keylog_file(p);
         }
+        b = b.session_tickets(self.session_tickets);
         let c = Arc::new(b.build()?);
         *cache = Some((is_server, c.clone()));
         Ok(c)

@@ -249,11 +249,28 @@ pub fn connect(
     config: &Config,
     now: Instant,
 ) -> Result<Connection, Error> {
+    connect_with_session(server_name, scid, local, peer, config, None, now)
+}
+
+/// [`connect`], resuming a TLS session (RFC 8446 §4.6.1) that
+/// [`Connection::session`] gave on an earlier connection to the same server
+/// (with [`Config::enable_session_tickets`] on). A session the server no
+/// longer accepts just means a full handshake ([`Connection::is_resumed`]
+/// says which); bytes that are not a session are an error.
+pub fn connect_with_session(
+    server_name: Option<&str>,
+    scid: &ConnectionId,
+    local: SocketAddr,
+    peer: SocketAddr,
+    config: &Config,
+    session: Option<&[u8]>,
+    now: Instant,
+) -> Result<Connection, Error> {
     let tls = config.tls(false)?;
     let mut dcid_bytes = [0u8; 16];
     crypto::fill_random(&mut dcid_bytes);
     let dcid = ConnectionId::from_slice(&dcid_bytes).ok_or(Error::BufferTooShort)?;
-    Connection::new(false, &tls, server_name, scid, dcid, None, local, peer, config, now)
+    Connection::new(false, &tls, server_name, session, scid, dcid, None, local, peer, config, now)
 }
 
 /// Accept a client's connection. `odcid` is the DCID of the client's first
@@ -271,7 +288,7 @@ pub fn accept(
     now: Instant,
 ) -> Result<Connection, Error> {
     let tls = config.tls(true)?;
-    Connection::new(true, &tls, None, scid, *odcid, retry_scid.copied(), local, peer, config, now)
+    Connection::new(true, &tls, None, None, scid, *odcid, retry_scid.copied(), local, peer, config, now)
 }
 
 impl Connection {
@@ -280,6 +297,7 @@ impl Connection {
         is_server: bool,
         tls_config: &Arc<TlsConfig>,
         server_name: Option<&str>,
+        session: Option<&[u8]>,
         scid: &ConnectionId,
         dcid: ConnectionId,
         retry_scid: Option<ConnectionId>,
@@ -293,8 +311,11 @@ impl Connection {
         let params = local_params(config, scid, &cids, is_server.then_some((dcid, retry_scid)));
         let mut encoded = Vec::with_capacity(128);
         params.encode(&mut encoded);
-        let tls = TlsSession::new(tls_config, server_name, &encoded)
+        let mut tls = TlsSession::new(tls_config, server_name, &encoded)
             .map_err(|e| Error::Config(format!("{e:?}")))?;
+        if let Some(bytes) = session {
+            tls.set_session(bytes).map_err(|e| Error::Config(format!("{e:?}")))?;
+        }
 
         // The Initial keys come from the DCID of the client's Initial (RFC
         // 9001 §5.2): after a Retry, the SCID the Retry carried.
@@ -640,6 +661,18 @@ impl Connection {
     /// one; server: the client answered ours).
     pub fn retried(&self) -> bool {
         self.retry_scid.is_some()
+    }
+
+    /// Client: the last TLS session ticket the server sent, serialized, to
+    /// resume with [`connect_with_session`] later (store it like a NEW_TOKEN
+    /// token). `None` until one arrived (after the handshake).
+    pub fn session(&self) -> Option<&[u8]> {
+        self.tls.session()
+    }
+
+    /// The handshake resumed an earlier TLS session.
+    pub fn is_resumed(&self) -> bool {
+        self.tls.is_resumed()
     }
 
     /// Keep within the AEAD limits: update keys when due; close if the

@@ -32,8 +32,8 @@ pub mod transport_params;
 
 pub use config::{Config, ConfigError};
 pub use conn::{
-    accept, connect, random_cid, CloseInfo, Connection, Error, PathError, PathEvent, PathStats, PathStatus,
-    RecvInfo, SendInfo, Stats, PROTOCOL_VERSION,
+    accept, connect, connect_with_session, random_cid, CloseInfo, Connection, Error, PathError, PathEvent,
+    PathStats, PathStatus, RecvInfo, SendInfo, Stats, PROTOCOL_VERSION,
 };
 pub use endpoint::{Endpoint, EndpointConfig};
 pub use error::{ErrorCode, TransportError};

@@ -543,6 +543,9 @@ fn config(opts: &Options, first: SocketAddr) -> Result<mpquic::Config, StartErro
     config.set_initial_max_path_id(opts.max_paths.checked_sub(1));
     config.set_max_connection_window(32 << 20);
     config.set_max_stream_window(32 << 20);
+    // Session tickets let clients resume (mpquic-client --session-file);
+    // there is no 0-RTT, so no replay risk.
+    config.enable_session_tickets(true);
     config.set_stream_send_buffer(1 << 20);
     // Memory by need: a response waits in the engine only as far as its
     // connection is sending it (what is in flight plus this), not whole.

@@ -127,6 +127,36 @@ fn oversized_token_file_is_skipped() {
     assert!(saved > 0 && saved < 1300, "the server's token replaces it: {saved} bytes");
 }
 
+/// The server's TLS session ticket, kept with --session-file, lets the next
+/// run resume the session.
+#[test]
+fn session_file_resumes_next_time() {
+    let (root, _) = served("session");
+    let srv = ServerProc::start(&root, &[]);
+    let out = root.with_extension("out");
+    let ses = root.with_extension("session");
+    let run = || {
+        let r = client(&[
+            &srv.url("/small.txt"),
+            "--ca",
+            &cert("rootca.pem"),
+            "--json",
+            "-o",
+            out.to_str().unwrap(),
+            "--session-file",
+            ses.to_str().unwrap(),
+        ]);
+        assert_eq!(r.status.code(), Some(0));
+        serde_json::from_slice::<serde_json::Value>(&r.stdout).expect("JSON summary")
+    };
+    assert_eq!(run()["resumed"], false, "no session yet: full handshake");
+    assert!(std::fs::metadata(&ses).map(|m| m.len() > 0).unwrap_or(false), "session not saved");
+    assert_eq!(run()["resumed"], true, "session presented: resumed");
+    // A damaged session file is reported, and the handshake is a full one.
+    std::fs::write(&ses, b"garbage").unwrap();
+    assert_eq!(run()["resumed"], false, "garbage session: full handshake");
+}
+
 #[test]
 fn http_errors_and_traversal() {
     let (root, _) = served("404");

@@ -153,6 +153,7 @@ pub struct TlsConfigBuilder {
     default_verify_paths: bool,
     keylog: Option<PathBuf>,
     ciphers: Vec<Algorithm>,
+    tickets: bool,
 }
 
 impl TlsConfig {
@@ -195,6 +196,7 @@ impl TlsConfigBuilder {
             default_verify_paths: false,
             keylog: None,
             ciphers: Vec::new(),
+            tickets: false,
         }
     }
 
@@ -252,6 +254,14 @@ impl TlsConfigBuilder {
         self
     }
 
+    /// Session resumption (RFC 8446 §4.6.1): a server issues session tickets
+    /// after the handshake; a client keeps the last one it received
+    /// ([`TlsSession::session`]). Off by default.
+    pub fn session_tickets(mut self, on: bool) -> Self {
+        self.tickets = on;
+        self
+    }
+
     /// Creates the `SSL_CTX`. Fails if a file cannot be read or the key does
     /// not match the certificate.
     pub fn build(self) -> Result<TlsConfig, TlsError> {
@@ -272,8 +282,13 @@ impl TlsConfigBuilder {
             if ffi::SSL_CTX_set_quic_method(c, &QUIC_METHOD) != 1 {
                 return Err(config_err("SSL_CTX_set_quic_method failed"));
             }
-            // No session resumption (and no 0-RTT): don't send tickets.
-            ffi::SSL_CTX_set_options(c, ffi::SSL_OP_NO_TICKET as u32);
+            if !self.tickets {
+                ffi::SSL_CTX_set_options(c, ffi::SSL_OP_NO_TICKET as u32);
+            } else if !self.is_server {
+                // Clients hear of each ticket through the callback.
+                ffi::SSL_CTX_set_session_cache_mode(c, ffi::SSL_SESS_CACHE_CLIENT as c_int);
+                ffi::SSL_CTX_sess_set_new_cb(c, Some(new_session));
+            }
             if !self.ciphers.is_empty() {
                 let ids: Vec<u16> = self.ciphers.iter().map(|a| a.suite()).collect();
                 if ffi::SSL_CTX_set1_tls13_ciphers(c, ids.as_ptr(), std::ptr::null(), ids.len()) != 1 {
@@ -364,6 +379,8 @@ struct State {
     outgoing: [Vec<u8>; 4],
     new_keys: VecDeque<(Level, Direction, Keys)>,
     alert: Option<u8>,
+    /// The last session ticket received (client), serialized.
+    session: Option<Vec<u8>>,
 }
 
 /// Owns the callback state through a raw pointer: the `SSL` keeps a copy of
@@ -455,6 +472,7 @@ impl TlsSession {
             outgoing: Default::default(),
             new_keys: VecDeque::new(),
             alert: None,
+            session: None,
         });
         let state = StatePtr(NonNull::from(Box::leak(state)));
         let session = TlsSession { ssl, state, complete: false };
@@ -593,6 +611,45 @@ impl TlsSession {
     /// update).
     pub fn take_new_keys(&mut self) -> Option<(Level, Direction, Keys)> {
         self.state_mut().new_keys.pop_front()
+    }
+
+    /// Client: resume the session `bytes` (from [`session`](Self::session)
+    /// of an earlier connection to the same server). Call before the first
+    /// [`advance`](Self::advance). Bytes that do not parse are an error; a
+    /// session the server no longer accepts just means a full handshake.
+    pub fn set_session(&mut self, bytes: &[u8]) -> Result<(), TlsError> {
+        if self.is_server() || self.complete {
+            return Err(config_err("only a client can resume, before its handshake"));
+        }
+        let ctx = self.state().config.ctx.0.as_ptr();
+        // SAFETY: bytes is valid for its length; ctx is live (held by the state).
+        let sess = unsafe { ffi::SSL_SESSION_from_bytes(bytes.as_ptr(), bytes.len(), ctx) };
+        if sess.is_null() {
+            return Err(TlsError::new(ErrorCode::INTERNAL_ERROR, "not a TLS session"));
+        }
+        // SAFETY: our SSL and a live session; SSL_set_session takes its own
+        // reference, so ours is released right after.
+        let ok = unsafe {
+            let ok = ffi::SSL_set_session(self.ptr(), sess);
+            ffi::SSL_SESSION_free(sess);
+            ok
+        };
+        if ok != 1 {
+            return Err(config_err("SSL_set_session failed"));
+        }
+        Ok(())
+    }
+
+    /// Client: the last session ticket the server sent, serialized (for
+    /// [`set_session`](Self::set_session) on a later connection).
+    pub fn session(&self) -> Option<&[u8]> {
+        self.state().session.as_deref()
+    }
+
+    /// The handshake resumed an earlier session.
+    pub fn is_resumed(&self) -> bool {
+        // SAFETY: our live SSL.
+        self.complete && unsafe { ffi::SSL_session_reused(self.ptr()) } == 1
     }
 
     /// The peer's encoded transport parameters, once received.
@@ -783,6 +840,24 @@ unsafe extern "C" fn send_alert(ssl: *mut ffi::SSL, _level: ffi::ssl_encryption_
         st.alert.get_or_insert(alert);
     }
     1
+}
+
+/// A client received a session ticket: keep it serialized.
+unsafe extern "C" fn new_session(ssl: *mut ffi::SSL, sess: *mut ffi::SSL_SESSION) -> c_int {
+    let mut out: *mut u8 = std::ptr::null_mut();
+    let mut len = 0usize;
+    // SAFETY: BoringSSL passes a live SSL and session; `out` receives a
+    // buffer we free with OPENSSL_free.
+    unsafe {
+        if ffi::SSL_SESSION_to_bytes(sess, &mut out, &mut len) == 1 && !out.is_null() {
+            if let Some(st) = state_of(ssl) {
+                st.session = Some(std::slice::from_raw_parts(out, len).to_vec());
+            }
+            ffi::OPENSSL_free(out.cast());
+        }
+    }
+    // 0: BoringSSL keeps ownership of the session.
+    0
 }
 
 unsafe extern "C" fn keylog_line(ssl: *const ffi::SSL, line: *const c_char) {

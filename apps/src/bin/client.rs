@@ -60,6 +60,10 @@ struct Args {
     /// run, it lets the connection skip the server's Retry (one round trip).
     #[arg(long)]
     token_file: Option<std::path::PathBuf>,
+    /// Keep the server's TLS session ticket in this file: presented on the
+    /// next run, the handshake resumes the session (no certificate sent).
+    #[arg(long)]
+    session_file: Option<std::path::PathBuf>,
 }
 
 const EXIT_HELP: &str = "Exit codes: 0 ok, 1 local I/O error, 2 bad arguments (URL, names, --local), \
@@ -248,15 +252,27 @@ fn main() {
         });
     }
     let local0 = socks.local_addrs()[0];
-    let mut conn =
-        mpquic::connect(Some(&first.host), &mpquic::random_cid(16), local0, peer, &config, Instant::now())
-            .unwrap_or_else(|e| match (&e, &args.ca) {
-                // The file is PEM (checked above) but BoringSSL refused its content.
-                (mpquic::Error::Config(_), Some(ca)) => {
-                    fail(exit::USAGE, format!("--ca {ca}: certificates BoringSSL cannot load"))
-                }
-                _ => fail(exit::TLS, format!("TLS setup: {e}")),
-            });
+    // A missing or unreadable session file just means a full handshake.
+    let session = args.session_file.as_ref().and_then(|p| std::fs::read(p).ok());
+    config.enable_session_tickets(args.session_file.is_some());
+    let scid = mpquic::random_cid(16);
+    let open = |session: Option<&[u8]>| {
+        mpquic::connect_with_session(Some(&first.host), &scid, local0, peer, &config, session, Instant::now())
+    };
+    let mut conn = match (open(session.as_deref()), &args.session_file) {
+        (Err(e), Some(p)) if session.is_some() => {
+            eprintln!("mpquic-client: --session-file {}: {e}; full handshake", p.display());
+            open(None)
+        }
+        (r, _) => r,
+    }
+    .unwrap_or_else(|e| match (&e, &args.ca) {
+        // The file is PEM (checked above) but BoringSSL refused its content.
+        (mpquic::Error::Config(_), Some(ca)) => {
+            fail(exit::USAGE, format!("--ca {ca}: certificates BoringSSL cannot load"))
+        }
+        _ => fail(exit::TLS, format!("TLS setup: {e}")),
+    });
     if let Some(t) = args.token_file.as_deref().and_then(saved_token) {
         conn.set_token(&t);
     }
@@ -288,6 +304,11 @@ fn main() {
     if let (Some(p), Some(t)) = (&args.token_file, c.conn.new_token_next()) {
         if let Err(e) = std::fs::write(p, t) {
             eprintln!("mpquic-client: --token-file {}: {e}", p.display());
+        }
+    }
+    if let (Some(p), Some(t)) = (&args.session_file, c.conn.session()) {
+        if let Err(e) = std::fs::write(p, t) {
+            eprintln!("mpquic-client: --session-file {}: {e}", p.display());
         }
     }
     if (code == exit::OK || code == exit::HTTP_STATUS) && !args.quiet {
@@ -606,6 +627,7 @@ impl Client {
                 "transfer_s": transfer.as_secs_f64(), "goodput_mbps": goodput(elapsed),
                 "transfer_goodput_mbps": goodput(transfer), "cc": args.cc, "scheduler": args.scheduler,
                 "multipath": self.conn.is_multipath(), "retry": self.conn.retried(),
+                "resumed": self.conn.is_resumed(),
                 "downloads": self.downloads.iter().map(|d| json!({
                     "url": format!("https://{}{}", d.target.authority, d.target.path), "status": d.status,
                     "bytes": d.bytes, "output": d.out_name })).collect::<Vec<_>>(),

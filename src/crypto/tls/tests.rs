@@ -559,3 +559,34 @@ fn handshake_with_quiche_server() {
     assert!(server.is_established(), "quiche did not accept our Finished");
     assert_eq!(server.application_proto(), b"h3");
 }
+
+/// With tickets on, the client keeps the server's ticket and its next
+/// handshake resumes (both sides say so); garbage is refused as a session.
+#[test]
+fn session_ticket_resumes_the_next_handshake() {
+    let alpn: &[&[u8]] = &[b"h3"];
+    let server_cfg = TlsConfig::server()
+        .alpn(alpn)
+        .cert_chain_file(certs().join("cert.pem"))
+        .private_key_file(certs().join("key.pem"))
+        .session_tickets(true)
+        .build()
+        .unwrap();
+    let client_cfg = client_builder(alpn).session_tickets(true).build().unwrap();
+    let (mut c, mut s) = pair(&client_cfg, &server_cfg, Some("localhost"));
+    handshake(&mut c, &mut s).unwrap();
+    // The ticket comes after the handshake, in 1-RTT CRYPTO data.
+    while pump(&mut s, &mut c).unwrap() {}
+    assert!(!c.tls.is_resumed());
+    let ticket = c.tls.session().expect("no session ticket").to_vec();
+
+    let mut c2 = Side::new(&client_cfg, Some("localhost"), b"params");
+    c2.tls.set_session(&ticket).unwrap();
+    let mut s2 = Side::new(&server_cfg, None, b"params");
+    handshake(&mut c2, &mut s2).unwrap();
+    assert!(c2.tls.is_resumed() && s2.tls.is_resumed());
+
+    let mut c3 = Side::new(&client_cfg, Some("localhost"), b"params");
+    assert!(c3.tls.set_session(b"not a session").is_err());
+    assert!(s2.tls.set_session(&ticket).is_err(), "servers cannot set a session");
+}

@@ -1,0 +1,275 @@
+//! The cases: what each asks of the two sides and of the link, who can do
+//! it, and what must hold for a pass.
+
+use std::time::Duration;
+
+use crate::content::File;
+use crate::relay::{Plan, Rebind, Seen};
+use crate::{Mp, Side, Spec};
+
+const KB: u64 = 1 << 10;
+const MB: u64 = 1 << 20;
+
+/// Declares the cases once: the enum, [`ALL`] in the matrix's order, and
+/// each case's name.
+macro_rules! cases {
+    ($($case:ident => $name:literal),* $(,)?) => {
+        /// One column of quic-interop-runner, or a multipath case.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[allow(missing_docs)]
+        pub enum Case {
+            $($case),*
+        }
+
+        /// Every case, in the matrix's order.
+        pub const ALL: &[Case] = &[$(Case::$case),*];
+
+        impl Case {
+            /// The case's name in quic-interop-runner (or ours, for multipath).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Case::$case => $name),*
+                }
+            }
+        }
+    };
+}
+
+cases! {
+    Handshake => "handshake",
+    Transfer => "transfer",
+    Longrtt => "longrtt",
+    Chacha20 => "chacha20",
+    Multiplexing => "multiplexing",
+    Retry => "retry",
+    Resumption => "resumption",
+    Zerortt => "zerortt",
+    Http3 => "http3",
+    Blackhole => "blackhole",
+    Keyupdate => "keyupdate",
+    Ecn => "ecn",
+    Amplificationlimit => "amplificationlimit",
+    Handshakeloss => "handshakeloss",
+    Transferloss => "transferloss",
+    Handshakecorruption => "handshakecorruption",
+    Transfercorruption => "transfercorruption",
+    Ipv6 => "ipv6",
+    V2 => "v2",
+    RebindPort => "rebind-port",
+    RebindAddr => "rebind-addr",
+    Connectionmigration => "connectionmigration",
+    MpHandshake => "mp-handshake",
+    MpTransfer => "mp-transfer",
+    MpAbandon => "mp-abandon",
+    MpBackup => "mp-backup",
+    MpBlackhole => "mp-blackhole",
+}
+
+/// The peers mpquic is tested against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Peer {
+    /// quiche 0.30, in-process.
+    Quiche,
+    /// noq 1.4, in-process.
+    Noq,
+    /// aioquic, in Python.
+    Aioquic,
+}
+
+impl Peer {
+    /// Every peer.
+    pub const ALL: [Peer; 3] = [Peer::Quiche, Peer::Noq, Peer::Aioquic];
+
+    /// Its name in the matrix.
+    pub fn name(self) -> &'static str {
+        match self {
+            Peer::Quiche => "quiche",
+            Peer::Noq => "noq",
+            Peer::Aioquic => "aioquic",
+        }
+    }
+}
+
+/// Which side mpquic plays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// mpquic is the client, the peer the server.
+    Client,
+    /// mpquic is the server, the peer the client.
+    Server,
+}
+
+impl Role {
+    /// Both roles.
+    pub const ALL: [Role; 2] = [Role::Client, Role::Server];
+}
+
+/// Why a cell is not run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unsupported {
+    /// The peer cannot do it (with the reason).
+    ByPeer(&'static str),
+    /// mpquic cannot do it yet.
+    ByMpquic(&'static str),
+}
+
+impl Case {
+    /// Finds a case by name.
+    pub fn from_name(name: &str) -> Option<Case> {
+        ALL.iter().copied().find(|c| c.name() == name)
+    }
+
+    /// Multipath (draft-21) case.
+    pub fn multipath(self) -> bool {
+        self.name().starts_with("mp-")
+    }
+
+    /// `Err` when one side cannot run the case.
+    pub fn support(self, peer: Peer, role: Role) -> Result<(), Unsupported> {
+        use Case::*;
+        use Unsupported::*;
+        match self {
+            Zerortt => Err(ByMpquic("no 0-RTT yet")),
+            Ecn => Err(ByMpquic("no ECN yet")),
+            V2 => Err(ByMpquic("no QUIC v2 yet")),
+            Connectionmigration => Err(ByMpquic("no active migration (preferred_address) yet")),
+            Http3 => Err(ByMpquic(
+                "the runner speaks hq-interop only; HTTP/3 interop is in apps/tests and ffi/tests",
+            )),
+            RebindPort | RebindAddr if role == Role::Server => {
+                Err(ByMpquic("no NAT rebinding on a server yet"))
+            }
+            Chacha20 if peer == Peer::Quiche => {
+                Err(ByPeer("quiche (BoringSSL) cannot restrict TLS 1.3 cipher suites, nor can mpquic"))
+            }
+            c if c.multipath() && peer != Peer::Noq => Err(ByPeer("no multipath (draft-21)")),
+            MpBackup if role == Role::Client => {
+                Err(ByPeer("noq 1.4 sends on a path the peer marked backup (draft-21 §3.3 allows it)"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// What the sides and the relay do.
+    pub fn setup(self, quick: bool) -> (Spec, Plan) {
+        use Case::*;
+        let big = if quick { 2 * MB } else { 10 * MB };
+        let mut spec = Spec {
+            files: vec![File { id: 1, size: big }],
+            connections: 1,
+            timeout: Duration::from_secs(60),
+            ..Spec::default()
+        };
+        let mut plan = Plan::default();
+        let small = |n: u64| (0..n).map(|id| File { id, size: KB }).collect::<Vec<_>>();
+        match self {
+            Handshake | Retry | Amplificationlimit => spec.files = small(1),
+            Resumption => {
+                spec.files = small(1);
+                spec.connections = 2;
+            }
+            Longrtt => {
+                spec.files = vec![File { id: 1, size: MB }];
+                // quic-interop-runner's 1.5 s RTT; 200 ms in the quick run.
+                plan.delay = Duration::from_millis(if quick { 100 } else { 750 });
+            }
+            Multiplexing => spec.files = small(2000),
+            Keyupdate => spec.files = (1..=4).map(|id| File { id, size: big }).collect(),
+            Blackhole => plan.blackhole = Some((big / 4, Duration::from_secs(if quick { 1 } else { 2 }))),
+            Handshakeloss | Handshakecorruption => {
+                spec.files = small(1);
+                spec.connections = if quick { 3 } else { 20 };
+                // Lost Initials cost whole PTOs (1 s and more at first).
+                spec.timeout = Duration::from_secs(if quick { 60 } else { 300 });
+                plan.loss = if self == Handshakeloss { 0.3 } else { 0.0 };
+                plan.corrupt = if self == Handshakecorruption { 0.3 } else { 0.0 };
+                plan.delay = Duration::from_millis(5);
+            }
+            Transferloss => plan.loss = 0.02,
+            Transfercorruption => plan.corrupt = 0.02,
+            RebindPort => plan.rebind = Some((big / 4, Rebind::Port)),
+            RebindAddr => plan.rebind = Some((big / 4, Rebind::Addr)),
+            MpHandshake => {
+                spec.files = vec![File { id: 1, size: 256 * KB }];
+                spec.mp = Some(Mp::Two);
+            }
+            MpTransfer => {
+                // Long enough that the second path's validation is a small part.
+                spec.files = vec![File { id: 1, size: 8 * MB }];
+                spec.mp = Some(Mp::Two);
+            }
+            MpAbandon => spec.mp = Some(Mp::Abandon(big / 3)),
+            MpBackup => spec.mp = Some(Mp::Backup),
+            MpBlackhole => {
+                spec.mp = Some(Mp::Two);
+                plan.kill_second_flow = Some(big / 3);
+            }
+            _ => {}
+        }
+        spec.ipv6 = self == Ipv6;
+        spec.retry = self == Retry;
+        spec.resume = self == Resumption;
+        spec.chacha = self == Chacha20;
+        spec.key_update = self == Keyupdate;
+        plan.amplification = self == Amplificationlimit;
+        if matches!(self, MpTransfer | MpBackup | MpAbandon | MpBlackhole | Multiplexing) {
+            // Two paths at 1 ms one way, so the second is not idle in the time a transfer takes.
+            plan.delay = plan.delay.max(Duration::from_millis(1));
+        }
+        (spec, plan)
+    }
+
+    /// What must hold beyond every file arriving intact at the client.
+    pub fn verify(
+        self,
+        spec: &Spec,
+        role: Role,
+        client: &Side,
+        server: &Side,
+        seen: &Seen,
+    ) -> Result<String, String> {
+        use Case::*;
+        let mpquic = if role == Role::Client { client } else { server };
+        let total: u64 = seen.flows.iter().map(|f| f.down).sum::<u64>().max(1);
+        let share = |i: usize| seen.flows.get(i).map_or(0.0, |f| f.down as f64 / total as f64);
+        match self {
+            Retry if !seen.retry => Err("no Retry seen".into()),
+            Resumption => match mpquic.resumed {
+                Some(n) if n + 1 >= spec.connections => {
+                    Ok(format!("{n} of {} connections resumed", spec.connections))
+                }
+                n => Err(format!("resumed connections: {n:?} of {}", spec.connections)),
+            },
+            // As server mpquic sends most packets and updates every 100; as a
+            // client it starts what the rules allow (RFC 9001 §6.1).
+            Keyupdate => match (role, mpquic.key_updates, mpquic.key_updates_initiated) {
+                (Role::Server, Some(n), _) if n >= 2 => Ok(format!("{n} key updates")),
+                (Role::Client, Some(n), Some(ours)) if ours >= 1 => {
+                    Ok(format!("{n} key updates, {ours} started by mpquic"))
+                }
+                (_, n, ours) => Err(format!("key updates: {n:?}, started by the mpquic client: {ours:?}")),
+            },
+            Amplificationlimit => match seen.amplification {
+                Some((first, sent)) if sent <= 3 * first => {
+                    Ok(format!("{sent} B sent for {first} B received"))
+                }
+                Some((first, sent)) => Err(format!("server sent {sent} B for {first} B received")),
+                None => Err("the client was never cut off".into()),
+            },
+            RebindPort | RebindAddr if seen.rebinds == 0 => Err("no rebinding happened".into()),
+            MpHandshake | MpTransfer | MpBackup | MpAbandon if seen.flows.len() < 2 => {
+                Err(format!("only {} path(s) used", seen.flows.len()))
+            }
+            MpTransfer if share(0) < 0.2 || share(1) < 0.2 => {
+                Err(format!("path shares {:.0}% / {:.0}%", 100.0 * share(0), 100.0 * share(1)))
+            }
+            MpBackup if share(1) > 0.1 => Err(format!("backup path carried {:.0}%", 100.0 * share(1))),
+            MpAbandon if mpquic.abandoned.unwrap_or(0) == 0 => Err("no path abandoned".into()),
+            MpTransfer | MpBackup | MpAbandon | MpBlackhole => {
+                Ok(format!("path shares {:.0}% / {:.0}%", 100.0 * share(0), 100.0 * share(1)))
+            }
+            _ if spec.connections > 1 => Ok(format!("{} connections", spec.connections)),
+            _ => Ok(String::new()),
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! The interop matrix: every case of quic-interop-runner that mpquic can be
+//! asked for, plus multipath cases, with mpquic as client and as server
+//! against quiche 0.30 (in-process), noq 1.4 (in-process, tokio) and aioquic
+//! (Python), every datagram going through the project's link model
+//! (`relay`). `matrix::run` produces the cells; `mpquic-interop` prints them.
+#![warn(missing_docs, unreachable_pub)]
+// A test harness: real time and real sockets are its job.
+#![allow(clippy::disallowed_methods)]
+
+pub mod aioquic_peer;
+pub mod cases;
+pub mod content;
+pub mod hq;
+pub mod matrix;
+pub mod mpquic_peer;
+pub mod noq_peer;
+pub mod quiche_peer;
+pub mod relay;
+pub mod sansio;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use content::File;
+
+/// Idle timeout of every side: long enough for a handshake that loses
+/// several flights in a row to 30% loss (PTOs back off 1, 2, 4, 8 s...).
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The directory of the test certificates (the engine's `tests/certs`).
+pub fn cert(name: &str) -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/certs/").to_string() + name
+}
+
+/// Multipath behaviour asked of the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mp {
+    /// Open a second path, both available.
+    Two,
+    /// Open a second path marked backup.
+    Backup,
+    /// Open a second path, abandon it once this many body bytes arrived.
+    Abandon(u64),
+}
+
+/// What one connection of a cell does (derived from its case).
+#[derive(Clone, Debug, Default)]
+pub struct Spec {
+    /// Files fetched on each connection.
+    pub files: Vec<File>,
+    /// Connections, one after the other.
+    pub connections: usize,
+    /// Everything over IPv6 loopback.
+    pub ipv6: bool,
+    /// The server validates addresses with Retry.
+    pub retry: bool,
+    /// The peer allows only TLS_CHACHA20_POLY1305_SHA256.
+    pub chacha: bool,
+    /// mpquic updates its keys often; the peer starts one too if it can.
+    pub key_update: bool,
+    /// Multipath (client opens a second path).
+    pub mp: Option<Mp>,
+    /// The client resumes its first connection's TLS session on the next.
+    pub resume: bool,
+    /// How long the whole cell may take.
+    pub timeout: Duration,
+}
+
+/// What one side reports.
+#[derive(Clone, Debug, Default)]
+pub struct Side {
+    /// Files received (client) or served (server) to the end.
+    pub files: usize,
+    /// Failures; empty when the side saw none.
+    pub errors: Vec<String>,
+    /// 1-RTT key updates, ours and the peer's (mpquic only).
+    pub key_updates: Option<u64>,
+    /// Key updates started by hand (mpquic client only).
+    pub key_updates_initiated: Option<u64>,
+    /// Paths abandoned (mpquic only).
+    pub abandoned: Option<u64>,
+    /// Connections that resumed a TLS session (mpquic only).
+    pub resumed: Option<usize>,
+}
+
+/// Runs `spec.connections` client connections one after the other (stopping
+/// at the first error): `one(session, side)` runs one, resuming `session`
+/// and leaving the next one there.
+pub fn connections(
+    spec: &Spec,
+    mut one: impl FnMut(&mut Option<Vec<u8>>, &mut Side) -> Result<(), String>,
+) -> Side {
+    let mut side = Side::default();
+    let mut session = None;
+    for _ in 0..spec.connections {
+        if let Err(e) = one(&mut session, &mut side) {
+            side.errors.push(e);
+            break;
+        }
+    }
+    side
+}
+
+/// A server running in its own thread until stopped.
+pub struct ServerHandle {
+    /// Where it listens (two addresses for multipath cells).
+    pub addrs: Vec<SocketAddr>,
+    stop: Arc<AtomicBool>,
+    join: Option<JoinHandle<Side>>,
+}
+
+impl ServerHandle {
+    /// Wraps a server thread that returns when `stop` is set.
+    pub fn new(addrs: Vec<SocketAddr>, stop: Arc<AtomicBool>, join: JoinHandle<Side>) -> ServerHandle {
+        ServerHandle { addrs, stop, join: Some(join) }
+    }
+
+    /// Stops the server and returns its report.
+    pub fn finish(mut self) -> Side {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.join.take().map(|j| j.join()) {
+            Some(Ok(side)) => side,
+            _ => Side { errors: vec!["server thread panicked".into()], ..Side::default() },
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}

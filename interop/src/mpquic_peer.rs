@@ -1,0 +1,278 @@
+//! mpquic's side of a cell: a client driven by `sansio`, and a server on
+//! `mpquic::Endpoint` (the code path mpquic-server uses).
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use mpquic::endpoint::Incoming;
+use mpquic::{
+    Config, Connection, Endpoint, EndpointConfig, ErrorCode, PathEvent, PathId, PathStatus, RecvInfo,
+};
+
+use crate::hq::{self, Streams};
+use crate::relay::{bind, loopback};
+use crate::sansio::{self, Engine, Sockets};
+use crate::{cert, content, Mp, ServerHandle, Side, Spec};
+
+/// Packets between key updates in the keyupdate case (many per transfer).
+const KEY_UPDATE_INTERVAL: u64 = 100;
+
+fn config(server: bool, spec: &Spec) -> Result<Config, String> {
+    let mut c = Config::new();
+    c.set_application_protos(&[content::ALPN]).map_err(|e| e.to_string())?;
+    if server {
+        c.load_cert_chain_from_pem_file(&cert("cert.pem")).map_err(|e| e.to_string())?;
+        c.load_priv_key_from_pem_file(&cert("key.pem")).map_err(|e| e.to_string())?;
+    } else {
+        c.load_verify_locations_from_file(&cert("rootca.pem")).map_err(|e| e.to_string())?;
+    }
+    c.set_initial_max_data(32 << 20);
+    c.set_initial_max_stream_data_bidi_local(16 << 20);
+    c.set_initial_max_stream_data_bidi_remote(16 << 20);
+    c.set_initial_max_stream_data_uni(1 << 20);
+    c.set_initial_max_streams_bidi(200);
+    c.set_initial_max_streams_uni(16);
+    c.set_max_idle_timeout(crate::IDLE_TIMEOUT.as_millis() as u64);
+    if spec.mp.is_some() {
+        c.set_initial_max_path_id(Some(4));
+        c.set_scheduler("rr").map_err(|e| e.to_string())?;
+    }
+    if spec.key_update {
+        c.set_key_update_interval(KEY_UPDATE_INTERVAL);
+    }
+    c.enable_session_tickets(spec.resume);
+    Ok(c)
+}
+
+fn why(conn: &Connection) -> String {
+    let show = |c: Option<&mpquic::CloseInfo>| {
+        c.map(|c| format!("code {:#x} {:?}", c.code, String::from_utf8_lossy(&c.reason)))
+    };
+    format!("local {:?}, peer {:?}", show(conn.local_error()), show(conn.peer_error()))
+}
+
+impl Streams for Connection {
+    fn stream_send(&mut self, id: u64, data: &[u8], fin: bool) -> Option<usize> {
+        Connection::stream_send(self, id, data, fin).ok()
+    }
+    fn stream_recv(&mut self, id: u64, buf: &mut [u8]) -> Option<(usize, bool)> {
+        Connection::stream_recv(self, id, buf).ok()
+    }
+    fn readable(&mut self) -> Vec<u64> {
+        Connection::readable(self)
+    }
+}
+
+/// A client connection and its multipath plan.
+struct Client {
+    conn: Connection,
+    mp: Option<Mp>,
+    /// Local address of the second path and the server it goes to.
+    second: Option<(SocketAddr, SocketAddr)>,
+    path: Option<PathId>,
+    abandoned: bool,
+    key_update: bool,
+    /// Key updates we started.
+    initiated: u64,
+}
+
+impl Streams for Client {
+    fn stream_send(&mut self, id: u64, data: &[u8], fin: bool) -> Option<usize> {
+        Streams::stream_send(&mut self.conn, id, data, fin)
+    }
+    fn stream_recv(&mut self, id: u64, buf: &mut [u8]) -> Option<(usize, bool)> {
+        Streams::stream_recv(&mut self.conn, id, buf)
+    }
+    fn readable(&mut self) -> Vec<u64> {
+        self.conn.readable()
+    }
+}
+
+impl Engine for Client {
+    fn recv(&mut self, buf: &mut [u8], from: SocketAddr, to: SocketAddr) {
+        let _ = self.conn.recv(buf, RecvInfo { from, to }, Instant::now());
+    }
+    fn send(&mut self, out: &mut [u8]) -> Option<(usize, SocketAddr, SocketAddr)> {
+        match self.conn.send(out, Instant::now()) {
+            Ok(Some((n, info))) => Some((n, info.from, info.to)),
+            _ => None,
+        }
+    }
+    fn timeout(&self) -> Option<Instant> {
+        self.conn.timeout()
+    }
+    fn on_timeout(&mut self) {
+        self.conn.on_timeout(Instant::now());
+    }
+    fn established(&self) -> bool {
+        self.conn.is_established()
+    }
+    fn closed(&self) -> bool {
+        self.conn.is_closed()
+    }
+    fn why_closed(&self) -> String {
+        why(&self.conn)
+    }
+    fn close(&mut self) {
+        self.conn.close(true, 0, b"done", Instant::now());
+    }
+    fn tick(&mut self, received: u64, _total: u64) {
+        let now = Instant::now();
+        // A client that only receives sends no ack-eliciting packets, so the
+        // interval rarely triggers (an update needs one of ours acknowledged
+        // in the current phase): start updates by hand whenever allowed.
+        if self.key_update && self.conn.update_keys(now) {
+            self.initiated += 1;
+        }
+        let (Some(mp), Some((local, peer))) = (self.mp, self.second) else { return };
+        if self.path.is_none() {
+            // Until the peer's PATH_NEW_CONNECTION_IDs arrive this fails: retry.
+            self.path = self.conn.probe_path(local, peer, now).ok();
+            if let (Some(id), Mp::Backup) = (self.path, mp) {
+                let _ = self.conn.set_path_status(id, PathStatus::Backup, now);
+            }
+        }
+        if let (Some(id), Mp::Abandon(at)) = (self.path, mp) {
+            if !self.abandoned && received >= at {
+                self.abandoned =
+                    self.conn.abandon_path(id, ErrorCode::APPLICATION_ABANDON_PATH.0, now).is_ok();
+            }
+        }
+    }
+}
+
+fn abandoned(conn: &Connection) -> u64 {
+    conn.path_stats().filter(|p| !p.active).count() as u64
+}
+
+/// Runs the client's connections against `servers` (relay fronts).
+pub fn client(spec: &Spec, servers: &[SocketAddr]) -> Side {
+    let deadline = Instant::now() + spec.timeout;
+    match config(false, spec) {
+        Ok(cfg) => {
+            crate::connections(spec, |session, side| one_client(&cfg, spec, servers, deadline, session, side))
+        }
+        Err(e) => Side { errors: vec![e], ..Side::default() },
+    }
+}
+
+fn one_client(
+    cfg: &Config,
+    spec: &Spec,
+    servers: &[SocketAddr],
+    deadline: Instant,
+    session: &mut Option<Vec<u8>>,
+    side: &mut Side,
+) -> Result<(), String> {
+    let ip = loopback(servers[0].ip());
+    let mut socks = vec![bind(ip).map_err(|e| e.to_string())?];
+    if spec.mp.is_some() {
+        socks.push(bind(ip).map_err(|e| e.to_string())?);
+    }
+    let mut socks = Sockets::new(socks).map_err(|e| e.to_string())?;
+    let local = socks.locals()[0];
+    let scid = mpquic::random_cid(16);
+    let conn = mpquic::connect_with_session(
+        Some("localhost"),
+        &scid,
+        local,
+        servers[0],
+        cfg,
+        session.as_deref(),
+        Instant::now(),
+    )
+    .map_err(|e| format!("connect: {e:?}"))?;
+    let second = socks.locals().get(1).map(|l| (*l, servers[0]));
+    let mut c = Client {
+        conn,
+        mp: spec.mp,
+        second,
+        path: None,
+        abandoned: false,
+        key_update: spec.key_update,
+        initiated: 0,
+    };
+    let res = sansio::fetch(&mut c, &mut socks, spec, deadline, side);
+    *side.key_updates.get_or_insert(0) += c.conn.stats().key_updates;
+    *side.key_updates_initiated.get_or_insert(0) += c.initiated;
+    *side.abandoned.get_or_insert(0) += abandoned(&c.conn).max(u64::from(c.abandoned));
+    *side.resumed.get_or_insert(0) += usize::from(c.conn.is_resumed());
+    if spec.resume {
+        *session = Some(c.conn.session().ok_or("no session ticket received")?.to_vec());
+    }
+    res
+}
+
+/// Starts a server (two addresses when the case is multipath: a noq client
+/// opens its second path towards the second one).
+pub fn server(spec: &Spec) -> Result<ServerHandle, String> {
+    let cfg = config(true, spec)?;
+    let ip: IpAddr = loopback(if spec.ipv6 { "::1".parse().unwrap() } else { "127.0.0.1".parse().unwrap() });
+    let n = if spec.mp.is_some() { 2 } else { 1 };
+    let socks = (0..n).map(|_| bind(ip)).collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
+    let socks = Sockets::new(socks).map_err(|e| e.to_string())?;
+    let ep_cfg = EndpointConfig { retry: spec.retry, new_tokens: false, ..EndpointConfig::default() };
+    let ep: Endpoint<hq::Server> = Endpoint::new(cfg, ep_cfg, Instant::now()).map_err(|e| e.to_string())?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let addrs = socks.locals().to_vec();
+    let s = stop.clone();
+    let join = std::thread::Builder::new()
+        .name("mpquic-server".into())
+        .spawn(move || serve(ep, socks, &s))
+        .map_err(|e| e.to_string())?;
+    Ok(ServerHandle::new(addrs, stop, join))
+}
+
+fn serve(mut ep: Endpoint<hq::Server>, mut socks: Sockets, stop: &AtomicBool) -> Side {
+    let mut side = Side::default();
+    let mut out = vec![0u8; 1500];
+    let mut reply = vec![0u8; 1500];
+    let mut key_updates = 0;
+    let mut gone = 0;
+    let mut resumed = 0;
+    let mut replies = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        socks.input(|buf, from, to| {
+            if let Incoming::Reply(n) = ep.recv(buf, RecvInfo { from, to }, Instant::now(), &mut reply) {
+                replies.push((reply[..n].to_vec(), from, to));
+            }
+        });
+        for (d, from, to) in replies.drain(..) {
+            socks.send(&d, to, from);
+        }
+        while ep.poll(Instant::now()).is_some() {}
+        for h in ep.handles() {
+            let Some((conn, app)) = ep.get(h) else { continue };
+            if conn.is_established() {
+                app.step(conn);
+            }
+            while let Ok(Some((n, info))) = conn.send(&mut out, Instant::now()) {
+                socks.send(&out[..n], info.from, info.to);
+            }
+            key_updates = key_updates.max(conn.stats().key_updates);
+            while let Some(e) = conn.path_event_next() {
+                gone += u64::from(matches!(e, PathEvent::Abandoned(_)));
+            }
+            if let Some((conn, app)) = ep.rearm(h, None) {
+                resumed += usize::from(conn.is_resumed());
+                side.files += app.served;
+                side.errors.extend(app.errors);
+                key_updates = key_updates.max(conn.stats().key_updates);
+            }
+        }
+        socks.wait(ep.timeout());
+    }
+    for h in ep.handles() {
+        if let Some((conn, app)) = ep.get(h) {
+            resumed += usize::from(conn.is_resumed());
+            side.files += app.served;
+            side.errors.append(&mut app.errors);
+        }
+    }
+    side.key_updates = Some(key_updates);
+    side.abandoned = Some(gone);
+    side.resumed = Some(resumed);
+    side
+}

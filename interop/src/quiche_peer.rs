@@ -1,0 +1,216 @@
+//! quiche 0.30's side of a cell, in-process, driven like mpquic by `sansio`
+//! (quiche reads its clock itself). quiche cannot restrict TLS 1.3 cipher
+//! suites, start a key update, or do multipath (draft-21).
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::hq::{self, Streams};
+use crate::relay::{bind, loopback};
+use crate::sansio::{self, Engine, Sockets};
+use crate::{cert, content, ServerHandle, Side, Spec};
+
+fn config(server: bool) -> Result<quiche::Config, String> {
+    let e = |e: quiche::Error| e.to_string();
+    let mut c = quiche::Config::new(quiche::PROTOCOL_VERSION).map_err(e)?;
+    c.set_application_protos(&[content::ALPN]).map_err(e)?;
+    if server {
+        c.load_cert_chain_from_pem_file(&cert("cert.pem")).map_err(e)?;
+        c.load_priv_key_from_pem_file(&cert("key.pem")).map_err(e)?;
+        c.verify_peer(false);
+    } else {
+        c.load_verify_locations_from_file(&cert("rootca.pem")).map_err(e)?;
+        c.verify_peer(true);
+    }
+    c.set_max_recv_udp_payload_size(1500);
+    c.set_initial_max_data(32 << 20);
+    c.set_initial_max_stream_data_bidi_local(16 << 20);
+    c.set_initial_max_stream_data_bidi_remote(16 << 20);
+    c.set_initial_max_stream_data_uni(1 << 20);
+    c.set_initial_max_streams_bidi(200);
+    c.set_initial_max_streams_uni(16);
+    c.set_max_idle_timeout(crate::IDLE_TIMEOUT.as_millis() as u64);
+    Ok(c)
+}
+
+struct Conn(quiche::Connection);
+
+impl Streams for Conn {
+    fn stream_send(&mut self, id: u64, data: &[u8], fin: bool) -> Option<usize> {
+        self.0.stream_send(id, data, fin).ok()
+    }
+    fn stream_recv(&mut self, id: u64, buf: &mut [u8]) -> Option<(usize, bool)> {
+        self.0.stream_recv(id, buf).ok()
+    }
+    fn readable(&mut self) -> Vec<u64> {
+        self.0.readable().collect()
+    }
+}
+
+impl Engine for Conn {
+    fn recv(&mut self, buf: &mut [u8], from: SocketAddr, to: SocketAddr) {
+        let _ = self.0.recv(buf, quiche::RecvInfo { from, to });
+    }
+    fn send(&mut self, out: &mut [u8]) -> Option<(usize, SocketAddr, SocketAddr)> {
+        self.0.send(out).ok().map(|(n, info)| (n, info.from, info.to))
+    }
+    fn timeout(&self) -> Option<Instant> {
+        self.0.timeout_instant()
+    }
+    fn on_timeout(&mut self) {
+        self.0.on_timeout();
+    }
+    fn established(&self) -> bool {
+        self.0.is_established()
+    }
+    fn closed(&self) -> bool {
+        self.0.is_closed()
+    }
+    fn why_closed(&self) -> String {
+        format!(
+            "local {:?}, peer {:?}, timed out {}",
+            self.0.local_error(),
+            self.0.peer_error(),
+            self.0.is_timed_out()
+        )
+    }
+    fn close(&mut self) {
+        let _ = self.0.close(true, 0, b"done");
+    }
+}
+
+/// Runs the client's connections against `servers[0]`.
+pub fn client(spec: &Spec, servers: &[SocketAddr]) -> Side {
+    let deadline = Instant::now() + spec.timeout;
+    crate::connections(spec, |session, side| one_client(spec, servers[0], deadline, session, side))
+}
+
+fn one_client(
+    spec: &Spec,
+    server: SocketAddr,
+    deadline: Instant,
+    session: &mut Option<Vec<u8>>,
+    side: &mut Side,
+) -> Result<(), String> {
+    let mut cfg = config(false)?;
+    let sock = bind(loopback(server.ip())).map_err(|e| e.to_string())?;
+    let mut socks = Sockets::new(vec![sock]).map_err(|e| e.to_string())?;
+    let scid = mpquic::random_cid(16);
+    let scid = quiche::ConnectionId::from_ref(scid.as_slice());
+    let mut conn = quiche::connect(Some("localhost"), &scid, socks.locals()[0], server, &mut cfg)
+        .map_err(|e| format!("connect: {e}"))?;
+    if let Some(s) = session.as_deref() {
+        conn.set_session(s).map_err(|e| format!("set_session: {e}"))?;
+    }
+    let mut c = Conn(conn);
+    let res = sansio::fetch(&mut c, &mut socks, spec, deadline, side);
+    if spec.resume {
+        *session = Some(c.0.session().ok_or("quiche got no session ticket")?.to_vec());
+    }
+    res
+}
+
+/// Starts a quiche server (Retry as quiche's examples do it: the token is
+/// the original DCID, enough on loopback).
+pub fn server(spec: &Spec) -> Result<ServerHandle, String> {
+    let cfg = config(true)?;
+    let ip: IpAddr = if spec.ipv6 { "::1".parse().unwrap() } else { "127.0.0.1".parse().unwrap() };
+    let socks = Sockets::new(vec![bind(ip).map_err(|e| e.to_string())?]).map_err(|e| e.to_string())?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let addrs = socks.locals().to_vec();
+    let (s, retry) = (stop.clone(), spec.retry);
+    let join = std::thread::Builder::new()
+        .name("quiche-server".into())
+        .spawn(move || Server { cfg, retry, conns: Vec::new(), routes: HashMap::new() }.run(socks, &s))
+        .map_err(|e| e.to_string())?;
+    Ok(ServerHandle::new(addrs, stop, join))
+}
+
+/// Length of the server's connection IDs (short headers do not carry it).
+const CID_LEN: usize = 16;
+
+struct Server {
+    cfg: quiche::Config,
+    retry: bool,
+    conns: Vec<(Conn, hq::Server)>,
+    routes: HashMap<Vec<u8>, usize>,
+}
+
+impl Server {
+    fn run(mut self, mut socks: Sockets, stop: &AtomicBool) -> Side {
+        let mut out = [0u8; 1500];
+        let mut replies = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            socks.input(|buf, from, to| {
+                if let Some(r) = self.datagram(buf, from, to) {
+                    replies.push((r, from, to));
+                }
+            });
+            for (d, from, to) in replies.drain(..) {
+                socks.send(&d, to, from);
+            }
+            for (c, app) in &mut self.conns {
+                if c.0.timeout_instant().is_some_and(|t| t <= Instant::now()) {
+                    c.0.on_timeout();
+                }
+                if c.0.is_established() {
+                    app.step(c);
+                }
+                while let Ok((n, info)) = c.0.send(&mut out) {
+                    socks.send(&out[..n], info.from, info.to);
+                }
+            }
+            let next = self.conns.iter().filter_map(|(c, _)| c.0.timeout_instant()).min();
+            socks.wait(next);
+        }
+        let mut side = Side::default();
+        for (_, app) in self.conns {
+            side.files += app.served;
+            side.errors.extend(app.errors);
+        }
+        side
+    }
+
+    /// Routes one datagram; returns a Retry to send back, if any.
+    fn datagram(&mut self, buf: &mut [u8], from: SocketAddr, to: SocketAddr) -> Option<Vec<u8>> {
+        let hdr = quiche::Header::from_slice(buf, CID_LEN).ok()?;
+        let i = match self.routes.get(hdr.dcid.as_ref()) {
+            Some(&i) => i,
+            None if hdr.ty == quiche::Type::Initial => {
+                let token = hdr.token.clone().unwrap_or_default();
+                let new = mpquic::random_cid(CID_LEN);
+                let new = quiche::ConnectionId::from_vec(new.as_slice().to_vec());
+                if self.retry && token.is_empty() {
+                    let mut out = [0u8; 1500];
+                    let n =
+                        quiche::retry(&hdr.scid, &hdr.dcid, &new, hdr.dcid.as_ref(), hdr.version, &mut out)
+                            .ok()?;
+                    return Some(out[..n].to_vec());
+                }
+                let (scid, odcid) = if self.retry {
+                    (hdr.dcid.clone(), Some(quiche::ConnectionId::from_vec(token)))
+                } else {
+                    (new, None)
+                };
+                let conn = quiche::accept(&scid, odcid.as_ref(), to, from, &mut self.cfg).ok()?;
+                self.conns.push((Conn(conn), hq::Server::default()));
+                let i = self.conns.len() - 1;
+                self.routes.insert(scid.as_ref().to_vec(), i);
+                self.routes.insert(hdr.dcid.as_ref().to_vec(), i);
+                i
+            }
+            None => return None,
+        };
+        let conn = &mut self.conns[i].0 .0;
+        let _ = conn.recv(buf, quiche::RecvInfo { from, to });
+        if conn.is_closed() && !conn.is_established() {
+            // A first Initial that did not decrypt (corrupted) closed it:
+            // the client's next Initial must find a fresh connection.
+            self.routes.retain(|_, v| *v != i);
+        }
+        None
+    }
+}

@@ -1,0 +1,134 @@
+//! Drives a sans-IO engine (mpquic, or quiche, which reads its clock itself)
+//! over UDP sockets: datagrams in, timers, datagrams out, sleep in `poll`.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+use crate::hq::{Client, Streams};
+use crate::relay::wait;
+use crate::{Side, Spec};
+
+/// A connection as the drivers see it.
+pub trait Engine: Streams {
+    /// One datagram received on local address `to`.
+    fn recv(&mut self, buf: &mut [u8], from: SocketAddr, to: SocketAddr);
+    /// The next datagram: (length, from, to).
+    fn send(&mut self, out: &mut [u8]) -> Option<(usize, SocketAddr, SocketAddr)>;
+    /// When `on_timeout` is due.
+    fn timeout(&self) -> Option<Instant>;
+    /// Fires due timers.
+    fn on_timeout(&mut self);
+    /// Handshake complete.
+    fn established(&self) -> bool;
+    /// Closed or draining to its end.
+    fn closed(&self) -> bool;
+    /// Why it closed (errors of either side).
+    fn why_closed(&self) -> String;
+    /// Closes with NO_ERROR.
+    fn close(&mut self);
+    /// Called every turn with the client's progress (multipath actions).
+    fn tick(&mut self, _received: u64, _total: u64) {}
+}
+
+/// The sockets of one endpoint: a datagram goes out of the socket bound to
+/// its `from` address (the first one otherwise).
+pub struct Sockets {
+    socks: Vec<UdpSocket>,
+    locals: Vec<SocketAddr>,
+    buf: Vec<u8>,
+}
+
+impl Sockets {
+    /// Wraps bound, non-blocking sockets.
+    pub fn new(socks: Vec<UdpSocket>) -> std::io::Result<Sockets> {
+        let locals = socks.iter().map(|s| s.local_addr()).collect::<Result<_, _>>()?;
+        Ok(Sockets { socks, locals, buf: vec![0u8; 65536] })
+    }
+
+    /// Local addresses, in order.
+    pub fn locals(&self) -> &[SocketAddr] {
+        &self.locals
+    }
+
+    /// Reads everything waiting; hands each datagram to `f(buf, from, to)`.
+    pub fn input(&mut self, mut f: impl FnMut(&mut [u8], SocketAddr, SocketAddr)) {
+        for (s, &to) in self.socks.iter().zip(&self.locals) {
+            for _ in 0..256 {
+                let Ok((n, from)) = s.recv_from(&mut self.buf) else { break };
+                f(&mut self.buf[..n], from, to);
+            }
+        }
+    }
+
+    /// Sends one datagram from the socket bound to `from`.
+    pub fn send(&self, data: &[u8], from: SocketAddr, to: SocketAddr) {
+        let i = self.locals.iter().position(|l| *l == from).unwrap_or(0);
+        let _ = self.socks[i].send_to(data, to);
+    }
+
+    /// Sends what `e` has (up to a batch, so that input is not starved).
+    pub fn output(&self, e: &mut dyn Engine) {
+        let mut out = [0u8; 1500];
+        for _ in 0..128 {
+            let Some((n, from, to)) = e.send(&mut out) else { break };
+            self.send(&out[..n], from, to);
+        }
+    }
+
+    /// Sleeps until a datagram arrives or `until` (at most 5 ms).
+    pub fn wait(&self, until: Option<Instant>) {
+        let d = until.map_or(Duration::from_millis(5), |t| t.saturating_duration_since(Instant::now()));
+        if !d.is_zero() {
+            wait(&self.socks.iter().collect::<Vec<_>>(), d.min(Duration::from_millis(5)));
+        }
+    }
+}
+
+/// Fetches `spec`'s files on one connection, adding the outcome to `side`.
+pub fn fetch(
+    e: &mut dyn Engine,
+    socks: &mut Sockets,
+    spec: &Spec,
+    deadline: Instant,
+    side: &mut Side,
+) -> Result<(), String> {
+    let mut app = Client::new(spec.files.clone());
+    let res = run_client(e, socks, &mut app, deadline);
+    side.files += app.ok;
+    side.errors.extend(app.errors);
+    res
+}
+
+/// Runs one client connection until every file is in, it closes, or the deadline.
+pub fn run_client(
+    e: &mut dyn Engine,
+    socks: &mut Sockets,
+    hq: &mut Client,
+    deadline: Instant,
+) -> Result<(), String> {
+    let total = hq.total();
+    socks.output(e);
+    loop {
+        socks.input(|buf, from, to| e.recv(buf, from, to));
+        if e.timeout().is_some_and(|t| t <= Instant::now()) {
+            e.on_timeout();
+        }
+        if e.established() {
+            hq.step(e);
+            e.tick(hq.received, total);
+        }
+        if hq.done() {
+            e.close();
+            socks.output(e);
+            return Ok(());
+        }
+        socks.output(e);
+        if e.closed() {
+            return Err(format!("closed after {} of {total} bytes: {}", hq.received, e.why_closed()));
+        }
+        if Instant::now() > deadline {
+            return Err(format!("timed out after {} of {total} bytes", hq.received));
+        }
+        socks.wait(e.timeout());
+    }
+}
