@@ -6,12 +6,9 @@ use std::process::Command;
 use mpquic_interop::cases::{Case, Peer, Role, ALL};
 use mpquic_interop::matrix::{run_cell, run_cell_seeded, Status};
 
-/// Lossy handshakes with aioquic: known failures (see the ignored test
-/// below), left out of the CI run.
-const AIOQUIC_LOSSY: [(Case, Peer, Role); 2] = [
-    (Case::Handshakecorruption, Peer::Aioquic, Role::Client),
-    (Case::Handshakeloss, Peer::Aioquic, Role::Server),
-];
+/// Lossy handshakes with aioquic as the client: a known failure (see the
+/// ignored test below), left out of the CI run.
+const AIOQUIC_LOSSY: [(Case, Peer, Role); 1] = [(Case::Handshakeloss, Peer::Aioquic, Role::Server)];
 
 /// Cells that fail intermittently, run by the ignored test below.
 const FLAKY: [(Case, Peer, Role); 2] =
@@ -53,21 +50,36 @@ fn rebinding_with_quiche_server() {
     assert!(failed.is_empty(), "{} run(s) failed:\n{}", failed.len(), failed.join("\n"));
 }
 
-/// Handshakes with 30% loss or corruption against aioquic, with other draws
-/// of the link model than the cells' own seeds.
+/// Handshakes with 30% loss or corruption, mpquic client against aioquic's
+/// server, over other draws of the link model than the cells' own seeds:
+/// a lost or corrupted ClientHello is sent again by the PTO probe (a bare
+/// PING made aioquic close with PROTOCOL_VIOLATION "Packet contains no
+/// CRYPTO frame", 6 runs in 6).
 #[test]
-#[ignore = "measured: 6 of 6 runs failed of each, handshakeloss with link seed 1 and handshakecorruption with seed 2: mpquic→aioquic \
-            handshakecorruption: aioquic closes with PROTOCOL_VIOLATION 'Packet contains no CRYPTO \
-            frame' (when the ClientHello is corrupted and dropped, our Initial PTO probe carries only \
-            PING: RFC 9002 §6.2.4 wants the data sent again); aioquic→mpquic handshakeloss: aioquic's \
-            client gives up with ConnectionError or times out (also 1 of 3 CI-style runs at its own seed), cause not found yet"]
-fn lossy_handshakes_with_aioquic_other_seeds() {
+fn lossy_handshakes_to_aioquic_other_seeds() {
     let mut failed = Vec::new();
     for seed in 1..=6 {
-        for (case, role) in [(Case::Handshakecorruption, Role::Client), (Case::Handshakeloss, Role::Server)] {
-            if let Status::Fail(why) = run_cell_seeded(case, Peer::Aioquic, role, true, seed).status {
-                failed.push(format!("{} {role:?} seed {seed}: {why}", case.name()));
+        for case in [Case::Handshakecorruption, Case::Handshakeloss] {
+            if let Status::Fail(why) = run_cell_seeded(case, Peer::Aioquic, Role::Client, true, seed).status {
+                failed.push(format!("{} seed {seed}: {why}", case.name()));
             }
+        }
+    }
+    assert!(failed.is_empty(), "{} run(s) failed:\n{}", failed.len(), failed.join("\n"));
+}
+
+/// aioquic's client against our server with 30% handshake loss.
+#[test]
+#[ignore = "measured: at link seeds 1-6 seed 1 fails (aioquic's client gives up with ConnectionError; it \
+            did in 6 of 6 runs before the PTO fix too), the others pass; 1 of 3 CI-style runs failed at the \
+            cell's own seed; cause not found yet"]
+fn lossy_handshake_from_aioquic_other_seeds() {
+    let mut failed = Vec::new();
+    for seed in 1..=6 {
+        if let Status::Fail(why) =
+            run_cell_seeded(Case::Handshakeloss, Peer::Aioquic, Role::Server, true, seed).status
+        {
+            failed.push(format!("seed {seed}: {why}"));
         }
     }
     assert!(failed.is_empty(), "{} run(s) failed:\n{}", failed.len(), failed.join("\n"));

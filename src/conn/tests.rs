@@ -1274,3 +1274,38 @@ fn empty_new_token_is_a_frame_encoding_error() {
     p.run_for(Duration::from_millis(200));
     assert_eq!(p.c.local_error().map(|e| e.code), Some(ErrorCode::FRAME_ENCODING_ERROR.0));
 }
+
+/// A client whose first Initial is lost probes with its ClientHello again,
+/// not with a bare PING: a server that sees only the probe still answers
+/// with its whole first flight.
+#[test]
+fn lost_client_hello_is_resent_by_the_pto_probe() {
+    let now = Instant::now();
+    let c_addr: SocketAddr = "127.0.0.1:1111".parse().unwrap();
+    let s_addr: SocketAddr = "127.0.0.1:2222".parse().unwrap();
+    let mut c =
+        connect(Some("localhost"), &crate::random_cid(8), c_addr, s_addr, &config(false), now).unwrap();
+    let mut buf = vec![0u8; 1500];
+    // The first flight is lost.
+    while c.send(&mut buf, now).unwrap().is_some() {}
+    let pto = c.timeout().expect("PTO armed");
+    c.on_timeout(pto);
+    // The ClientHello (with its post-quantum key share) takes two datagrams.
+    let mut probes = Vec::new();
+    while let Some((n, _)) = c.send(&mut buf, pto).unwrap() {
+        probes.push(buf[..n].to_vec());
+    }
+    assert!(!probes.is_empty(), "no probe");
+    let hdr = packet::parse_header(&probes[0], 0).unwrap();
+    let mut s = accept(&crate::random_cid(8), &hdr.dcid, None, s_addr, c_addr, &config(true), pto).unwrap();
+    for mut p in probes {
+        s.recv(&mut p, RecvInfo { from: c_addr, to: s_addr }, pto).unwrap();
+    }
+    let mut answered = 0;
+    let mut out = vec![0u8; 1500];
+    while let Some((len, _)) = s.send(&mut out, pto).unwrap() {
+        answered += len;
+    }
+    // ServerHello plus the certificate flight, not a lone ACK.
+    assert!(answered > 1000, "server answered {answered} bytes");
+}

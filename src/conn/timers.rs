@@ -201,9 +201,19 @@ impl Connection {
             };
             match action {
                 TimeoutAction::None | TimeoutAction::Lost(_) => {}
+                // A handshake-space probe carries the unacknowledged CRYPTO
+                // data again (RFC 9002 §6.2.4): if the ClientHello itself was
+                // lost, a PING alone tells the server nothing (aioquic closes
+                // with PROTOCOL_VIOLATION on such an Initial).
                 TimeoutAction::Probe { space, packets } => match space {
-                    crate::recovery::SpaceKind::Initial => self.hs[0].probes = packets,
-                    crate::recovery::SpaceKind::Handshake => self.hs[1].probes = packets,
+                    crate::recovery::SpaceKind::Initial => {
+                        self.hs[0].probes = packets;
+                        self.levels.send[0].requeue_all();
+                    }
+                    crate::recovery::SpaceKind::Handshake => {
+                        self.hs[1].probes = packets;
+                        self.levels.send[1].requeue_all();
+                    }
                     crate::recovery::SpaceKind::Data => {
                         self.paths[pi].probes = packets;
                         pto_paths |= 1u64 << pi.min(63);
