@@ -106,7 +106,7 @@ fn mp_transfer_share_with_noq_client() {
 fn command_prints_table_and_writes_json() {
     let out = std::env::temp_dir().join(format!("mpquic-interop-{}.json", std::process::id()));
     let r = Command::new(env!("CARGO_BIN_EXE_mpquic-interop"))
-        .args(["--quick", "--cases", "handshake,v2,mp-transfer", "--peers", "aioquic,noq", "--out"])
+        .args(["--quick", "--cases", "handshake,v2,mp-handshake", "--peers", "aioquic,noq", "--out"])
         .arg(&out)
         .output()
         .unwrap();
@@ -116,7 +116,7 @@ fn command_prints_table_and_writes_json() {
         stdout.contains("| case | mpquic→aioquic | aioquic→mpquic | mpquic→noq | noq→mpquic |"),
         "{stdout}"
     );
-    assert!(stdout.contains("| mp-transfer | –p | –p | ✓ | ✓ |"), "{stdout}");
+    assert!(stdout.contains("| mp-handshake | –p | –p | ✓ | ✓ |"), "{stdout}");
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let cells = json.as_array().unwrap();
     assert_eq!(cells.len(), 12);
