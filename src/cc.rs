@@ -131,6 +131,21 @@ pub struct CcMetrics {
     pub bandwidth: Option<u64>,
 }
 
+impl CcMetrics {
+    /// A window-based (loss-driven) controller's metrics: its state is
+    /// recovery, slow start or congestion avoidance.
+    pub fn window_based(ssthresh: Option<usize>, recovering: bool, slow_start: bool) -> Self {
+        let state = if recovering {
+            "recovery"
+        } else if slow_start {
+            "slow_start"
+        } else {
+            "congestion_avoidance"
+        };
+        CcMetrics { ssthresh, state, ..CcMetrics::default() }
+    }
+}
+
 /// A per-path congestion controller. Hooks have no-op defaults so simple
 /// controllers stay small. All paths' views (including this one's) are given
 /// to the hooks that may need them; uncoupled controllers ignore them.

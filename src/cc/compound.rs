@@ -182,17 +182,8 @@ impl CongestionController for Compound {
     }
 
     fn metrics(&self) -> CcMetrics {
-        CcMetrics {
-            ssthresh: (self.ssthresh != usize::MAX).then_some(self.ssthresh),
-            state: if self.recovering {
-                "recovery"
-            } else if self.cwnd < self.ssthresh {
-                "slow_start"
-            } else {
-                "congestion_avoidance"
-            },
-            ..CcMetrics::default()
-        }
+        let ssthresh = (self.ssthresh != usize::MAX).then_some(self.ssthresh);
+        CcMetrics::window_based(ssthresh, self.recovering, self.cwnd < self.ssthresh)
     }
 }
 

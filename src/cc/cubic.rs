@@ -180,17 +180,8 @@ impl CongestionController for Cubic {
     }
 
     fn metrics(&self) -> CcMetrics {
-        CcMetrics {
-            ssthresh: self.ssthresh.is_finite().then_some((self.ssthresh * self.mss) as usize),
-            state: if self.recovering {
-                "recovery"
-            } else if self.cwnd < self.ssthresh {
-                "slow_start"
-            } else {
-                "congestion_avoidance"
-            },
-            ..CcMetrics::default()
-        }
+        let ssthresh = self.ssthresh.is_finite().then_some((self.ssthresh * self.mss) as usize);
+        CcMetrics::window_based(ssthresh, self.recovering, self.cwnd < self.ssthresh)
     }
 }
 
