@@ -42,8 +42,8 @@ pub const DEFAULT_KEY_UPDATE_INTERVAL: u64 = 1 << 22;
 
 /// Settings of a connection. Build one, adjust it, and pass it to
 /// [`crate::connect`] or [`crate::accept`]; one `Config` may serve many
-/// connections.
-#[derive(Debug)]
+/// connections (and be cloned, e.g. for an [`crate::Endpoint`]).
+#[derive(Clone, Debug)]
 pub struct Config {
     pub(crate) alpn: Vec<Vec<u8>>,
     pub(crate) cert_chain: Option<PathBuf>,
@@ -79,7 +79,18 @@ pub struct Config {
     pub(crate) key_update_interval: u64,
     pub(crate) qlog: bool,
     session_tickets: bool,
-    tls_cache: Mutex<Option<(bool, Arc<TlsConfig>)>>,
+    tls_cache: TlsCache,
+}
+
+/// The TLS context built from the settings (for the last role asked),
+/// shared with clones until one of them changes a TLS setting.
+#[derive(Debug, Default)]
+struct TlsCache(Mutex<Option<(bool, Arc<TlsConfig>)>>);
+
+impl Clone for TlsCache {
+    fn clone(&self) -> Self {
+        TlsCache(Mutex::new(self.0.lock().ok().and_then(|c| c.clone())))
+    }
 }
 
 impl Default for Config {
@@ -126,12 +137,12 @@ impl Config {
             key_update_interval: DEFAULT_KEY_UPDATE_INTERVAL,
             qlog: false,
             session_tickets: false,
-            tls_cache: Mutex::new(None),
+            tls_cache: TlsCache::default(),
         }
     }
 
     fn tls_changed(&mut self) {
-        if let Ok(mut c) = self.tls_cache.lock() {
+        if let Ok(mut c) = self.tls_cache.0.lock() {
             *c = None;
         }
     }
@@ -333,7 +344,7 @@ impl Config {
 
     /// The TLS context for one role, built once and shared.
     pub(crate) fn tls(&self, is_server: bool) -> Result<Arc<TlsConfig>, ConfigError> {
-        let mut cache = self.tls_cache.lock().map_err(|_| ConfigError::Tls("poisoned".into()))?;
+        let mut cache = self.tls_cache.0.lock().map_err(|_| ConfigError::Tls("poisoned".into()))?;
         if let Some((s, c)) = cache.as_ref() {
             if *s == is_server {
                 return Ok(c.clone());

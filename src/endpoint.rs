@@ -381,6 +381,11 @@ impl<T: Default> Endpoint<T> {
         self.conns.get_mut(h).map(|e| (&mut e.conn, &mut e.data))
     }
 
+    /// A connection, read-only.
+    pub fn conn(&self, h: Handle) -> Option<&Connection> {
+        self.conns.get(h).map(|e| &e.conn)
+    }
+
     /// After serving `h`: update its routes and its deadline (the earlier of
     /// the connection's timer and `app_wake`, e.g. a datagram held for
     /// pacing). A closed connection is removed and returned.

@@ -48,6 +48,19 @@ typedef enum mpquic_path_event_type {
   MPQUIC_PATH_EVENT_STATUS_CHANGED = 4,
 } mpquic_path_event_type;
 
+// What became of a datagram given to mpquic_endpoint_recv.
+typedef enum mpquic_incoming_kind {
+  // Given to an existing connection (`conn`).
+  MPQUIC_INCOMING_ROUTED = 0,
+  // A new connection (`conn`) was created for it.
+  MPQUIC_INCOMING_ACCEPTED = 1,
+  // Send the first `reply_len` bytes of the output buffer back to the
+  // sender (Version Negotiation, Retry or Stateless Reset).
+  MPQUIC_INCOMING_REPLY = 2,
+  // Dropped; nothing was kept.
+  MPQUIC_INCOMING_DROPPED = 3,
+} mpquic_incoming_kind;
+
 // Kinds of HTTP/3 events.
 typedef enum mpquic_h3_event_type {
   // A header section arrived (request, response or trailers): read it
@@ -145,6 +158,13 @@ typedef struct mpquic_config mpquic_config;
 // free with mpquic_conn_free. Not thread-safe: use from one thread at a
 // time (it may move between threads).
 typedef struct mpquic_conn mpquic_conn;
+
+// A server endpoint (opaque): create with mpquic_endpoint_new, free with
+// mpquic_endpoint_free. It owns its connections: the mpquic_conn pointers
+// it hands out stay valid until mpquic_endpoint_rearm reports the
+// connection closed, mpquic_endpoint_remove, or mpquic_endpoint_free.
+// Use from one thread at a time.
+typedef struct mpquic_endpoint mpquic_endpoint;
 
 // An HTTP/3 connection (opaque) over an mpquic_conn. Create with
 // mpquic_h3_conn_new once the QUIC handshake is complete; free with
@@ -293,6 +313,58 @@ typedef struct mpquic_path_event {
   // For MPQUIC_PATH_EVENT_STATUS_CHANGED: the new status is backup.
   bool backup;
 } mpquic_path_event;
+
+// Settings of an endpoint; mpquic_endpoint_config_default fills in the
+// defaults.
+typedef struct mpquic_endpoint_config {
+  // Length of the connection IDs the endpoint issues, 4 to 20 (16).
+  size_t cid_len;
+  // Validate addresses with Retry before keeping any state (true).
+  bool retry;
+  // Connections still in their handshake; past this many, Retry is
+  // forced even with `retry` off (256).
+  size_t max_half_open;
+  // Stateless Resets sent per second at most (1000).
+  uint32_t resets_per_sec;
+  // Give each new connection a NEW_TOKEN token so the client's next
+  // connection skips the Retry (true).
+  bool new_tokens;
+} mpquic_endpoint_config;
+
+// The result of mpquic_endpoint_recv.
+typedef struct mpquic_incoming {
+  // What happened.
+  enum mpquic_incoming_kind kind;
+  // ROUTED and ACCEPTED: the connection (mpquic_endpoint_poll returns it
+  // too); NULL otherwise.
+  struct mpquic_conn *conn;
+  // REPLY: bytes of the output buffer to send.
+  size_t reply_len;
+} mpquic_incoming;
+
+// An endpoint's counters.
+typedef struct mpquic_endpoint_counters {
+  // Connections now held.
+  uint64_t connections;
+  // Connections whose handshake has not completed.
+  uint64_t half_open;
+  // Datagrams given to existing connections.
+  uint64_t routed;
+  // Connections created.
+  uint64_t accepted;
+  // Initials refused because they did not decrypt (no state kept).
+  uint64_t undecryptable;
+  // Short-header datagrams for unknown connection IDs.
+  uint64_t unknown_cid;
+  // Version Negotiation packets sent.
+  uint64_t version_negotiations;
+  // Retry packets sent (including forced ones).
+  uint64_t retries;
+  // Stateless Resets sent.
+  uint64_t stateless_resets;
+  // Other datagrams dropped.
+  uint64_t dropped;
+} mpquic_endpoint_counters;
 
 // A header field: name and value as byte strings (not NUL-terminated).
 // Names must be lowercase; pseudo-headers (":method", ":path", ...) first.
@@ -493,7 +565,9 @@ struct mpquic_conn *mpquic_accept(const uint8_t *scid,
                                   uint64_t now_ns);
 
 // Free a connection (NULL is ignored). Any mpquic_h3_conn used with it
-// must not be used with it again.
+// must not be used with it again. A connection of an mpquic_endpoint is
+// not freed here (the call does nothing): its endpoint frees it
+// (mpquic_endpoint_rearm once closed, mpquic_endpoint_remove).
 void mpquic_conn_free(struct mpquic_conn *conn);
 
 // Process one received UDP datagram. `buf` is decrypted in place (its
@@ -697,6 +771,74 @@ int32_t mpquic_conn_set_path_status(struct mpquic_conn *conn,
                                     uint32_t path_id,
                                     bool backup,
                                     uint64_t now_ns);
+
+// Attach a pointer of the caller's to the connection (e.g. its per-client
+// state; useful with mpquic_endpoint, which hands out connections).
+void mpquic_conn_set_user_data(struct mpquic_conn *conn, void *user);
+
+// The pointer given to mpquic_conn_set_user_data (NULL before).
+void *mpquic_conn_user_data(const struct mpquic_conn *conn);
+
+// Fill `out` with the default settings. Returns 0, or
+// MPQUIC_ERROR_INVALID_ARGUMENT for NULL.
+int32_t mpquic_endpoint_config_default(struct mpquic_endpoint_config *out);
+
+// A server endpoint accepting connections with `config` (read during the
+// call only; it needs a certificate and key) and `settings` (NULL: the
+// defaults). `now_ns` is the caller's monotonic clock, the clock of every
+// later call on the endpoint and its connections. Returns NULL on invalid
+// arguments (e.g. a connection ID length outside 4..=20).
+struct mpquic_endpoint *mpquic_endpoint_new(const struct mpquic_config *config,
+                                            const struct mpquic_endpoint_config *settings,
+                                            uint64_t now_ns);
+
+// Free an endpoint and every connection it holds (NULL is ignored).
+void mpquic_endpoint_free(struct mpquic_endpoint *ep);
+
+// Give the endpoint one received datagram (`buf` is decrypted in place).
+// Replies are written to `out` (`out_len` >= 1200). Fills `res`; returns 0,
+// or MPQUIC_ERROR_INVALID_ARGUMENT. Serve the connections it reports with
+// mpquic_endpoint_poll.
+int32_t mpquic_endpoint_recv(struct mpquic_endpoint *ep,
+                             uint8_t *buf,
+                             size_t buf_len,
+                             const struct mpquic_recv_info *info,
+                             uint64_t now_ns,
+                             uint8_t *out,
+                             size_t out_len,
+                             struct mpquic_incoming *res);
+
+// The next connection that needs the program (it received datagrams, or
+// its timer was due and has been handled), or NULL. Serve it (HTTP/3,
+// mpquic_conn_send until it returns 0), then give it back with
+// mpquic_endpoint_rearm.
+struct mpquic_conn *mpquic_endpoint_poll(struct mpquic_endpoint *ep, uint64_t now_ns);
+
+// After serving `conn`: update its routes (connection IDs it issued) and
+// its deadline, the earlier of its own timer and `wake_ns` (the caller's
+// own reason to come back, e.g. a paced datagram; UINT64_MAX for none).
+// Returns 1 when the connection has closed: it is removed and `conn` is
+// freed (do not use it again); 0 otherwise; a negative mpquic_error for a
+// connection that is not this endpoint's.
+int32_t mpquic_endpoint_rearm(struct mpquic_endpoint *ep,
+                              struct mpquic_conn *conn,
+                              uint64_t wake_ns);
+
+// Remove `conn` now and free it (its later packets get a Stateless
+// Reset). Returns 0, or MPQUIC_ERROR_INVALID_ARGUMENT for a connection
+// that is not this endpoint's.
+int32_t mpquic_endpoint_remove(struct mpquic_endpoint *ep, struct mpquic_conn *conn);
+
+// When mpquic_endpoint_poll next has work if nothing arrives before
+// (caller's clock, ns), or UINT64_MAX when no connection has a deadline.
+uint64_t mpquic_endpoint_timeout_ns(struct mpquic_endpoint *ep);
+
+// Stop (false) or resume (true) accepting new connections, e.g. while
+// shutting down.
+void mpquic_endpoint_set_accept(struct mpquic_endpoint *ep, bool on);
+
+// The endpoint's counters. Returns 0, or MPQUIC_ERROR_INVALID_ARGUMENT.
+int32_t mpquic_endpoint_stats(struct mpquic_endpoint *ep, struct mpquic_endpoint_counters *out);
 
 // Start HTTP/3 on an established connection: opens the control and QPACK
 // streams (SETTINGS is sent with the next mpquic_conn_send). Returns NULL

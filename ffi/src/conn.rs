@@ -1,10 +1,13 @@
 //! `mpquic_conn`: a QUIC connection driven by the caller's datagrams and
 //! clock.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_void};
+use std::ops::{Deref, DerefMut};
 use std::panic::AssertUnwindSafe;
+use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
+use engine::endpoint::{Endpoint, Handle};
 use engine::{Connection, ConnectionId, PathId, RecvInfo};
 use libc::{sockaddr, sockaddr_storage, socklen_t, ssize_t};
 
@@ -56,18 +59,70 @@ impl Clock {
 /// free with mpquic_conn_free. Not thread-safe: use from one thread at a
 /// time (it may move between threads).
 pub struct mpquic_conn {
-    pub(crate) inner: Connection,
+    pub(crate) inner: ConnSlot,
     pub(crate) clock: Clock,
     /// The latest time the caller gave us, for calls that take no time
     /// argument (HTTP/3 closing the connection on a protocol error).
     pub(crate) last: Instant,
     /// A NEW_TOKEN token that did not fit the caller's buffer.
     pending_token: Option<Vec<u8>>,
+    /// The caller's pointer (mpquic_conn_set_user_data).
+    user: *mut c_void,
+}
+
+/// Where an mpquic_conn's connection lives: its own, or inside an
+/// mpquic_endpoint, which routes datagrams to it and so must own it; such a
+/// connection is reached through the endpoint by handle on every call, so
+/// the two never hold references into each other.
+pub(crate) enum ConnSlot {
+    Own(Box<Connection>),
+    InEndpoint(NonNull<Endpoint<()>>, Handle),
+}
+
+impl Deref for ConnSlot {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        match self {
+            ConnSlot::Own(c) => c,
+            // SAFETY: the endpoint outlives the mpquic_conn objects it hands
+            // out (it frees them when it removes their connection), and C
+            // uses both from one thread at a time.
+            ConnSlot::InEndpoint(ep, h) => {
+                unsafe { ep.as_ref() }.conn(*h).expect("connection left its endpoint")
+            }
+        }
+    }
+}
+
+impl DerefMut for ConnSlot {
+    fn deref_mut(&mut self) -> &mut Connection {
+        match self {
+            ConnSlot::Own(c) => c,
+            // SAFETY: as for deref.
+            ConnSlot::InEndpoint(ep, h) => {
+                unsafe { ep.as_mut() }.get(*h).map(|(c, _)| c).expect("connection left its endpoint")
+            }
+        }
+    }
 }
 
 impl mpquic_conn {
     fn new(inner: Connection, clock: Clock, now: Instant) -> *mut mpquic_conn {
-        Box::into_raw(Box::new(mpquic_conn { inner, clock, last: now, pending_token: None }))
+        Self::boxed(ConnSlot::Own(Box::new(inner)), clock, now)
+    }
+
+    /// An mpquic_conn for a connection held by an endpoint.
+    pub(crate) fn boxed(inner: ConnSlot, clock: Clock, now: Instant) -> *mut mpquic_conn {
+        let user = std::ptr::null_mut();
+        Box::into_raw(Box::new(mpquic_conn { inner, clock, last: now, pending_token: None, user }))
+    }
+
+    /// Whether an endpoint owns this connection.
+    pub(crate) fn in_endpoint(&self) -> Option<Handle> {
+        match self.inner {
+            ConnSlot::InEndpoint(_, h) => Some(h),
+            ConnSlot::Own(_) => None,
+        }
     }
 
     /// The instant of caller time `ns`, remembered as the latest time.
@@ -357,10 +412,13 @@ pub unsafe extern "C" fn mpquic_accept(
 }
 
 /// Free a connection (NULL is ignored). Any mpquic_h3_conn used with it
-/// must not be used with it again.
+/// must not be used with it again. A connection of an mpquic_endpoint is
+/// not freed here (the call does nothing): its endpoint frees it
+/// (mpquic_endpoint_rearm once closed, mpquic_endpoint_remove).
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_conn_free(conn: *mut mpquic_conn) {
-    if conn.is_null() {
+    // SAFETY: a live connection or NULL.
+    if unsafe { conn.as_ref() }.is_none_or(|c| c.in_endpoint().is_some()) {
         return;
     }
     // SAFETY: `conn` came from mpquic_connect/accept and is freed once.
@@ -1094,4 +1152,21 @@ pub unsafe extern "C" fn mpquic_conn_set_path_status(
             }
         })
     }
+}
+
+/// Attach a pointer of the caller's to the connection (e.g. its per-client
+/// state; useful with mpquic_endpoint, which hands out connections).
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_set_user_data(conn: *mut mpquic_conn, user: *mut c_void) {
+    // SAFETY: a live connection or NULL.
+    if let Some(c) = unsafe { conn.as_mut() } {
+        c.user = user;
+    }
+}
+
+/// The pointer given to mpquic_conn_set_user_data (NULL before).
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_user_data(conn: *const mpquic_conn) -> *mut c_void {
+    // SAFETY: a live connection or NULL.
+    unsafe { conn.as_ref() }.map_or(std::ptr::null_mut(), |c| c.user)
 }

@@ -29,6 +29,7 @@
 mod addr;
 mod config;
 mod conn;
+mod endpoint;
 mod h3;
 pub mod quiche;
 mod server;
@@ -37,6 +38,7 @@ mod tests;
 
 pub use config::*;
 pub use conn::*;
+pub use endpoint::*;
 pub use h3::*;
 pub use server::*;
 

@@ -493,3 +493,143 @@ fn garbage_initial_flood_gets_no_connection() {
         mpquic_validator_free(v);
     }
 }
+
+/// Move every datagram the client has into the endpoint; returns the
+/// endpoint's verdicts.
+unsafe fn client_to_endpoint(
+    c: *mut mpquic_conn,
+    ep: *mut mpquic_endpoint,
+    now: u64,
+) -> Vec<mpquic_incoming> {
+    let (mut buf, mut out) = ([0u8; 1500], [0u8; 1500]);
+    let mut si: mpquic_send_info = unsafe { std::mem::zeroed() };
+    let mut verdicts = Vec::new();
+    loop {
+        let len = unsafe { mpquic_conn_send(c, buf.as_mut_ptr(), buf.len(), &mut si, now) };
+        if len <= 0 {
+            return verdicts;
+        }
+        let ri = mpquic_recv_info {
+            from: (&si.from as *const sockaddr_storage).cast(),
+            from_len: si.from_len,
+            to: (&si.to as *const sockaddr_storage).cast(),
+            to_len: si.to_len,
+        };
+        let mut res: mpquic_incoming = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            mpquic_endpoint_recv(
+                ep,
+                buf.as_mut_ptr(),
+                len as usize,
+                &ri,
+                now,
+                out.as_mut_ptr(),
+                out.len(),
+                &mut res,
+            )
+        };
+        assert_eq!(rc, 0);
+        verdicts.push(res);
+    }
+}
+
+/// The endpoint through the C API: garbage is dropped with no state, a
+/// client's Initial makes a connection that mpquic_endpoint_poll hands out
+/// and that completes its handshake, the same mpquic_conn pointer comes back
+/// for its later datagrams, and misuse is refused.
+#[test]
+fn endpoint_accepts_routes_and_refuses_misuse() {
+    unsafe {
+        let (scfg, ccfg) = (config(true), config(false));
+        let mut settings: mpquic_endpoint_config = std::mem::zeroed();
+        assert_eq!(mpquic_endpoint_config_default(&mut settings), 0);
+        settings.retry = false;
+        let ep = mpquic_endpoint_new(scfg, &settings, 1_000);
+        assert!(!ep.is_null());
+        settings.cid_len = 30;
+        assert!(mpquic_endpoint_new(scfg, &settings, 1_000).is_null(), "connection ID length checked");
+        mpquic_config_free(scfg); // the endpoint keeps a copy
+
+        let (sa, ca) = (Addr::new("127.0.0.1:4433"), Addr::new("127.0.0.1:5000"));
+        let ri = mpquic_recv_info { from: ca.ptr(), from_len: ca.1, to: sa.ptr(), to_len: sa.1 };
+        // A version-1 Initial's header with garbage behind it: no state, no
+        // reply (a short header would get a Stateless Reset).
+        let (mut garbage, mut out) = ([0x5au8; 1200], [0u8; 1500]);
+        garbage[..6].copy_from_slice(&[0xc3, 0, 0, 0, 1, 8]);
+        let mut res: mpquic_incoming = std::mem::zeroed();
+        let rc = mpquic_endpoint_recv(
+            ep,
+            garbage.as_mut_ptr(),
+            1200,
+            &ri,
+            1_000,
+            out.as_mut_ptr(),
+            1500,
+            &mut res,
+        );
+        assert_eq!((rc, res.kind), (0, mpquic_incoming_kind::MPQUIC_INCOMING_DROPPED));
+        let rc = mpquic_endpoint_recv(
+            ep,
+            garbage.as_mut_ptr(),
+            1200,
+            null(),
+            1_000,
+            out.as_mut_ptr(),
+            1500,
+            &mut res,
+        );
+        assert_eq!(rc, MPQUIC_ERROR_INVALID_ARGUMENT as i32);
+
+        let c = mpquic_connect(
+            cstr("localhost").as_ptr(),
+            null(),
+            0,
+            ca.ptr(),
+            ca.1,
+            sa.ptr(),
+            sa.1,
+            ccfg,
+            1_000,
+        );
+        let first = client_to_endpoint(c, ep, 1_000);
+        let accepted: Vec<_> =
+            first.iter().filter(|r| r.kind == mpquic_incoming_kind::MPQUIC_INCOMING_ACCEPTED).collect();
+        assert_eq!(accepted.len(), 1, "one connection for the client's Initial");
+        let sconn = accepted[0].conn;
+        assert!(mpquic_conn_is_server(sconn));
+        let mut now = 1_000;
+        for _ in 0..10 {
+            now += 1_000_000;
+            while let Some(s) = std::ptr::NonNull::new(mpquic_endpoint_poll(ep, now)) {
+                assert_eq!(s.as_ptr(), sconn, "the same mpquic_conn for every datagram");
+                pump(s.as_ptr(), c, now);
+                assert_eq!(mpquic_endpoint_rearm(ep, s.as_ptr(), u64::MAX), 0);
+            }
+            for r in client_to_endpoint(c, ep, now) {
+                assert!(r.conn.is_null() || r.conn == sconn);
+            }
+        }
+        assert!(mpquic_conn_is_established(c) && mpquic_conn_is_established(sconn));
+        let mut st: mpquic_endpoint_counters = std::mem::zeroed();
+        assert_eq!(mpquic_endpoint_stats(ep, &mut st), 0);
+        assert_eq!((st.connections, st.accepted, st.half_open), (1, 1, 0));
+        assert!(st.dropped + st.undecryptable >= 1 && st.routed >= 1, "{st:?}");
+        assert!(mpquic_endpoint_timeout_ns(ep) != u64::MAX);
+
+        // The endpoint owns its connections: mpquic_conn_free leaves them;
+        // a connection of no endpoint is refused by rearm and remove.
+        mpquic_conn_free(sconn);
+        assert!(mpquic_conn_is_established(sconn));
+        assert_eq!(mpquic_endpoint_rearm(ep, c, u64::MAX), MPQUIC_ERROR_INVALID_ARGUMENT as i32);
+        assert_eq!(mpquic_endpoint_remove(ep, c), MPQUIC_ERROR_INVALID_ARGUMENT as i32);
+        let mut user = 7u8;
+        mpquic_conn_set_user_data(sconn, (&mut user as *mut u8).cast());
+        assert_eq!(mpquic_conn_user_data(sconn).cast::<u8>(), &mut user as *mut u8);
+        assert_eq!(mpquic_endpoint_remove(ep, sconn), 0);
+        assert_eq!(mpquic_endpoint_stats(ep, &mut st), 0);
+        assert_eq!(st.connections, 0);
+        mpquic_endpoint_free(ep);
+        mpquic_conn_free(c);
+        mpquic_config_free(ccfg);
+    }
+}

@@ -50,6 +50,11 @@ impl<T> Slab<T> {
         Handle { index, generation: 0 }
     }
 
+    pub(super) fn get(&self, h: Handle) -> Option<&T> {
+        let slot = self.slots.get(h.index as usize)?;
+        (slot.generation == h.generation).then_some(slot.value.as_ref()).flatten()
+    }
+
     pub(super) fn get_mut(&mut self, h: Handle) -> Option<&mut T> {
         let slot = self.slots.get_mut(h.index as usize)?;
         if slot.generation != h.generation {
@@ -97,6 +102,7 @@ mod tests {
         assert_eq!(s.get_mut(a), None, "slot reused under a new generation");
         assert_eq!(s.remove(a), None);
         assert_eq!(s.get_mut(b), Some(&mut "b"));
+        assert_eq!((s.get(a), s.get(b)), (None, Some(&"b")));
         assert_eq!(Handle::from_u64(b.as_u64()), b);
         assert_eq!((s.len(), s.handles()), (1, vec![b]));
     }

@@ -144,6 +144,11 @@ pub fn h3_server(body: Vec<u8>) -> (SocketAddr, std::thread::JoinHandle<()>) {
 /// A quiche HTTP/3 client: GET / from `peer`; returns the response body
 /// (None if the exchange did not finish).
 pub fn h3_get(peer: SocketAddr) -> Option<Vec<u8>> {
+    h3_get_path(peer, "/")
+}
+
+/// The body of a GET of `path` from `peer` with quiche's HTTP/3 client.
+pub fn h3_get_path(peer: SocketAddr, path: &str) -> Option<Vec<u8>> {
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
     let local = sock.local_addr().unwrap();
     let scid = cid();
@@ -166,7 +171,7 @@ pub fn h3_get(peer: SocketAddr) -> Option<Vec<u8>> {
                 quiche::h3::Header::new(b":method", b"GET"),
                 quiche::h3::Header::new(b":scheme", b"https"),
                 quiche::h3::Header::new(b":authority", b"localhost"),
-                quiche::h3::Header::new(b":path", b"/"),
+                quiche::h3::Header::new(b":path", path.as_bytes()),
             ];
             if let Some(h) = h.as_mut() {
                 h.send_request(conn, &req, true).ok();
