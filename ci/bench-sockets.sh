@@ -100,4 +100,16 @@ if [[ -x "$LOAD" ]]; then
     held=$(rss)
     wait "$lpid" || true
     echo "10,000 idle connections: server RSS $held kB, $(( (held - base) * 1024 / 10000 )) bytes per connection"
+
+    # The same 1,000 downloads against two SO_REUSEPORT workers.
+    kill "$spid" 2>/dev/null || true
+    wait "$spid" 2>/dev/null || true
+    "$SERVER" --root "$work" --cert tests/certs/cert.pem --key tests/certs/key.pem --workers 2 \
+        --listen "127.0.0.1:$port" --access-log "$work/access.log" 2> "$work/server.err" &
+    spid=$!
+    sleep 0.5
+    c0=$(cpu_of "$spid")
+    echo "two workers (--workers 2):"
+    "$LOAD" "https://127.0.0.1:$port/f.bin" --connections 1000 --check "$work/f.bin" --insecure
+    echo "server: CPU $(awk -v a="$(cpu_of "$spid")" -v b="$c0" 'BEGIN { print a - b }') s, peak RSS $(hwm) kB"
 fi

@@ -68,6 +68,7 @@ pub struct Config {
     pub(crate) disable_active_migration: bool,
     pub(crate) initial_max_path_id: Option<u32>,
     pub(crate) reset_key: Option<crate::server::StatelessResetKey>,
+    pub(crate) cid_prefix: Option<u8>,
     pub(crate) cc: String,
     pub(crate) scheduler: String,
     pub(crate) scheduler_factory: Option<Arc<dyn crate::sched::SchedulerFactory>>,
@@ -126,6 +127,7 @@ impl Config {
             disable_active_migration: false,
             initial_max_path_id: None,
             reset_key: None,
+            cid_prefix: None,
             cc: "cubic".into(),
             scheduler: "minrtt".into(),
             scheduler_factory: None,
@@ -269,6 +271,14 @@ impl Config {
     /// can still be reset). Without it each connection uses a random key.
     pub fn set_stateless_reset_key(&mut self, key: crate::server::StatelessResetKey) {
         self.reset_key = Some(key);
+    }
+    /// Make every connection ID we issue start with `byte` (none: fully
+    /// random). Servers that share one address — worker threads behind
+    /// SO_REUSEPORT, or machines behind a load balancer — use it to steer
+    /// each datagram to the one holding its connection, as QUIC-LB does;
+    /// the other bytes stay random.
+    pub fn set_cid_prefix(&mut self, byte: Option<u8>) {
+        self.cid_prefix = byte;
     }
     /// Start a 1-RTT key update after this many packets with the same keys
     /// (at least 1000). The default, 2^22, is half AES-GCM's confidentiality

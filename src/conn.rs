@@ -307,7 +307,7 @@ impl Connection {
         now: Instant,
     ) -> Result<Connection, Error> {
         let reset_key = config.reset_key.as_ref().map(|k| *k.bytes());
-        let mut cids = CidState::new(*scid, config.active_cid_limit, reset_key);
+        let mut cids = CidState::new(*scid, config.active_cid_limit, reset_key, config.cid_prefix);
         let params = local_params(config, scid, &cids, is_server.then_some((dcid, retry_scid)));
         let mut encoded = Vec::with_capacity(128);
         params.encode(&mut encoded);
@@ -780,9 +780,18 @@ fn streams_config(config: &Config) -> StreamsConfig {
 
 /// Generate a random connection ID of `len` bytes (for apps and tests).
 pub fn random_cid(len: usize) -> ConnectionId {
+    random_cid_with_prefix(len, None)
+}
+
+/// A random connection ID of `len` bytes whose first byte is `prefix` when
+/// given (see [`Config::set_cid_prefix`]).
+pub fn random_cid_with_prefix(len: usize, prefix: Option<u8>) -> ConnectionId {
     let mut b = [0u8; 20];
     let len = len.min(20);
     crypto::fill_random(&mut b[..len]);
+    if let (Some(p), Some(first)) = (prefix, b[..len].first_mut()) {
+        *first = p;
+    }
     ConnectionId::from_slice(&b[..len]).unwrap_or(ConnectionId::EMPTY)
 }
 

@@ -58,6 +58,34 @@ pub struct EndpointConfig {
     pub new_tokens: bool,
     /// Refuse new connections (e.g. while shutting down).
     pub accept: bool,
+    /// Keys for address-validation tokens and Stateless Resets; endpoints
+    /// that share an address (workers behind SO_REUSEPORT) share them, so
+    /// each accepts the others' tokens. `None`: random keys.
+    pub secret: Option<EndpointSecret>,
+}
+
+/// The keys an [`Endpoint`] needs beyond TLS: sealing address-validation
+/// tokens and deriving Stateless Reset tokens.
+#[derive(Clone)]
+pub struct EndpointSecret {
+    token_key: [u8; 32],
+    reset_key: [u8; 32],
+}
+
+impl EndpointSecret {
+    /// Fresh random keys.
+    pub fn random() -> EndpointSecret {
+        let (mut token_key, mut reset_key) = ([0u8; 32], [0u8; 32]);
+        crate::crypto::fill_random(&mut token_key);
+        crate::crypto::fill_random(&mut reset_key);
+        EndpointSecret { token_key, reset_key }
+    }
+}
+
+impl std::fmt::Debug for EndpointSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EndpointSecret(..)")
+    }
 }
 
 impl Default for EndpointConfig {
@@ -69,6 +97,7 @@ impl Default for EndpointConfig {
             resets_per_sec: 1000,
             new_tokens: true,
             accept: true,
+            secret: None,
         }
     }
 }
@@ -172,9 +201,12 @@ impl<T: Default> Endpoint<T> {
         if !(4..=packet::MAX_CID_LEN).contains(&ep.cid_len) {
             return Err(EndpointError(format!("connection ID length {} not in 4..=20", ep.cid_len)));
         }
-        let reset_key = StatelessResetKey::random();
+        let secret = ep.secret.clone().unwrap_or_else(EndpointSecret::random);
+        let reset_key = StatelessResetKey::from_bytes(secret.reset_key);
         config.set_stateless_reset_key(reset_key.clone());
-        let validator = Validator::new(ep.retry).map_err(|e| EndpointError(format!("token key: {e:?}")))?;
+        let mut validator = Validator::with_key(ep.retry, &secret.token_key)
+            .map_err(|e| EndpointError(format!("token key: {e:?}")))?;
+        validator.set_cid_format(ep.cid_len, config.cid_prefix);
         Ok(Endpoint {
             config,
             ep,
@@ -296,7 +328,8 @@ impl<T: Default> Endpoint<T> {
         odcid: ConnectionId,
         retry_scid: Option<ConnectionId>,
     ) -> Incoming {
-        let scid = retry_scid.unwrap_or_else(|| crate::random_cid(self.ep.cid_len));
+        let scid = retry_scid
+            .unwrap_or_else(|| crate::conn::random_cid_with_prefix(self.ep.cid_len, self.config.cid_prefix));
         let Ok(mut conn) =
             crate::accept(&scid, &odcid, retry_scid.as_ref(), info.to, info.from, &self.config, now)
         else {

@@ -102,6 +102,10 @@ pub struct Validator {
     lifetime: Duration,
     new_token_lifetime: Duration,
     retry: bool,
+    /// Length and first byte of the Retry's SCID, which becomes the
+    /// connection's first ID: as the endpoint issues them.
+    cid_len: usize,
+    cid_prefix: Option<u8>,
 }
 
 /// What a NEW_TOKEN token is bound to: the client's IP address (its port
@@ -129,12 +133,31 @@ impl Validator {
     /// before any state is kept). Retry tokens live 30 s, NEW_TOKEN tokens
     /// ([`Validator::new_token`]) a day.
     pub fn new(retry: bool) -> Result<Validator, crypto::CryptoError> {
-        Ok(Validator {
-            key: TokenKey::new()?,
+        Ok(Self::with_token_key(retry, TokenKey::new()?))
+    }
+
+    /// As [`Validator::new`], with a token key of the caller's (servers
+    /// that share one address accept each other's tokens).
+    pub fn with_key(retry: bool, key: &[u8; 32]) -> Result<Validator, crypto::CryptoError> {
+        Ok(Self::with_token_key(retry, TokenKey::from_bytes(key)?))
+    }
+
+    fn with_token_key(retry: bool, key: TokenKey) -> Validator {
+        Validator {
+            key,
             lifetime: Duration::from_secs(30),
             new_token_lifetime: Duration::from_secs(24 * 3600),
             retry,
-        })
+            cid_len: 16,
+            cid_prefix: None,
+        }
+    }
+
+    /// Length (4 to 20) and first byte of the connection IDs the server
+    /// issues, for the Retry's SCID (default: 16 random bytes).
+    pub fn set_cid_format(&mut self, len: usize, prefix: Option<u8>) {
+        self.cid_len = len.clamp(4, packet::MAX_CID_LEN);
+        self.cid_prefix = prefix;
     }
 
     /// A token for the client at `peer` to present on its next connection
@@ -207,7 +230,7 @@ impl Validator {
 
     fn retry_reply(&self, dgram: &[u8], from: &SocketAddr, now_secs: u64, out: &mut [u8]) -> Accept {
         let Ok(hdr) = packet::parse_header(dgram, 0) else { return Accept::Drop };
-        let new_scid = crate::random_cid(16);
+        let new_scid = crate::conn::random_cid_with_prefix(self.cid_len, self.cid_prefix);
         let token = self.key.seal(&addr_bytes(from), hdr.dcid.as_slice(), now_secs);
         match self.write_retry(out, &hdr.scid, &new_scid, &hdr.dcid, &token) {
             Some(n) => Accept::Reply(n),

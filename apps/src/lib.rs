@@ -13,6 +13,7 @@ pub mod qlog;
 pub mod server;
 pub mod stats;
 pub mod target;
+pub mod workers;
 
 /// HTTP/3 ALPN.
 pub const ALPN: &[u8] = b"h3";

@@ -97,19 +97,27 @@ impl Sockets {
 
     /// Bind one socket per spec, each in its own network namespace if it names one.
     pub fn bind_specs(specs: &[LocalSpec]) -> io::Result<Sockets> {
+        let mut socks = Vec::new();
+        for spec in specs {
+            let a = spec.addr;
+            socks.push(match &spec.netns {
+                None => std::net::UdpSocket::bind(a)
+                    .map_err(|e| io::Error::new(e.kind(), format!("bind {a}: {e}")))?,
+                Some(ns) => bind_in_netns(a, ns)?,
+            });
+        }
+        Sockets::adopt(socks)
+    }
+
+    /// Take bound sockets over (e.g. a worker's share of an SO_REUSEPORT
+    /// group): non-blocking, larger buffers, GRO where the kernel has it.
+    pub fn adopt(std_socks: Vec<std::net::UdpSocket>) -> io::Result<Sockets> {
         let poll = Poll::new()?;
         let mut socks = Vec::new();
         let mut bound = Vec::new();
-        for (i, spec) in specs.iter().enumerate() {
-            let a = spec.addr;
-            let mut s = match &spec.netns {
-                None => UdpSocket::bind(a).map_err(|e| io::Error::new(e.kind(), format!("bind {a}: {e}")))?,
-                Some(ns) => {
-                    let std_sock = bind_in_netns(a, ns)?;
-                    std_sock.set_nonblocking(true)?;
-                    UdpSocket::from_std(std_sock)
-                }
-            };
+        for (i, std_sock) in std_socks.into_iter().enumerate() {
+            std_sock.set_nonblocking(true)?;
+            let mut s = UdpSocket::from_std(std_sock);
             grow_buffers(&s);
             crate::batch::enable_gro(&s);
             poll.registry().register(&mut s, Token(i), Interest::READABLE)?;

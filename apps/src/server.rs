@@ -106,6 +106,33 @@ impl Server {
     /// files are reported now, one line each, rather than at the first
     /// client.
     pub fn new(opts: Options) -> Result<Server, StartError> {
+        let socks = Sockets::bind(&opts.listen).map_err(|e| (exit::IO, e.to_string()))?;
+        Server::with_sockets(opts, socks, None)
+    }
+
+    /// `n` servers sharing the listening addresses, one per worker thread
+    /// (run each with [`Server::run`]): datagrams reach the worker that
+    /// holds their connection (see [`crate::workers`]); the workers share
+    /// their token and reset keys, so a client's token from one passes at
+    /// another. The error says why the kernel refused, if it did.
+    pub fn workers(opts: Options, n: usize) -> Result<Vec<Server>, StartError> {
+        let groups = crate::workers::bind(&opts.listen, n).map_err(|e| (exit::IO, e.to_string()))?;
+        let secret = mpquic::EndpointSecret::random();
+        let mut servers = Vec::new();
+        for (i, socks) in groups.into_iter().enumerate() {
+            let mut opts = opts.clone();
+            let socks = Sockets::adopt(socks).map_err(|e| (exit::IO, e.to_string()))?;
+            opts.listen = socks.local_addrs().to_vec();
+            servers.push(Server::with_sockets(opts, socks, Some((i as u8, secret.clone())))?);
+        }
+        Ok(servers)
+    }
+
+    fn with_sockets(
+        opts: Options,
+        socks: Sockets,
+        worker: Option<(u8, mpquic::EndpointSecret)>,
+    ) -> Result<Server, StartError> {
         let usage = |e: String| (exit::USAGE, e);
         pem::check("--cert", &opts.cert, pem::Want::Certificates).map_err(usage)?;
         pem::check("--key", &opts.key, pem::Want::PrivateKey).map_err(usage)?;
@@ -119,15 +146,16 @@ impl Server {
         let Some(&first) = opts.listen.first() else {
             return Err(usage("no address to listen on".into()));
         };
-        let config = config(&opts, first)?;
+        let mut config = config(&opts, first)?;
+        config.set_cid_prefix(worker.as_ref().map(|w| w.0));
         let ep_config = EndpointConfig {
             cid_len: CID_LEN,
             retry: opts.retry,
             max_half_open: opts.max_half_open,
+            secret: worker.map(|w| w.1),
             ..EndpointConfig::default()
         };
         let ep = Endpoint::new(config, ep_config, Instant::now()).map_err(|e| (exit::IO, e.to_string()))?;
-        let socks = Sockets::bind(&opts.listen).map_err(|e| (exit::IO, e.to_string()))?;
         let access: Box<dyn Write + Send> = match &opts.access_log {
             Some(p) => match std::fs::OpenOptions::new().create(true).append(true).open(p) {
                 Ok(f) => Box::new(f),

@@ -363,3 +363,48 @@ fn unknown_connection_gets_a_stateless_reset() {
     sock.send_to(&pkt[..21], srv.addr).unwrap();
     assert!(sock.recv_from(&mut buf).is_err(), "a 21-byte packet must not be answered");
 }
+
+/// Two workers on one address (SO_REUSEPORT): 16 concurrent two-path
+/// downloads all arrive byte-exact with both paths carrying data — each
+/// client's second path is a new 4-tuple, which reaches the worker holding
+/// its connection only through the connection-ID steering — and both
+/// workers accept connections (all 16 on one would happen 2 times in 65,536).
+#[test]
+fn two_workers_serve_multipath_clients() {
+    let (root, _) = served("workers");
+    let data = content(1 << 20, 11);
+    std::fs::write(root.join("one.bin"), &data).unwrap();
+    let srv = ServerProc::start(&root, &["--workers", "2", "--scheduler", "rr"]);
+    let url = srv.url("/one.bin");
+    let clients: Vec<_> = (0..16)
+        .map(|i| {
+            let (url, out) = (url.clone(), root.with_extension(format!("out{i}")));
+            std::thread::spawn(move || {
+                let o = out.to_str().unwrap();
+                let args =
+                    [&url, "--ca", &cert("rootca.pem"), "--local", "127.0.0.1", "--local", "127.0.0.2"];
+                let r = client(&[&args[..], &["--json", "-o", o]].concat());
+                (r, out)
+            })
+        })
+        .collect();
+    for t in clients {
+        let (r, out) = t.join().unwrap();
+        assert_eq!(r.status.code(), Some(0));
+        assert_eq!(sha256_file(&out), sha256(&data));
+        let j: serde_json::Value = serde_json::from_slice(&r.stdout).expect("JSON summary");
+        for p in j["paths"].as_array().unwrap() {
+            assert!(p["recv_bytes"].as_u64().unwrap() > 100_000, "a path carried nothing: {j}");
+        }
+    }
+    let pid = srv.child.id() as i32;
+    // SAFETY: signalling the child process we started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let line = std::iter::from_fn(|| srv.log.recv_timeout(std::time::Duration::from_secs(10)).ok())
+        .find(|l| l.contains("accepted per worker"))
+        .expect("per-worker counts");
+    let counts: Vec<u64> =
+        line.split(':').nth(2).unwrap().split_whitespace().map(|n| n.parse().unwrap()).collect();
+    assert_eq!((counts.len(), counts.iter().sum::<u64>()), (2, 16), "{line}");
+    assert!(counts.iter().all(|&n| n > 0), "{line}");
+}

@@ -52,7 +52,11 @@ struct World {
 impl World {
     fn new(retry: bool, max_half_open: usize) -> World {
         let now = Instant::now();
-        World { ep: endpoint(retry, max_half_open, now), clients: Vec::new(), now, sent_to: HashMap::new() }
+        World::with(endpoint(retry, max_half_open, now), now)
+    }
+
+    fn with(ep: Endpoint<u32>, now: Instant) -> World {
+        World { ep, clients: Vec::new(), now, sent_to: HashMap::new() }
     }
 
     fn send_to_endpoint(&mut self, d: &mut [u8], from: SocketAddr, to: SocketAddr) -> Incoming {
@@ -302,4 +306,58 @@ fn bad_cid_length_is_refused() {
     let ep = EndpointConfig { cid_len: 2, ..EndpointConfig::default() };
     let e = Endpoint::<()>::new(config(true), ep, now).err().unwrap();
     assert!(e.to_string().contains("not in 4..=20"));
+}
+
+/// An endpoint whose connection IDs start with `prefix`, `cid_len` bytes
+/// long, sharing `secret`.
+fn tagged_endpoint(prefix: u8, cid_len: usize, secret: &EndpointSecret, now: Instant) -> Endpoint<u32> {
+    let mut cfg = config(true);
+    cfg.set_initial_max_path_id(Some(3));
+    cfg.set_cid_prefix(Some(prefix));
+    let ep = EndpointConfig { cid_len, secret: Some(secret.clone()), ..EndpointConfig::default() };
+    Endpoint::new(cfg, ep, now).unwrap()
+}
+
+/// Every ID the endpoint routes — the Retry's SCID, the first path's and a
+/// second path's — starts with the configured byte and has the endpoint's
+/// length (8 here: the Retry SCID used to be 16 bytes whatever the length).
+#[test]
+fn issued_ids_carry_the_prefix_through_retry_and_new_paths() {
+    let now = Instant::now();
+    let mut w = World::with(tagged_endpoint(0xa7, 8, &EndpointSecret::random(), now), now);
+    let c = w.connect(5000);
+    assert!(w.clients[c].is_established());
+    assert_eq!(w.ep.stats().retries, 1);
+    let now = w.now;
+    let id = w.clients[c].probe_path("127.0.0.2:5001".parse().unwrap(), server_addr(), now).unwrap();
+    w.run(200);
+    assert!(std::iter::from_fn(|| w.clients[c].path_event_next()).any(|e| e == PathEvent::Validated(id)));
+    assert!(w.ep.routes() >= 3, "{}", w.ep.routes());
+    for cid in w.ep.by_cid.keys() {
+        assert_eq!((cid.len(), cid.as_slice()[0]), (8, 0xa7), "{cid:?}");
+    }
+}
+
+/// Endpoints sharing a secret (workers behind one address) accept each
+/// other's NEW_TOKEN tokens: no Retry for a client coming back to the other.
+#[test]
+fn endpoints_sharing_a_secret_accept_each_others_tokens() {
+    let now = Instant::now();
+    let secret = EndpointSecret::random();
+    let a = tagged_endpoint(0, 16, &secret, now);
+    let token = a.new_token(&"127.0.0.1:5000".parse().unwrap(), now);
+    let mut w = World::with(tagged_endpoint(1, 16, &secret, now), now);
+    let mut cl = client(5000, now);
+    cl.set_token(&token);
+    w.clients.push(cl);
+    w.run(100);
+    assert!(w.clients[0].is_established());
+    assert_eq!((w.ep.stats().retries, w.ep.stats().accepted), (0, 1), "the other worker's token passed");
+    // A different secret: the token means nothing, the client must pass a Retry.
+    let mut w = World::with(tagged_endpoint(1, 16, &EndpointSecret::random(), now), now);
+    let mut cl = client(5000, now);
+    cl.set_token(&token);
+    w.clients.push(cl);
+    w.run(100);
+    assert_eq!(w.ep.stats().retries, 1);
 }

@@ -36,6 +36,8 @@ pub(crate) struct CidState {
     /// The peer's limit on our CIDs per path.
     pub(crate) local_limit: u64,
     cid_len: usize,
+    /// First byte of every ID we issue (Config::set_cid_prefix).
+    prefix: Option<u8>,
     reset_key: [u8; 32],
     next_local_seq: Vec<(PathId, u64)>,
     /// Bumped whenever `local` gains or loses an ID, so a router can
@@ -44,7 +46,12 @@ pub(crate) struct CidState {
 }
 
 impl CidState {
-    pub(crate) fn new(scid: ConnectionId, peer_limit: u64, reset_key: Option<[u8; 32]>) -> CidState {
+    pub(crate) fn new(
+        scid: ConnectionId,
+        peer_limit: u64,
+        reset_key: Option<[u8; 32]>,
+        prefix: Option<u8>,
+    ) -> CidState {
         let reset_key = reset_key.unwrap_or_else(|| {
             let mut k = [0u8; 32];
             crypto::fill_random(&mut k);
@@ -57,6 +64,7 @@ impl CidState {
             peer_limit,
             local_limit: 2,
             cid_len: scid.len(),
+            prefix,
             reset_key,
             next_local_seq: vec![(PathId::ZERO, 1)],
             local_generation: 0,
@@ -163,7 +171,7 @@ impl CidState {
                     0
                 }
             };
-            let cid = crate::conn::random_cid(self.cid_len);
+            let cid = crate::conn::random_cid_with_prefix(self.cid_len, self.prefix);
             let reset_token = self.reset_token_for(&cid);
             self.local.push(LocalCid { path, seq, cid, reset_token, announce_pending: true });
             self.local_generation += 1;

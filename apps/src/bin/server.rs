@@ -52,6 +52,11 @@ struct Args {
     /// pass a Retry, even with --no-retry.
     #[arg(long, default_value_t = 256)]
     max_half_open: usize,
+    /// Worker threads, each with its own socket on every address
+    /// (SO_REUSEPORT); the kernel steers datagrams to the worker holding
+    /// their connection by the connection ID's first byte.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=64))]
+    workers: u8,
 }
 
 fn fail(code: i32, msg: impl std::fmt::Display) -> ! {
@@ -78,24 +83,55 @@ fn main() {
         idle_timeout: args.idle_timeout,
         max_half_open: args.max_half_open,
     };
-    let mut server = Server::new(opts.clone()).unwrap_or_else(|(code, e)| fail(code, e));
+    let mut servers = start(&opts, usize::from(args.workers));
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         if let Err(e) = signal_hook::flag::register(sig, stop.clone()) {
             fail(exit::IO, format!("signal handler: {e}"));
         }
     }
-    let listening: Vec<String> = server.local_addrs().iter().map(|a| a.to_string()).collect();
+    let listening: Vec<String> = servers[0].local_addrs().iter().map(|a| a.to_string()).collect();
     eprintln!(
-        "mpquic-server: serving {} on {} (cc {}, scheduler {}, retry {}, max paths {})",
-        server.root().display(),
+        "mpquic-server: serving {} on {} (cc {}, scheduler {}, retry {}, max paths {}, workers {})",
+        servers[0].root().display(),
         listening.join(", "),
         opts.cc,
         opts.scheduler,
         if opts.retry { "on" } else { "off" },
-        opts.max_paths
+        opts.max_paths,
+        servers.len()
     );
-    if let Err(e) = server.run(&stop) {
-        fail(exit::IO, e);
+    let mut first = servers.remove(0);
+    let others: Vec<_> = servers
+        .into_iter()
+        .map(|mut s| {
+            let stop = stop.clone();
+            std::thread::spawn(move || (s.run(&stop), s.stats()))
+        })
+        .collect();
+    let mut results = vec![(first.run(&stop), first.stats())];
+    results
+        .extend(others.into_iter().map(|t| t.join().unwrap_or_else(|_| fail(exit::IO, "a worker panicked"))));
+    if results.len() > 1 {
+        let accepted: Vec<String> = results.iter().map(|(_, s)| s.accepted.to_string()).collect();
+        eprintln!("mpquic-server: connections accepted per worker: {}", accepted.join(" "));
     }
+    for (r, _) in results {
+        if let Err(e) = r {
+            fail(exit::IO, e);
+        }
+    }
+}
+
+/// One server, or `workers` sharing the addresses; one if the kernel
+/// refuses SO_REUSEPORT steering (said on stderr).
+fn start(opts: &Options, workers: usize) -> Vec<Server> {
+    if workers > 1 {
+        match Server::workers(opts.clone(), workers) {
+            Ok(s) => return s,
+            Err((code, e)) if code == exit::USAGE => fail(code, e),
+            Err((_, e)) => eprintln!("mpquic-server: {workers} workers impossible here ({e}); running one"),
+        }
+    }
+    vec![Server::new(opts.clone()).unwrap_or_else(|(code, e)| fail(code, e))]
 }

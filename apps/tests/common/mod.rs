@@ -64,6 +64,8 @@ pub struct ServerProc {
     pub addr: SocketAddr,
     pub root: PathBuf,
     pub access_log: PathBuf,
+    /// Its stderr lines after the first.
+    pub log: std::sync::mpsc::Receiver<String>,
 }
 
 impl Drop for ServerProc {
@@ -102,7 +104,7 @@ impl ServerProc {
         });
         let first = rx.recv_timeout(Duration::from_secs(20)).expect("server did not start");
         assert!(first.contains("serving"), "server said: {first}");
-        ServerProc { child, addr, root: root.to_path_buf(), access_log }
+        ServerProc { child, addr, root: root.to_path_buf(), access_log, log: rx }
     }
 
     pub fn url(&self, path: &str) -> String {
