@@ -136,9 +136,6 @@ impl Case {
             Http3 => Err(ByMpquic(
                 "the runner speaks hq-interop only; HTTP/3 interop is in apps/tests and ffi/tests",
             )),
-            RebindPort | RebindAddr if role == Role::Server => {
-                Err(ByMpquic("no NAT rebinding on a server yet"))
-            }
             Chacha20 if peer == Peer::Quiche => {
                 Err(ByPeer("quiche (BoringSSL) cannot restrict TLS 1.3 cipher suites, nor can mpquic"))
             }
@@ -257,6 +254,12 @@ impl Case {
                 None => Err("the client was never cut off".into()),
             },
             RebindPort | RebindAddr if seen.rebinds == 0 => Err("no rebinding happened".into()),
+            RebindPort | RebindAddr if role == Role::Server && seen.rebound_down == 0 => {
+                Err("the server kept sending to the client's old address".into())
+            }
+            RebindPort | RebindAddr if role == Role::Server => {
+                Ok(format!("{} kB sent to the new address", seen.rebound_down / 1000))
+            }
             MpHandshake | MpTransfer | MpBackup | MpAbandon if seen.flows.len() < 2 => {
                 Err(format!("only {} path(s) used", seen.flows.len()))
             }

@@ -65,6 +65,9 @@ pub struct Seen {
     pub amplification: Option<(u64, u64)>,
     /// Rebindings done.
     pub rebinds: u32,
+    /// Server bytes that reached a rebound flow's new address (the server
+    /// followed the client; the old mapping lingers, so it need not).
+    pub rebound_down: u64,
 }
 
 struct Flow {
@@ -287,9 +290,12 @@ impl State {
         for i in 0..self.flows.len() {
             loop {
                 let f = &self.flows[i];
-                let got =
-                    std::iter::once(&f.back).chain(&f.old).find_map(|s| s.recv_from(&mut self.buf).ok());
+                let (current, rebound) = (f.back.recv_from(&mut self.buf).ok(), !f.old.is_empty());
+                let got = current.or_else(|| f.old.iter().find_map(|s| s.recv_from(&mut self.buf).ok()));
                 let Some((n, _)) = got else { break };
+                if current.is_some() && rebound {
+                    self.seen.rebound_down += n as u64;
+                }
                 let now = self.now();
                 // A long header with type 3 is a Retry (RFC 9000 §17.2.5).
                 self.seen.retry |= self.buf[0] & 0xf0 == 0xf0;

@@ -355,6 +355,11 @@ impl Connection {
                 p.challenge_retry = None;
                 p.challenge_pending = true;
             }
+            // A new peer address that failed validation: back to the old one.
+            if p.challenge_deadline.is_some_and(|t| now >= t) && !p.validated && p.peer_move_failed() {
+                i += 1;
+                continue;
+            }
             if p.challenge_deadline.is_some_and(|t| now >= t) && !p.validated && !p.abandoned {
                 let id = p.id;
                 if !(self.multipath && id != PathId::ZERO) {

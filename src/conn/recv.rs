@@ -139,14 +139,18 @@ impl Connection {
         {
             return Ok(plen);
         }
-        if self.recv_acks(level, path_id).is_none_or(|a| a.is_duplicate(pn)) {
+        let Some(acks) = self.recv_acks(level, path_id).filter(|a| !a.is_duplicate(pn)) else {
             return Ok(plen);
-        }
+        };
+        let newest = acks.largest_received().is_none_or(|l| pn > l);
         self.on_peer_packet(level, scid);
         let payload = &pkt[payload];
-        let ack_eliciting = self.on_frames(payload, level, path_id, info, now).map_err(Err)?;
+        let facts = self.on_frames(payload, level, path_id, info, now).map_err(Err)?;
         let pidx = self.path_index(path_id).unwrap_or(0);
-        self.on_packet_received(level, pidx, pn, plen, ack_eliciting, now);
+        if level == Level::OneRtt && self.is_server && newest && facts.non_probing {
+            self.follow_peer_address(pidx, info, now);
+        }
+        self.on_packet_received(level, pidx, pn, plen, facts.ack_eliciting, now);
         Ok(plen)
     }
 
@@ -214,7 +218,8 @@ impl Connection {
         Ok(())
     }
 
-    /// Process a packet's frames; returns whether it was ack-eliciting.
+    /// Process a packet's frames; returns whether it was ack-eliciting and
+    /// non-probing.
     fn on_frames(
         &mut self,
         payload: &[u8],
@@ -222,7 +227,7 @@ impl Connection {
         path_id: PathId,
         info: RecvInfo,
         now: Instant,
-    ) -> Result<bool, TransportError> {
+    ) -> Result<PacketFacts, TransportError> {
         let ptype = hdr_type(level);
         let mut facts = PacketFacts::default();
         frame::for_each_frame(payload, |f| {
@@ -242,7 +247,27 @@ impl Connection {
                 }
             })
         })?;
-        Ok(facts.ack_eliciting)
+        Ok(facts)
+    }
+
+    /// The newest non-probing packet of path `pidx` came from `info.from`:
+    /// if that is a new address, the peer moved (NAT rebinding, RFC 9000
+    /// §9.3) and we follow it, validating the new address; if it is the
+    /// validated address we had just left (a spoofed or reordered packet
+    /// moved us), we go back at once.
+    fn follow_peer_address(&mut self, pidx: usize, info: RecvInfo, now: Instant) {
+        let cfg = &self.path_config;
+        let p = &mut self.paths[pidx];
+        if info.from == p.peer {
+            return;
+        }
+        if p.moved_from.is_some_and(|(old, validated)| old == info.from && validated) {
+            p.peer_move_failed();
+            return;
+        }
+        log::debug!("path {}: peer moved from {} to {}", p.id.0, p.peer, info.from);
+        p.local = info.to;
+        p.peer_moved(info.from, cfg, now);
     }
 
     /// Record a packet for acknowledgement and the path's counters.
@@ -450,6 +475,7 @@ impl Connection {
         let p = &mut self.paths[i];
         if p.challenges.answers(&data) {
             p.end_validation();
+            p.moved_from = None;
             if !p.validated {
                 p.validated = true;
                 let id = p.id;

@@ -104,8 +104,9 @@ impl Connection {
         let mut limit = out.len().min(self.max_udp_payload);
         // Anti-amplification (RFC 9000 §8.1): 3x what the client sent, on
         // the first path before the handshake validates the client, and on
-        // a new path until path validation succeeds.
-        let new_unvalidated = self.is_server && pi != 0 && !self.paths[pi].validated;
+        // a new path or a new peer address until path validation succeeds.
+        let p = &self.paths[pi];
+        let new_unvalidated = self.is_server && !p.validated && (pi != 0 || p.moved_from.is_some());
         if (self.is_server && !self.peer_validated) || new_unvalidated {
             let p = &self.paths[pi];
             let budget = (p.amp_recv * 3).saturating_sub(p.amp_sent) as usize;

@@ -63,6 +63,10 @@ pub(crate) struct Pair {
     /// Decides (from the receiver's state and the datagram's addresses)
     /// whether a datagram is dropped, besides `loss`.
     pub(crate) drop_if: Option<DropFilter>,
+    /// A NAT rebinding: the client's datagrams from the first address reach
+    /// the server from the second, the server's to the second reach the
+    /// client's first, and the server's to the first are lost.
+    pub(crate) nat: Option<(SocketAddr, SocketAddr)>,
 }
 
 pub(crate) type DropFilter = Box<dyn FnMut(&Connection, &crate::SendInfo) -> bool>;
@@ -94,6 +98,7 @@ impl Pair {
             slow: Vec::new(),
             client_sent: None,
             drop_if: None,
+            nat: None,
         }
     }
 
@@ -116,10 +121,16 @@ impl Pair {
                         // The receiver decides (by its own state) what it drops.
                         let receiver = if to_server { &self.s } else { &self.c };
                         let filtered = self.drop_if.as_mut().is_some_and(|f| f(receiver, &si));
+                        let (from, to) = match self.nat {
+                            Some((inside, outside)) if to_server && si.from == inside => (outside, si.to),
+                            Some((inside, outside)) if !to_server && si.to == outside => (si.from, inside),
+                            Some((inside, _)) if !to_server && si.to == inside => continue,
+                            _ => (si.from, si.to),
+                        };
                         if self.rng.gen::<f64>() < self.loss
                             || filtered
-                            || self.blackhole.contains(&si.from)
-                            || self.blackhole.contains(&si.to)
+                            || self.blackhole.contains(&from)
+                            || self.blackhole.contains(&to)
                         {
                             continue;
                         }
@@ -134,7 +145,7 @@ impl Pair {
                             at: self.now + self.delay + extra,
                             data: buf[..len].to_vec(),
                             to_server,
-                            info: RecvInfo { from: si.from, to: si.to },
+                            info: RecvInfo { from, to },
                         });
                     }
                     Ok(None) => break,
@@ -1308,4 +1319,50 @@ fn lost_client_hello_is_resent_by_the_pto_probe() {
     }
     // ServerHello plus the certificate flight, not a lone ACK.
     assert!(answered > 1000, "server answered {answered} bytes");
+}
+
+/// NAT rebinding mid-transfer (RFC 9000 §9.3): the server follows the
+/// client to its new address, validates it, and the body arrives whole —
+/// for a new port (the controller kept) and a new IP address (restarted).
+#[test]
+fn server_follows_a_rebound_client() {
+    for new in ["127.0.0.1:1199", "127.0.0.7:1111"] {
+        let new: SocketAddr = new.parse().unwrap();
+        let mut p = Pair::default_pair();
+        p.handshake();
+        let c_addr = p.c_addr;
+        let data = pattern(2_000_000);
+        let got = p.transfer_with(0, &data, |p, n| {
+            if n > 500_000 && p.nat.is_none() {
+                p.nat = Some((c_addr, new));
+            }
+        });
+        assert!(got == data, "{new}: body differs");
+        let path = &p.s.paths[0];
+        assert_eq!(path.peer, new, "server sends to the new address");
+        assert!(path.validated && path.moved_from.is_none(), "{new}: new address validated");
+    }
+}
+
+/// A new address that never answers the PATH_CHALLENGE (e.g. a spoofed
+/// source): after the validation deadline the server returns to the
+/// address it had validated.
+#[test]
+fn server_returns_when_the_new_address_fails_validation() {
+    let mut p = Pair::default_pair();
+    p.handshake();
+    let (c_addr, spoofed): (SocketAddr, SocketAddr) = (p.c_addr, "127.0.0.66:6666".parse().unwrap());
+    p.c.stream_send(0, b"get", false).unwrap();
+    p.run_for(Duration::from_millis(100));
+    // From now on the client's packets arrive from elsewhere, and nothing
+    // sent there comes back.
+    p.nat = Some((c_addr, spoofed));
+    p.drop_if = Some(Box::new(move |_, si| si.to == spoofed));
+    p.c.stream_send(0, b"more", false).unwrap();
+    p.run_for(Duration::from_millis(30));
+    assert_eq!(p.s.paths[0].peer, spoofed, "moved on the newest packet");
+    assert!(!p.s.paths[0].validated);
+    p.run_for(Duration::from_secs(3));
+    assert_eq!(p.s.paths[0].peer, c_addr, "back to the validated address");
+    assert!(p.s.paths[0].validated && p.s.paths[0].moved_from.is_none());
 }

@@ -41,6 +41,16 @@ impl PathConfig {
             peer_max_ack_delay: None,
         }
     }
+
+    /// The configured controller for a path (Cubic if the name is unknown).
+    fn controller(&self, params: CcParams) -> Box<dyn cc::CongestionController> {
+        match &self.cc_factory {
+            Some(f) => f.build(params),
+            None => {
+                cc::build(&self.cc, params).unwrap_or_else(|_| Box::new(crate::cc::cubic::Cubic::new(params)))
+            }
+        }
+    }
 }
 
 /// One network path.
@@ -99,6 +109,10 @@ pub(crate) struct Path {
     pub(crate) dsr_pending: Option<u64>,
     /// Maximum datagram payload on this path.
     pub(crate) mss: usize,
+    /// While a new peer address is being validated after the peer moved
+    /// (NAT rebinding, RFC 9000 §9.3): the address before, and whether it
+    /// was validated, to return to if validation fails.
+    pub(crate) moved_from: Option<(SocketAddr, bool)>,
 }
 
 /// The data of the PATH_CHALLENGEs sent on a path, newest last. Only the
@@ -185,12 +199,7 @@ impl Path {
         let mss = config.mss;
         let seed = cc::path_seed(local, peer);
         let params = CcParams { path_id: id, mss, initial_window: cc::initial_window(mss), now, seed };
-        let controller = match &config.cc_factory {
-            Some(f) => f.build(params),
-            None => cc::build(&config.cc, params)
-                .unwrap_or_else(|_| Box::new(crate::cc::cubic::Cubic::new(params))),
-        };
-        let mut recovery = PathRecovery::new(params, controller, config.initial_rtt);
+        let mut recovery = PathRecovery::new(params, config.controller(params), config.initial_rtt);
         if let Some(d) = config.peer_max_ack_delay {
             recovery.set_max_ack_delay(d);
         }
@@ -230,7 +239,45 @@ impl Path {
             dsr_round_end: None,
             dsr_pending: None,
             mss,
+            moved_from: None,
         }
+    }
+
+    /// The peer's packets now come from `peer` (RFC 9000 §9.3): send there
+    /// at once, within the anti-amplification limit until a PATH_CHALLENGE
+    /// validates it; remember where to return if that fails. A new IP
+    /// address (not only a new port) also gets a fresh controller and RTT
+    /// estimate from `cc` (§9.4).
+    pub(crate) fn peer_moved(&mut self, peer: SocketAddr, config: &PathConfig, now: Instant) {
+        if self.moved_from.is_none() {
+            self.moved_from = Some((self.peer, self.validated));
+        }
+        if peer.ip() != self.peer.ip() {
+            let params = CcParams {
+                path_id: self.id,
+                mss: self.mss,
+                initial_window: cc::initial_window(self.mss),
+                now,
+                seed: cc::path_seed(self.local, peer),
+            };
+            self.recovery.restart_on_new_address(config.controller(params), config.initial_rtt);
+        }
+        self.peer = peer;
+        self.validated = false;
+        self.amp_recv = 0;
+        self.amp_sent = 0;
+        self.end_validation();
+        self.challenge_pending = true;
+    }
+
+    /// Path validation of a new peer address failed: back to the old one.
+    /// Returns whether there was one.
+    pub(crate) fn peer_move_failed(&mut self) -> bool {
+        let Some((old, validated)) = self.moved_from.take() else { return false };
+        self.peer = old;
+        self.validated = validated;
+        self.end_validation();
+        true
     }
 
     /// Validated, not abandoned.

@@ -91,6 +91,15 @@ impl PathRecovery {
         }
     }
 
+    /// The peer moved to a new IP address (RFC 9000 §9.4): a fresh
+    /// controller and RTT estimate; packets in flight stay tracked.
+    pub fn restart_on_new_address(&mut self, cc: Box<dyn CongestionController>, initial_rtt: Duration) {
+        self.cc = cc;
+        self.rtt = RttEstimator::new(initial_rtt);
+        self.first_rtt_sample = None;
+        self.pto_count = 0;
+    }
+
     /// Set the peer's max_ack_delay transport parameter.
     pub fn set_max_ack_delay(&mut self, d: Duration) {
         self.max_ack_delay = d;
