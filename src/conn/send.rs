@@ -108,7 +108,6 @@ impl Connection {
         let p = &self.paths[pi];
         let new_unvalidated = self.is_server && !p.validated && (pi != 0 || p.moved_from.is_some());
         if (self.is_server && !self.peer_validated) || new_unvalidated {
-            let p = &self.paths[pi];
             let budget = (p.amp_recv * 3).saturating_sub(p.amp_sent) as usize;
             if budget < limit {
                 limit = budget;
