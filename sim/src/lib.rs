@@ -23,4 +23,4 @@ mod tag;
 
 pub use app::{video, VideoStats};
 pub use report::{FlowSummary, LinkSummary, PathSample, PathSummary, Report, Sample};
-pub use sim::{Failure, FlowSpec, Sim, SimConfig, SimError, Workload};
+pub use sim::{Failure, FlowSpec, Rebinding, Sim, SimConfig, SimError, Workload};

@@ -175,6 +175,24 @@ pub struct Failure {
     pub at: Duration,
 }
 
+/// A NAT rebinding: from `at` on, the server sees the client's end of flow
+/// path `path` of the first flow at a new port, and what it still sends to
+/// the old one is lost (the NAT's old mapping is gone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rebinding {
+    /// Flow path index of the first flow.
+    pub path: usize,
+    /// Time of the rebinding.
+    pub at: Duration,
+}
+
+/// The address a NAT gives a client after rebinding.
+fn rebound_addr(a: SocketAddr) -> SocketAddr {
+    let mut b = a;
+    b.set_port(a.port().wrapping_add(1000));
+    b
+}
+
 /// Settings of a run.
 #[derive(Debug, Clone)]
 pub struct SimConfig {
@@ -190,6 +208,8 @@ pub struct SimConfig {
     pub flows: Vec<FlowSpec>,
     /// Scheduled path failures.
     pub failures: Vec<Failure>,
+    /// Scheduled NAT rebindings of the first flow's paths.
+    pub rebindings: Vec<Rebinding>,
     /// Maximum UDP payload the endpoints send.
     pub max_udp_payload: usize,
 }
@@ -204,6 +224,7 @@ impl SimConfig {
             seed: 0,
             flows: vec![FlowSpec::new((0..n_paths).collect())],
             failures: Vec::new(),
+            rebindings: Vec::new(),
             max_udp_payload: 1350,
         }
     }
@@ -310,6 +331,8 @@ struct Flow {
     server: Option<Endpoint>,
     /// (client, server) address per flow path.
     addrs: Vec<(SocketAddr, SocketAddr)>,
+    /// Per flow path, when its NAT mapping changes (see [`Rebinding`]).
+    rebind_at: Vec<Option<Duration>>,
     app: App,
     st: FlowState,
 }
@@ -331,12 +354,46 @@ impl Flow {
         }
     }
 
-    /// Flow path index of a sender-side path, by its client address.
+    /// Flow path index of a sender-side path, by its client address
+    /// (before or after a rebinding).
     fn path_of_stats(&self, ps: &mpquic::PathStats) -> Option<usize> {
         let client = if self.spec.workload.is_download() { ps.peer } else { ps.local };
-        self.addrs.iter().position(|a| a.0 == client)
+        self.addrs.iter().position(|a| a.0 == client || rebound_addr(a.0) == client)
     }
 
+    /// The client address the server sees on flow path `k` at `t`.
+    fn seen_client(&self, k: usize, t: Duration) -> SocketAddr {
+        seen_client(&self.addrs, &self.rebind_at, k, t)
+    }
+}
+
+/// The client address the server sees on flow path `k` at `t`.
+fn seen_client(
+    addrs: &[(SocketAddr, SocketAddr)],
+    rebind_at: &[Option<Duration>],
+    k: usize,
+    t: Duration,
+) -> SocketAddr {
+    let a = addrs[k].0;
+    if rebind_at.get(k).copied().flatten().is_some_and(|at| t >= at) {
+        rebound_addr(a)
+    } else {
+        a
+    }
+}
+
+/// The flow path the server reaches by sending to `client` at `t`; none for
+/// an address whose NAT mapping is gone.
+fn path_to_client(
+    addrs: &[(SocketAddr, SocketAddr)],
+    rebind_at: &[Option<Duration>],
+    client: SocketAddr,
+    t: Duration,
+) -> Option<usize> {
+    (0..addrs.len()).find(|&k| seen_client(addrs, rebind_at, k, t) == client)
+}
+
+impl Flow {
     fn finished(&self) -> bool {
         (self.spec.bytes.is_some() || self.spec.workload == Workload::Video) && self.st.done_at.is_some()
     }
@@ -484,6 +541,9 @@ impl Sim {
                 client: None,
                 server: None,
                 addrs: (0..n).map(|k| (addr(i, k, 2, 50_000), addr(i, k, 1, 443))).collect(),
+                rebind_at: (0..n)
+                    .map(|k| cfg.rebindings.iter().filter(|r| i == 0 && r.path == k).map(|r| r.at).min())
+                    .collect(),
                 app: match spec.workload {
                     Workload::H3 => App::h3(),
                     Workload::Download => App::stream(false),
@@ -750,8 +810,9 @@ impl Sim {
                     }
                 }
             }
+            let from = f.seen_client(k, self.now);
             if let Some(s) = f.server.as_mut() {
-                let _ = s.conn.recv(&mut pkt.data, RecvInfo { from: caddr, to: saddr }, now);
+                let _ = s.conn.recv(&mut pkt.data, RecvInfo { from, to: saddr }, now);
             }
         } else {
             if f.spec.workload.is_download() {
@@ -844,8 +905,12 @@ impl Sim {
             match ep.conn.send(&mut buf, now_i) {
                 Ok(Some((len, info))) => {
                     buf.truncate(len);
-                    let caddr = if client { info.from } else { info.to };
-                    let Some(k) = f.addrs.iter().position(|a| a.0 == caddr) else {
+                    let k = if client {
+                        f.addrs.iter().position(|a| a.0 == info.from)
+                    } else {
+                        path_to_client(&f.addrs, &f.rebind_at, info.to, self.now)
+                    };
+                    let Some(k) = k else {
                         self.give_buf(buf);
                         continue;
                     };

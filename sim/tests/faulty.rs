@@ -1,5 +1,6 @@
 //! Randomized faulty transfers: seeded random networks of 1-3 paths with loss,
-//! reordering, duplication, bit corruption and path failures, every controller,
+//! reordering, duplication, bit corruption, path failures and NAT rebindings
+//! (the server must follow the client to its new address), every controller,
 //! scheduler and workload. Each transfer must deliver its body byte-exact —
 //! or, when the one path of its handshake died before the handshake ended,
 //! end in a clean close — and never panic, corrupt data or hang. (This found
@@ -14,7 +15,7 @@ use std::time::Duration;
 use emu::impair::Impairments;
 use mpquic::cc::splitmix64;
 use sim::net::PathParams;
-use sim::{Failure, FlowSpec, Sim, SimConfig, Workload};
+use sim::{Failure, FlowSpec, Rebinding, Sim, SimConfig, Workload};
 
 /// A seeded source of the case's random choices.
 struct Draw(u64);
@@ -50,6 +51,7 @@ struct Case {
     paths: Vec<PathParams>,
     flow: FlowSpec,
     failures: Vec<Failure>,
+    rebindings: Vec<Rebinding>,
     body: u64,
 }
 
@@ -90,7 +92,17 @@ fn case(seed: u64) -> Case {
     } else {
         Vec::new()
     };
-    Case { paths, flow, failures, body }
+    // A path's NAT mapping may change, at any time (drawn last, so the
+    // cases drawn before rebindings existed stay the same).
+    let rebindings = if d.unit() < 0.25 {
+        vec![Rebinding {
+            path: (d.next() % n as u64) as usize,
+            at: Duration::from_millis(d.range(100.0, 4000.0) as u64),
+        }]
+    } else {
+        Vec::new()
+    };
+    Case { paths, flow, failures, rebindings, body }
 }
 
 /// Faults the links applied in a run: lost, reordered, duplicated, corrupted
@@ -123,6 +135,7 @@ fn run(seed: u64, faults: &mut Faults) -> Result<Option<String>, String> {
         let mut cfg = SimConfig::new("faulty", c.paths.len(), Duration::from_secs(180));
         cfg.flows = vec![c.flow];
         cfg.failures = c.failures.clone();
+        cfg.rebindings = c.rebindings.clone();
         let r = Sim::new(links, cfg).map_err(|e| e.to_string())?.run(&mut |_, _| {});
         faults.add(&r);
         let f = &r.flows[0];
@@ -167,6 +180,7 @@ fn random_faulty_transfers_are_exact_or_cleanly_closed() {
     };
     let (mut exact, mut closes, mut failures) = (0, Vec::new(), Vec::new());
     let mut faults = Faults::default();
+    let rebound = seeds.iter().filter(|&&s| !case(s).rebindings.is_empty()).count();
     for &seed in &seeds {
         match run(seed, &mut faults) {
             Ok(None) => exact += 1,
@@ -181,7 +195,7 @@ fn random_faulty_transfers_are_exact_or_cleanly_closed() {
         failures.len()
     );
     let [lost, reordered, duplicated, corrupted, failed] = faults.0;
-    println!("faults applied: {lost} lost, {reordered} reordered, {duplicated} duplicated, {corrupted} corrupted, {failed} dropped by path failures");
+    println!("faults applied: {lost} lost, {reordered} reordered, {duplicated} duplicated, {corrupted} corrupted, {failed} dropped by path failures; {rebound} cases with a NAT rebinding");
     for c in &closes {
         println!("  {c}");
     }
@@ -194,5 +208,29 @@ fn random_faulty_transfers_are_exact_or_cleanly_closed() {
     );
     if seeds.len() >= 20 {
         assert!(faults.0.iter().all(|&n| n > 0), "some kind of fault never happened: {faults:?}");
+    }
+}
+
+/// A NAT rebinding in the middle of a download, on the only path and on the
+/// second of two: the body arrives whole. With the old mapping gone, a
+/// server that kept sending to the old address would stall the one-path
+/// transfer for good.
+#[test]
+fn nat_rebinding_mid_transfer_is_followed() {
+    for (n, path) in [(1, 0), (2, 1)] {
+        let paths: Vec<PathParams> =
+            (0..n).map(|i| PathParams::new(&format!("p{i}"), 20, Duration::from_millis(20))).collect();
+        let links = paths.iter().enumerate().map(|(i, p)| p.build(i as u64).unwrap()).collect();
+        let mut cfg = SimConfig::new("rebinding", n, Duration::from_secs(60));
+        cfg.flows = vec![FlowSpec::new((0..n).collect()).bytes(5_000_000)];
+        cfg.rebindings = vec![Rebinding { path, at: Duration::from_millis(800) }];
+        let r = Sim::new(links, cfg).unwrap().run(&mut |_, _| {});
+        let f = &r.flows[0];
+        assert_eq!((f.app_bytes, f.body_mismatches), (5_000_000, 0), "{n} path(s): {:?}", f.closed);
+        let done = f.completion.expect("download completed");
+        assert!(
+            done > Duration::from_millis(1200),
+            "{n} path(s): done at {done:?}, before the rebinding mattered"
+        );
     }
 }
