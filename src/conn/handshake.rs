@@ -166,6 +166,7 @@ impl Connection {
         if self.tls.is_handshake_complete() && self.peer_params.is_none() {
             self.on_handshake_complete()?;
         }
+        self.after_tls_early();
         Ok(())
     }
 
@@ -180,6 +181,7 @@ impl Connection {
             .to_vec();
         let params = TransportParams::decode(&raw, !self.is_server).map_err(Error::Transport)?;
         self.validate_peer_params(&params).map_err(Error::Transport)?;
+        self.check_early_limits(&params).map_err(Error::Transport)?;
         self.streams
             .set_peer_limits(&crate::stream::PeerLimits {
                 initial_max_data: params.initial_max_data,
