@@ -65,6 +65,8 @@ pub struct Seen {
     pub amplification: Option<(u64, u64)>,
     /// Rebindings done.
     pub rebinds: u32,
+    /// 0-RTT packets the clients sent.
+    pub zero_rtt: u64,
 }
 
 struct Flow {
@@ -244,6 +246,7 @@ impl State {
                 if self.cut_client(n as u64, now) || self.dropping(now) || self.flows[i].dead {
                     continue;
                 }
+                self.seen.zero_rtt += zero_rtt_packets(&self.buf[..n]);
                 let pkt = Packet::new(self.buf[..n].to_vec());
                 let f = &mut self.flows[i];
                 f.bytes.up += n as u64;
@@ -344,4 +347,18 @@ impl State {
             self.flows[1].dead = true;
         }
     }
+}
+
+/// The 0-RTT packets among a datagram's coalesced packets.
+fn zero_rtt_packets(mut dgram: &[u8]) -> u64 {
+    use mpquic::packet::{parse_header, PacketType};
+    let mut n = 0;
+    while let Ok(h) = parse_header(dgram, 0) {
+        n += u64::from(h.ty == PacketType::ZeroRtt);
+        if !h.is_long() || h.packet_len == 0 || h.packet_len >= dgram.len() {
+            break;
+        }
+        dgram = &dgram[h.packet_len..];
+    }
+    n
 }
