@@ -157,6 +157,39 @@ fn session_file_resumes_next_time() {
     assert_eq!(run()["resumed"], false, "garbage session: full handshake");
 }
 
+/// With --early-data the resumed run sends its request in 0-RTT: a server
+/// with --early-data takes it, one without refuses it and the request is
+/// sent again after the handshake.
+#[test]
+fn early_data_with_a_session_file() {
+    let (root, _) = served("early");
+    let out = root.with_extension("out");
+    for accept in [true, false] {
+        let srv = ServerProc::start(&root, if accept { &["--early-data"] } else { &[] });
+        let ses = root.with_extension(format!("session-{accept}"));
+        let run = || {
+            let r = client(&[
+                &srv.url("/small.txt"),
+                "--ca",
+                &cert("rootca.pem"),
+                "--json",
+                "-o",
+                out.to_str().unwrap(),
+                "--session-file",
+                ses.to_str().unwrap(),
+                "--early-data",
+            ]);
+            assert_eq!(r.status.code(), Some(0), "{}", String::from_utf8_lossy(&r.stderr));
+            assert_eq!(std::fs::read(&out).unwrap(), b"hello\n");
+            serde_json::from_slice::<serde_json::Value>(&r.stdout).expect("JSON summary")
+        };
+        assert_eq!(run()["early_data"], false, "no session yet");
+        let second = run();
+        assert_eq!(second["resumed"], true);
+        assert_eq!(second["early_data"], accept, "0-RTT accepted only by a server that takes it");
+    }
+}
+
 #[test]
 fn http_errors_and_traversal() {
     let (root, _) = served("404");

@@ -27,6 +27,8 @@ pub(super) struct EarlyData {
     /// Server: 0-RTT packets received before their keys, with their
     /// addresses.
     buffered: Vec<(Vec<u8>, RecvInfo)>,
+    /// Server: the client's stream limits apply already (0.5-RTT).
+    peer_limits: bool,
 }
 
 /// The limits of `p` that 0-RTT data is sent under (RFC 9000 §7.4.1).
@@ -88,15 +90,10 @@ impl Connection {
             log::debug!("0-RTT rejected: its data goes again in 1-RTT");
             self.early.rejected = true;
             self.levels.discard(Level::ZeroRtt);
-            let mut lost = std::mem::take(&mut self.scratch_lost);
-            let p = &mut self.paths[0];
-            p.space.discard(&mut p.recovery, |_, pkt| lost.push(pkt));
-            for pkt in lost.drain(..) {
-                for f in pkt.data {
-                    self.on_frame_lost(f, Level::ZeroRtt, 0);
-                }
-            }
-            self.scratch_lost = lost;
+            self.resend_early_packets();
+        }
+        if self.is_server && self.levels.has_recv_keys(Level::ZeroRtt) && !self.early.peer_limits {
+            self.answer_early();
         }
         // A server reads 0-RTT until the handshake completes; later ones
         // are sent again by the client in 1-RTT.
@@ -107,6 +104,33 @@ impl Connection {
         };
         if done {
             self.levels.discard(Level::ZeroRtt);
+        }
+    }
+
+    /// Client: the 0-RTT packets sent so far will never be acknowledged
+    /// (rejected, or sent before a Retry): their frames go again. Before
+    /// the handshake the application space holds only 0-RTT packets.
+    pub(super) fn resend_early_packets(&mut self) {
+        let mut lost = std::mem::take(&mut self.scratch_lost);
+        let p = &mut self.paths[0];
+        p.space.discard(&mut p.recovery, |_, pkt| lost.push(pkt));
+        for pkt in lost.drain(..) {
+            for f in pkt.data {
+                self.on_frame_lost(f, Level::ZeroRtt, 0);
+            }
+        }
+        self.scratch_lost = lost;
+    }
+
+    /// Server that accepted 0-RTT: answer in 0.5-RTT (RFC 9001 §4.1.1)
+    /// under the client's stream limits from its ClientHello (checked with
+    /// the rest of its parameters when the handshake completes).
+    fn answer_early(&mut self) {
+        self.early.peer_limits = true;
+        let Some(raw) = self.tls.peer_transport_params() else { return };
+        if let Ok(p) = TransportParams::decode(raw, false) {
+            // A bad value is reported when the handshake completes.
+            let _ = self.streams.set_peer_limits(&limits(&p));
         }
     }
 

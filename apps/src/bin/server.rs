@@ -52,6 +52,10 @@ struct Args {
     /// pass a Retry, even with --no-retry.
     #[arg(long, default_value_t = 256)]
     max_half_open: usize,
+    /// Accept 0-RTT requests from resuming clients (an attacker can replay
+    /// them: fine for GETs of static files).
+    #[arg(long)]
+    early_data: bool,
 }
 
 fn fail(code: i32, msg: impl std::fmt::Display) -> ! {
@@ -77,6 +81,7 @@ fn main() {
         qlog_dir: args.qlog_dir,
         idle_timeout: args.idle_timeout,
         max_half_open: args.max_half_open,
+        early_data: args.early_data,
     };
     let mut server = Server::new(opts.clone()).unwrap_or_else(|(code, e)| fail(code, e));
     let stop = Arc::new(AtomicBool::new(false));
