@@ -102,7 +102,13 @@ struct Outcome {
 /// The client writes `request` on stream 0 (what it has not written yet,
 /// `written`), the server answers `answer`: run until the server has read
 /// the request and the client the answer.
-fn exchange(c: &mut dyn Conn, s: &mut dyn Conn, request: &[u8], mut written: usize, answer: &[u8]) -> Outcome {
+fn exchange(
+    c: &mut dyn Conn,
+    s: &mut dyn Conn,
+    request: &[u8],
+    mut written: usize,
+    answer: &[u8],
+) -> Outcome {
     let mut o = Outcome { request: Vec::new(), answer: Vec::new(), read_early: false };
     let (mut req_done, mut sent) = (false, 0);
     let mut buf = vec![0u8; 65536];
@@ -161,8 +167,16 @@ fn quiche_config(server: bool) -> quiche::Config {
 
 fn mp_client(cfg: &mpquic::Config, session: Option<&[u8]>) -> mpquic::Connection {
     let (local, peer) = (CLIENT_ADDR.parse().unwrap(), SERVER_ADDR.parse().unwrap());
-    mpquic::connect_with_session(Some("localhost"), &mpquic::random_cid(16), local, peer, cfg, session, Instant::now())
-        .unwrap()
+    mpquic::connect_with_session(
+        Some("localhost"),
+        &mpquic::random_cid(16),
+        local,
+        peer,
+        cfg,
+        session,
+        Instant::now(),
+    )
+    .unwrap()
 }
 
 /// mpquic's first datagram, and a quiche server accepting it.
@@ -219,7 +233,8 @@ fn mpquic_client_early_data_rejected_by_quiche_is_resent() {
 fn quiche_to_mpquic(same_server: bool) {
     let mut ccfg = quiche_config(false);
     let scfg = mp_config(true);
-    let (local, peer): (SocketAddr, SocketAddr) = (CLIENT_ADDR.parse().unwrap(), SERVER_ADDR.parse().unwrap());
+    let (local, peer): (SocketAddr, SocketAddr) =
+        (CLIENT_ADDR.parse().unwrap(), SERVER_ADDR.parse().unwrap());
     let start = |ccfg: &mut quiche::Config, scfg: &mpquic::Config, session: Option<&[u8]>, request: &[u8]| {
         let scid = quiche::ConnectionId::from_vec(mpquic::random_cid(16).as_slice().to_vec());
         let mut c = quiche::connect(Some("localhost"), &scid, local, peer, ccfg).unwrap();
@@ -232,8 +247,9 @@ fn quiche_to_mpquic(same_server: bool) {
         assert_eq!(c.is_in_early_data(), session.is_some());
         let written = Conn::stream_send(&mut c, request);
         let hdr = mpquic::packet::parse_header(&buf[..n], 0).unwrap();
-        let mut s = mpquic::accept(&mpquic::random_cid(16), &hdr.dcid, None, peer, local, scfg, Instant::now())
-            .unwrap();
+        let mut s =
+            mpquic::accept(&mpquic::random_cid(16), &hdr.dcid, None, peer, local, scfg, Instant::now())
+                .unwrap();
         Conn::recv(&mut s, &mut buf[..n], local, peer);
         (c, s, written)
     };

@@ -287,19 +287,28 @@ impl Case {
 /// zerortt: the client sent 0-RTT packets and every connection after the
 /// first had its early data accepted, as both sides report it (a peer that
 /// cannot tell reports nothing).
-fn zerortt_verdict(spec: &Spec, role: Role, client: &Side, server: &Side, seen: &Seen) -> Result<String, String> {
+fn zerortt_verdict(
+    spec: &Spec,
+    role: Role,
+    client: &Side,
+    server: &Side,
+    seen: &Seen,
+) -> Result<String, String> {
     let want = spec.connections.saturating_sub(1);
     let (mpquic, peer) = if role == Role::Client { (client, server) } else { (server, client) };
     if seen.zero_rtt == 0 {
         return Err("no 0-RTT packet went by".into());
     }
     match (mpquic.early_data, peer.early_data) {
-        (Some(n), Some(p)) if n >= want && p >= want => {
-            Ok(format!("{} 0-RTT packets, early data accepted on {n} connection(s) (peer saw {p})", seen.zero_rtt))
-        }
+        (Some(n), Some(p)) if n >= want && p >= want => Ok(format!(
+            "{} 0-RTT packets, early data accepted on {n} connection(s) (peer saw {p})",
+            seen.zero_rtt
+        )),
         (Some(n), None) if n >= want => {
             Ok(format!("{} 0-RTT packets, early data accepted on {n} connection(s)", seen.zero_rtt))
         }
-        (n, p) => Err(format!("early data accepted on {n:?} (mpquic) / {p:?} (peer) of {want} connection(s)")),
+        (n, p) => {
+            Err(format!("early data accepted on {n:?} (mpquic) / {p:?} (peer) of {want} connection(s)"))
+        }
     }
 }

@@ -203,7 +203,6 @@ impl Connection {
             self.sends_early_data()
         }
     }
-
 }
 
 #[cfg(test)]

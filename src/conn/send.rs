@@ -206,7 +206,9 @@ impl Connection {
         let has = |l: Level| self.levels.has_send_keys(l) && self.level_has_data(l);
         match level {
             Level::Initial => {
-                (self.sends_early_data() && has(Level::ZeroRtt)) || has(Level::Handshake) || has(Level::OneRtt)
+                (self.sends_early_data() && has(Level::ZeroRtt))
+                    || has(Level::Handshake)
+                    || has(Level::OneRtt)
             }
             Level::ZeroRtt => has(Level::Handshake) || has(Level::OneRtt),
             Level::Handshake => has(Level::OneRtt),
@@ -280,10 +282,8 @@ impl Connection {
         // Nothing went in but an ACK that was not due (the data or control
         // frames expected did not materialise): sending it would only repeat
         // the last ACK, and a caller looping on `send` would never stop.
-        let idle_app = matches!(level, Level::ZeroRtt | Level::OneRtt)
-            && !ack_eliciting
-            && !due.ack
-            && due.probes == 0;
+        let idle_app =
+            matches!(level, Level::ZeroRtt | Level::OneRtt) && !ack_eliciting && !due.ack && due.probes == 0;
         if b.is_empty() || idle_app {
             return Ok(None);
         }

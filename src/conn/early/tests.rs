@@ -1,6 +1,8 @@
 //! 0-RTT between two mpquic endpoints on the virtual wire: accepted,
 //! rejected (nothing lost), and 0-RTT packets that overtake the ClientHello.
 
+#![allow(clippy::disallowed_methods)] // a virtual clock starts somewhere
+
 use std::time::{Duration, Instant};
 
 use crate::conn::tests::{config, Pair, C_ADDR, S_ADDR};
@@ -27,9 +29,16 @@ fn session_from(ccfg: &Config, scfg: &Config) -> Vec<u8> {
 /// A client resuming `session` that writes `request` on stream 0 before
 /// sending anything.
 fn resuming_client(ccfg: &Config, session: &[u8], request: &[u8], now: Instant) -> Connection {
-    let mut c =
-        connect_with_session(Some("localhost"), &crate::random_cid(8), C_ADDR, S_ADDR, ccfg, Some(session), now)
-            .unwrap();
+    let mut c = connect_with_session(
+        Some("localhost"),
+        &crate::random_cid(8),
+        C_ADDR,
+        S_ADDR,
+        ccfg,
+        Some(session),
+        now,
+    )
+    .unwrap();
     assert!(c.is_in_early_data(), "0-RTT keys are installed at once");
     assert_eq!(c.stream_send(0, request, true).unwrap(), request.len());
     c
