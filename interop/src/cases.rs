@@ -249,7 +249,9 @@ impl Case {
                 }
                 n => Err(format!("resumed connections: {n:?} of {}", spec.connections)),
             },
-            Zerortt => zerortt_verdict(spec, role, client, server, seen),
+            Zerortt => {
+                zerortt_verdict(spec, mpquic, if role == Role::Client { server } else { client }, seen)
+            }
             // As server mpquic sends most packets and updates every 100; as a
             // client it starts what the rules allow (RFC 9001 §6.1).
             Keyupdate => match (role, mpquic.key_updates, mpquic.key_updates_initiated) {
@@ -287,15 +289,8 @@ impl Case {
 /// zerortt: the client sent 0-RTT packets and every connection after the
 /// first had its early data accepted, as both sides report it (a peer that
 /// cannot tell reports nothing).
-fn zerortt_verdict(
-    spec: &Spec,
-    role: Role,
-    client: &Side,
-    server: &Side,
-    seen: &Seen,
-) -> Result<String, String> {
+fn zerortt_verdict(spec: &Spec, mpquic: &Side, peer: &Side, seen: &Seen) -> Result<String, String> {
     let want = spec.connections.saturating_sub(1);
-    let (mpquic, peer) = if role == Role::Client { (client, server) } else { (server, client) };
     if seen.zero_rtt == 0 {
         return Err("no 0-RTT packet went by".into());
     }

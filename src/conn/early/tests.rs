@@ -58,6 +58,37 @@ fn packet_types(dgram: &[u8]) -> Vec<PacketType> {
     types
 }
 
+/// A resumed client that wrote a request, and its first flight.
+struct Resumed {
+    scfg: Config,
+    c: Connection,
+    request: Vec<u8>,
+    sent: Vec<Vec<u8>>,
+    now: Instant,
+}
+
+/// A session from a server with 0-RTT on, and a client resuming it with a
+/// request of `len` bytes.
+fn resumed(len: usize) -> Resumed {
+    let (ccfg, scfg) = (early_config(false), early_config(true));
+    let session = session_from(&ccfg, &scfg);
+    let now = Instant::now();
+    let request = body(len);
+    let mut c = resuming_client(&ccfg, &session, &request, now);
+    let sent = first_flight(&mut c, now);
+    Resumed { scfg, c, request, sent, now }
+}
+
+/// Every datagram the client has to send at `now`.
+fn first_flight(c: &mut Connection, now: Instant) -> Vec<Vec<u8>> {
+    let mut sent = Vec::new();
+    let mut buf = vec![0u8; 1500];
+    while let Some((n, _)) = c.send(&mut buf, now).unwrap() {
+        sent.push(buf[..n].to_vec());
+    }
+    sent
+}
+
 fn body(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 31 + i / 97) as u8).collect()
 }
@@ -109,17 +140,8 @@ fn client_reads(p: &mut Pair, answer: &[u8]) -> Vec<u8> {
 
 #[test]
 fn early_data_is_accepted_and_read_before_the_handshake_ends() {
-    let (ccfg, scfg) = (early_config(false), early_config(true));
-    let session = session_from(&ccfg, &scfg);
-    let now = Instant::now();
-    let request = body(3000);
-    let mut c = resuming_client(&ccfg, &session, &request, now);
+    let Resumed { scfg, c, request, mut sent, now } = resumed(3000);
     // The first flight carries the request in 0-RTT after the ClientHello.
-    let mut sent = Vec::new();
-    let mut buf = vec![0u8; 1500];
-    while let Some((n, _)) = c.send(&mut buf, now).unwrap() {
-        sent.push(buf[..n].to_vec());
-    }
     let types: Vec<PacketType> = sent.iter().flat_map(|d| packet_types(d)).collect();
     assert!(types.contains(&PacketType::ZeroRtt), "no 0-RTT packet in {types:?}");
     let with_initial = sent.iter().filter(|d| packet_types(d).contains(&PacketType::Initial));
@@ -182,16 +204,7 @@ fn server_without_early_data_rejects_it() {
 
 #[test]
 fn zero_rtt_packets_ahead_of_their_keys_are_buffered() {
-    let (ccfg, scfg) = (early_config(false), early_config(true));
-    let session = session_from(&ccfg, &scfg);
-    let now = Instant::now();
-    let request = body(6000);
-    let mut c = resuming_client(&ccfg, &session, &request, now);
-    let mut sent = Vec::new();
-    let mut buf = vec![0u8; 1500];
-    while let Some((n, _)) = c.send(&mut buf, now).unwrap() {
-        sent.push(buf[..n].to_vec());
-    }
+    let Resumed { scfg, c, request, mut sent, now } = resumed(6000);
     // The first datagram opens the connection; then the ones with only
     // 0-RTT packets, then the rest of the ClientHello.
     let (zero_only, rest): (Vec<_>, Vec<_>) =
