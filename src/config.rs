@@ -199,13 +199,11 @@ impl Config {
     /// says which). A server accepts 0-RTT from tickets it issued under
     /// the same flow-control limits.
     ///
-    /// **Replay risk** (RFC 9001 §9.2, RFC 8446 §8): an attacker can replay
-    /// a client's 0-RTT packets to the server, which may then act on the
-    /// same early request more than once (BoringSSL's single-use tickets
-    /// do not stop a replay to another server sharing the ticket keys, nor
-    /// within one server's ticket lifetime across restarts). Enable it on
-    /// a server only for requests that are safe to repeat (idempotent,
-    /// like HTTP GET).
+    /// **Replay risk** (RFC 9001 §9.2, RFC 8446 §8): an attacker who
+    /// captured a client's 0-RTT packets can send them to the server again,
+    /// which then acts on the same early request more than once; mpquic
+    /// keeps no anti-replay state. Enable it on a server only for requests
+    /// that are safe to repeat (idempotent, like HTTP GET of static files).
     pub fn enable_early_data(&mut self, v: bool) {
         self.early_data = v;
         self.tls_changed();
