@@ -1,13 +1,16 @@
 """aioquic's side of an mpquic-interop cell (hq-interop over QUIC).
 
     aioquic_peer.py client HOST PORT --ca FILE --files ID-SIZE,... [--connections N]
-                    [--chacha] [--key-update]
-    aioquic_peer.py server HOST --cert FILE --key FILE [--retry] [--chacha]
+                    [--chacha] [--key-update] [--early-data]
+    aioquic_peer.py server HOST --cert FILE --key FILE [--retry] [--chacha] [--early-data]
 
 The client fetches every file (GET /ID-SIZE, all at once; aioquic queues the
 streams past the server's limit) and checks each body: the little-endian u64
 sequence salt, salt + 1, ... cut to SIZE bytes, salt = ID * 1000003 + SIZE
-(interop/src/content.rs). It prints one JSON line {"files": ok, "errors": [...]}.
+(interop/src/content.rs). It prints one JSON line {"files": ok, "errors": [...]},
+with "early": the connections whose 0-RTT was accepted, under --early-data
+(the client then sends its requests before the handshake completes; an aioquic
+server always accepts 0-RTT on a ticket it issued).
 The server prints "port N" once listening, serves until its stdin closes, then
 prints the same JSON line for what it served.
 """
@@ -64,10 +67,12 @@ class Client(QuicConnectionProtocol):
 class Server(QuicConnectionProtocol):
     served = 0
     errors = []
+    early = 0
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.requests = {}
+        self.early = False
 
     def quic_event_received(self, ev):
         if not isinstance(ev, StreamDataReceived):
@@ -85,6 +90,9 @@ class Server(QuicConnectionProtocol):
         self._quic.send_stream_data(ev.stream_id, data, end_stream=True)
         self.transmit()
         Server.served += 1
+        if self._quic.tls.early_data_accepted and not self.early:
+            self.early = True
+            Server.early += 1
 
 
 def config(a, is_client):
@@ -102,22 +110,37 @@ async def client(a):
     cfg.load_verify_locations(a.ca)
     cfg.server_name = "localhost"
     files = [tuple(int(x) for x in f.split("-")) for f in a.files.split(",") if f]
-    ok, errors = 0, []
+    ok, errors, early = 0, [], 0
     tickets = []
     for _ in range(a.connections):
         # Resume with the last session ticket of the previous connection.
         cfg.session_ticket = tickets[-1] if tickets else None
+        # With --early-data the requests go before the handshake ends: in
+        # 0-RTT when the ticket allows it.
         async with connect(
-            a.host, a.port, configuration=cfg, create_protocol=Client, session_ticket_handler=tickets.append
+            a.host,
+            a.port,
+            configuration=cfg,
+            create_protocol=Client,
+            session_ticket_handler=tickets.append,
+            wait_connected=not a.early_data,
         ) as c:
             if a.key_update:
                 c._quic.request_key_update()
             results = await asyncio.gather(*(c.fetch(fid, size) for fid, size in files))
             errors += [r for r in results if r]
             ok += sum(1 for r in results if not r)
+            early += int(c._quic.tls.early_data_accepted)
         if errors:
             break
-    print(json.dumps({"files": ok, "errors": errors[:10]}), flush=True)
+    print(json.dumps(report(a, ok, errors, early)), flush=True)
+
+
+def report(a, files, errors, early):
+    r = {"files": files, "errors": errors[:10]}
+    if a.early_data:
+        r["early"] = early
+    return r
 
 
 async def server(a):
@@ -137,7 +160,7 @@ async def server(a):
     loop = asyncio.get_event_loop()
     await loop.run_in_executor(None, sys.stdin.read)
     srv.close()
-    print(json.dumps({"files": Server.served, "errors": Server.errors[:10]}), flush=True)
+    print(json.dumps(report(a, Server.served, Server.errors, Server.early)), flush=True)
 
 
 def main():
@@ -153,6 +176,7 @@ def main():
     p.add_argument("--chacha", action="store_true")
     p.add_argument("--key-update", action="store_true")
     p.add_argument("--retry", action="store_true")
+    p.add_argument("--early-data", action="store_true")
     a = p.parse_args()
     asyncio.run(client(a) if a.mode == "client" else server(a))
 

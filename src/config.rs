@@ -80,6 +80,7 @@ pub struct Config {
     pub(crate) key_update_interval: u64,
     pub(crate) qlog: bool,
     session_tickets: bool,
+    pub(crate) early_data: bool,
     tls_cache: TlsCache,
 }
 
@@ -139,6 +140,7 @@ impl Config {
             key_update_interval: DEFAULT_KEY_UPDATE_INTERVAL,
             qlog: false,
             session_tickets: false,
+            early_data: false,
             tls_cache: TlsCache::default(),
         }
     }
@@ -195,10 +197,28 @@ impl Config {
     /// tickets after the handshake; a client keeps the last one
     /// ([`Connection::session`](crate::Connection::session)) and resumes
     /// with [`connect_with_session`](crate::connect_with_session). Resumption
-    /// skips the certificate; there is no 0-RTT (early data is never sent
-    /// nor accepted), so it opens no replay risk.
+    /// skips the certificate; without [`enable_early_data`](Self::enable_early_data)
+    /// it opens no replay risk.
     pub fn enable_session_tickets(&mut self, v: bool) {
         self.session_tickets = v;
+        self.tls_changed();
+    }
+    /// 0-RTT (off by default; needs [`enable_session_tickets`](Self::enable_session_tickets)).
+    /// A client resuming a session that allows it sends stream data written
+    /// before the handshake ends in 0-RTT packets, under the limits the
+    /// server had when it issued the ticket; if the server rejects it, the
+    /// data is sent again in 1-RTT
+    /// ([`Connection::is_early_data_accepted`](crate::Connection::is_early_data_accepted)
+    /// says which). A server accepts 0-RTT from tickets it issued under
+    /// the same flow-control limits.
+    ///
+    /// **Replay risk** (RFC 9001 §9.2, RFC 8446 §8): an attacker who
+    /// captured a client's 0-RTT packets can send them to the server again,
+    /// which then acts on the same early request more than once; mpquic
+    /// keeps no anti-replay state. Enable it on a server only for requests
+    /// that are safe to repeat (idempotent, like HTTP GET of static files).
+    pub fn enable_early_data(&mut self, v: bool) {
+        self.early_data = v;
         self.tls_changed();
     }
     /// Idle timeout (0 disables it).
@@ -375,7 +395,7 @@ impl Config {
         if let Some(p) = &self.keylog {
             b = b.keylog_file(p);
         }
-        b = b.session_tickets(self.session_tickets);
+        b = b.session_tickets(self.session_tickets).early_data(self.early_data);
         let c = Arc::new(b.build()?);
         *cache = Some((is_server, c.clone()));
         Ok(c)

@@ -9,6 +9,7 @@
 
 mod builder;
 mod dispatch;
+mod early;
 mod handshake;
 mod multipath;
 mod recv;
@@ -234,6 +235,10 @@ pub struct Connection {
     /// The time of the latest call that gave one (for events raised where
     /// no `now` is at hand).
     last_now: Instant,
+    /// 0-RTT: configured (send as a client, accept as a server).
+    early_data_enabled: bool,
+    /// 0-RTT state (remembered limits, rejection, buffered packets).
+    early: early::EarlyData,
     /// Tests: raw frames to put in the next 1-RTT packet.
     #[cfg(test)]
     test_frames: Vec<Vec<u8>>,
@@ -313,8 +318,13 @@ impl Connection {
         params.encode(&mut encoded);
         let mut tls = TlsSession::new(tls_config, server_name, &encoded)
             .map_err(|e| Error::Config(format!("{e:?}")))?;
-        if let Some(bytes) = session {
-            tls.set_session(bytes).map_err(|e| Error::Config(format!("{e:?}")))?;
+        let cfg_err = |e| Error::Config(format!("{e:?}"));
+        let early_params = match session {
+            Some(bytes) => tls.set_session(bytes).map_err(cfg_err)?,
+            None => None,
+        };
+        if is_server && config.early_data {
+            tls.set_early_data_context(&early::early_data_context(&params)).map_err(cfg_err)?;
         }
 
         // The Initial keys come from the DCID of the client's Initial (RFC
@@ -373,9 +383,14 @@ impl Connection {
             accept_dsr: wants_dsr(config),
             send_dsr: false,
             last_now: now,
+            early_data_enabled: config.early_data,
+            early: early::EarlyData::default(),
             #[cfg(test)]
             test_frames: Vec::new(),
         };
+        if let Some(p) = early_params {
+            conn.start_early_data(&p)?;
+        }
         if !is_server {
             // Produce the ClientHello.
             conn.advance_tls(now)?;
@@ -663,9 +678,11 @@ impl Connection {
         self.retry_scid.is_some()
     }
 
-    /// Client: the last TLS session ticket the server sent, serialized, to
-    /// resume with [`connect_with_session`] later (store it like a NEW_TOKEN
-    /// token). `None` until one arrived (after the handshake).
+    /// Client: the last TLS session ticket the server sent, serialized with
+    /// the server's transport parameters (which 0-RTT is sent under, RFC
+    /// 9000 §7.4.1), to resume with [`connect_with_session`] later (store it
+    /// like a NEW_TOKEN token). `None` until one arrived (after the
+    /// handshake).
     pub fn session(&self) -> Option<&[u8]> {
         self.tls.session()
     }

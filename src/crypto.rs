@@ -29,7 +29,7 @@ pub use tls::{Direction, TlsConfig, TlsConfigBuilder, TlsError, TlsSession};
 pub enum Level {
     /// Initial packets (keys derived from the client's Destination CID).
     Initial = 0,
-    /// 0-RTT packets (never used: this implementation refuses early data).
+    /// 0-RTT packets (early data, RFC 9001 §4.6).
     ZeroRtt = 1,
     /// Handshake packets.
     Handshake = 2,

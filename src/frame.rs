@@ -489,6 +489,7 @@ impl<'a> Frame<'a> {
                             | Frame::Crypto { .. }
                             | Frame::NewToken { .. }
                             | Frame::PathResponse(_)
+                            | Frame::RetireConnectionId { .. }
                             | Frame::HandshakeDone
                     )
             }

@@ -52,6 +52,8 @@ pub struct Options {
     /// Connections still in their handshake beyond which new clients must
     /// pass a Retry, even without `retry`.
     pub max_half_open: usize,
+    /// Accept 0-RTT (requests replayable: see `Config::enable_early_data`).
+    pub early_data: bool,
 }
 
 /// How long connections get to close after SIGINT/SIGTERM.
@@ -277,7 +279,9 @@ impl Server {
                 l.event(now, "path_event", json!({ "detail": format!("{ev:?}") }));
             }
         }
-        if conn.is_established() && c.h3.is_none() && !conn.is_draining() {
+        // Requests that came in 0-RTT are answered at once (0.5-RTT).
+        let ready = conn.is_established() || conn.is_in_early_data();
+        if ready && c.h3.is_none() && !conn.is_draining() {
             match h3::Connection::with_transport(&mut Quic::new(conn, now), &h3::Config::default()) {
                 Ok(h) => c.h3 = Some(h),
                 Err(e) => {
@@ -572,8 +576,9 @@ fn config(opts: &Options, first: SocketAddr) -> Result<mpquic::Config, StartErro
     config.set_max_connection_window(32 << 20);
     config.set_max_stream_window(32 << 20);
     // Session tickets let clients resume (mpquic-client --session-file);
-    // there is no 0-RTT, so no replay risk.
+    // 0-RTT only when asked (a GET replayed is served twice, no worse).
     config.enable_session_tickets(true);
+    config.enable_early_data(opts.early_data);
     config.set_stream_send_buffer(1 << 20);
     // Memory by need: a response waits in the engine only as far as its
     // connection is sending it (what is in flight plus this), not whole.

@@ -127,6 +127,24 @@ fn oversized_token_file_is_skipped() {
     assert!(saved > 0 && saved < 1300, "the server's token replaces it: {saved} bytes");
 }
 
+/// mpquic-client fetches /small.txt into `out` keeping its session in
+/// `ses`; its JSON summary.
+fn resume_small(
+    srv: &ServerProc,
+    out: &std::path::Path,
+    ses: &std::path::Path,
+    extra: &[&str],
+) -> serde_json::Value {
+    let url = srv.url("/small.txt");
+    let ca = cert("rootca.pem");
+    let (out, ses) = (out.to_str().unwrap(), ses.to_str().unwrap());
+    let mut args = vec![url.as_str(), "--ca", &ca, "--json", "-o", out, "--session-file", ses];
+    args.extend_from_slice(extra);
+    let r = client(&args);
+    assert_eq!(r.status.code(), Some(0), "{}", String::from_utf8_lossy(&r.stderr));
+    serde_json::from_slice::<serde_json::Value>(&r.stdout).expect("JSON summary")
+}
+
 /// The server's TLS session ticket, kept with --session-file, lets the next
 /// run resume the session.
 #[test]
@@ -135,26 +153,35 @@ fn session_file_resumes_next_time() {
     let srv = ServerProc::start(&root, &[]);
     let out = root.with_extension("out");
     let ses = root.with_extension("session");
-    let run = || {
-        let r = client(&[
-            &srv.url("/small.txt"),
-            "--ca",
-            &cert("rootca.pem"),
-            "--json",
-            "-o",
-            out.to_str().unwrap(),
-            "--session-file",
-            ses.to_str().unwrap(),
-        ]);
-        assert_eq!(r.status.code(), Some(0));
-        serde_json::from_slice::<serde_json::Value>(&r.stdout).expect("JSON summary")
-    };
+    let run = || resume_small(&srv, &out, &ses, &[]);
     assert_eq!(run()["resumed"], false, "no session yet: full handshake");
     assert!(std::fs::metadata(&ses).map(|m| m.len() > 0).unwrap_or(false), "session not saved");
     assert_eq!(run()["resumed"], true, "session presented: resumed");
     // A damaged session file is reported, and the handshake is a full one.
     std::fs::write(&ses, b"garbage").unwrap();
     assert_eq!(run()["resumed"], false, "garbage session: full handshake");
+}
+
+/// With --early-data the resumed run sends its request in 0-RTT: a server
+/// with --early-data takes it, one without refuses it and the request is
+/// sent again after the handshake.
+#[test]
+fn early_data_with_a_session_file() {
+    let (root, _) = served("early");
+    let out = root.with_extension("out");
+    for accept in [true, false] {
+        let srv = ServerProc::start(&root, if accept { &["--early-data"] } else { &[] });
+        let ses = root.with_extension(format!("session-{accept}"));
+        let run = || {
+            let j = resume_small(&srv, &out, &ses, &["--early-data"]);
+            assert_eq!(std::fs::read(&out).unwrap(), b"hello\n");
+            j
+        };
+        assert_eq!(run()["early_data"], false, "no session yet");
+        let second = run();
+        assert_eq!(second["resumed"], true);
+        assert_eq!(second["early_data"], accept, "0-RTT accepted only by a server that takes it");
+    }
 }
 
 #[test]

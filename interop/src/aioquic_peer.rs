@@ -32,6 +32,7 @@ fn side_from_json(line: &str) -> Side {
                 .as_array()
                 .map(|a| a.iter().filter_map(|e| e.as_str().map(String::from)).collect())
                 .unwrap_or_default(),
+            early_data: v["early"].as_u64().map(|n| n as usize),
             ..Side::default()
         },
         Err(_) => Side { errors: vec![format!("aioquic said {:?}", line.trim())], ..Side::default() },
@@ -41,6 +42,9 @@ fn side_from_json(line: &str) -> Side {
 fn common(cmd: &mut Command, spec: &Spec) {
     if spec.chacha {
         cmd.arg("--chacha");
+    }
+    if spec.early_data {
+        cmd.arg("--early-data");
     }
 }
 

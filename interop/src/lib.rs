@@ -65,6 +65,8 @@ pub struct Spec {
     pub mp: Option<Mp>,
     /// The client resumes its first connection's TLS session on the next.
     pub resume: bool,
+    /// ... and sends its requests in 0-RTT (both sides enable early data).
+    pub early_data: bool,
     /// How long the whole cell may take.
     pub timeout: Duration,
 }
@@ -84,6 +86,9 @@ pub struct Side {
     pub abandoned: Option<u64>,
     /// Connections that resumed a TLS session (mpquic only).
     pub resumed: Option<usize>,
+    /// Connections whose 0-RTT was accepted, as this side saw it (`None`:
+    /// the side cannot tell).
+    pub early_data: Option<usize>,
 }
 
 /// Runs `spec.connections` client connections one after the other (stopping

@@ -65,6 +65,7 @@ fn client_config(spec: &Spec) -> Res<noq::ClientConfig> {
         .with_root_certificates(roots)
         .with_no_client_auth();
     tls.alpn_protocols = vec![ALPN.to_vec()];
+    tls.enable_early_data = spec.early_data;
     let crypto =
         noq::crypto::rustls::QuicClientConfig::with_initial(Arc::new(tls), initial_suite()?).map_err(err)?;
     let mut c = noq::ClientConfig::new(Arc::new(crypto));
@@ -85,6 +86,10 @@ fn server_config(spec: &Spec) -> Res<noq::ServerConfig> {
         .with_single_cert(certs, key)
         .map_err(err)?;
     tls.alpn_protocols = vec![ALPN.to_vec()];
+    // QUIC allows 0 or u32::MAX here (RFC 9001 §4.6.1).
+    if spec.early_data {
+        tls.max_early_data_size = u32::MAX;
+    }
     let crypto =
         noq::crypto::rustls::QuicServerConfig::with_initial(Arc::new(tls), initial_suite()?).map_err(err)?;
     let mut c = noq::ServerConfig::with_crypto(Arc::new(crypto));
@@ -125,7 +130,13 @@ async fn run_client(spec: &Spec, servers: &[SocketAddr]) -> Res<Side> {
     ep.set_default_client_config(client_config(spec)?);
     let mut side = Side::default();
     for _ in 0..spec.connections {
-        let conn = ep.connect(servers[0], "localhost").map_err(err)?.await.map_err(err)?;
+        // With a ticket allowing it, the requests go in 0-RTT.
+        let connecting = ep.connect(servers[0], "localhost").map_err(err)?;
+        let (conn, zero_rtt) = match connecting.into_0rtt() {
+            Ok((conn, accepted)) if spec.early_data => (conn, Some(accepted)),
+            Ok((conn, _)) => (conn, None),
+            Err(connecting) => (connecting.await.map_err(err)?, None),
+        };
         if spec.key_update {
             keep_updating(&conn);
         }
@@ -144,6 +155,9 @@ async fn run_client(spec: &Spec, servers: &[SocketAddr]) -> Res<Side> {
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
             path.close().map_err(|e| format!("abandon: {e:?}"))?;
+        }
+        if let Some(accepted) = zero_rtt {
+            *side.early_data.get_or_insert(0) += usize::from(accepted.await);
         }
         for t in tasks {
             match t.await.map_err(err)? {
@@ -216,8 +230,9 @@ pub fn server(spec: &Spec) -> Result<ServerHandle, String> {
 
 async fn serve(ep: noq::Endpoint, spec: Spec, stop: Arc<AtomicBool>) -> Side {
     let served = Arc::new(AtomicUsize::new(0));
+    let early = Arc::new(AtomicUsize::new(0));
     let errors = Arc::new(Mutex::new(Vec::new()));
-    let (ep2, served2, errors2) = (ep.clone(), served.clone(), errors.clone());
+    let (ep2, served2, errors2, early2) = (ep.clone(), served.clone(), errors.clone(), early.clone());
     let accept = tokio::spawn(async move {
         while let Some(inc) = ep2.accept().await {
             if spec.retry && !inc.remote_address_validated() {
@@ -225,12 +240,26 @@ async fn serve(ep: noq::Endpoint, spec: Spec, stop: Arc<AtomicBool>) -> Side {
                 continue;
             }
             let (served, errors, ku) = (served2.clone(), errors2.clone(), spec.key_update);
+            let early = early2.clone();
             tokio::spawn(async move {
-                let Ok(conn) = inc.await else { return };
+                // 0.5-RTT: streams the client opened in 0-RTT are served at once.
+                let Ok(connecting) = inc.accept() else { return };
+                let conn = match connecting.into_0rtt() {
+                    Ok((conn, _)) => conn,
+                    Err(connecting) => {
+                        let Ok(conn) = connecting.await else { return };
+                        conn
+                    }
+                };
                 if ku {
                     keep_updating(&conn);
                 }
+                let mut saw_early = false;
                 while let Ok((send, recv)) = conn.accept_bi().await {
+                    if recv.is_0rtt() && !saw_early {
+                        saw_early = true;
+                        early.fetch_add(1, Ordering::Relaxed);
+                    }
                     let (served, errors) = (served.clone(), errors.clone());
                     tokio::spawn(async move {
                         match answer(send, recv).await {
@@ -251,7 +280,8 @@ async fn serve(ep: noq::Endpoint, spec: Spec, stop: Arc<AtomicBool>) -> Side {
     accept.abort();
     ep.close(0u32.into(), b"bye");
     let errors = errors.lock().map(|v| v.clone()).unwrap_or_default();
-    Side { files: served.load(Ordering::Relaxed), errors, ..Side::default() }
+    let early = Some(early.load(Ordering::Relaxed)).filter(|_| spec.early_data);
+    Side { files: served.load(Ordering::Relaxed), errors, early_data: early, ..Side::default() }
 }
 
 async fn answer(mut send: noq::SendStream, mut recv: noq::RecvStream) -> Res<()> {

@@ -13,7 +13,7 @@ use crate::relay::{bind, loopback};
 use crate::sansio::{self, Engine, Sockets};
 use crate::{cert, content, ServerHandle, Side, Spec};
 
-fn config(server: bool) -> Result<quiche::Config, String> {
+fn config(server: bool, spec: &Spec) -> Result<quiche::Config, String> {
     let e = |e: quiche::Error| e.to_string();
     let mut c = quiche::Config::new(quiche::PROTOCOL_VERSION).map_err(e)?;
     c.set_application_protos(&[content::ALPN]).map_err(e)?;
@@ -33,6 +33,9 @@ fn config(server: bool) -> Result<quiche::Config, String> {
     c.set_initial_max_streams_bidi(200);
     c.set_initial_max_streams_uni(16);
     c.set_max_idle_timeout(crate::IDLE_TIMEOUT.as_millis() as u64);
+    if spec.early_data {
+        c.enable_early_data();
+    }
     Ok(c)
 }
 
@@ -80,6 +83,9 @@ impl Engine for Conn {
     fn close(&mut self) {
         let _ = self.0.close(true, 0, b"done");
     }
+    fn early_data(&self) -> bool {
+        self.0.is_in_early_data()
+    }
 }
 
 /// Runs the client's connections against `servers[0]`.
@@ -95,7 +101,7 @@ fn one_client(
     session: &mut Option<Vec<u8>>,
     side: &mut Side,
 ) -> Result<(), String> {
-    let mut cfg = config(false)?;
+    let mut cfg = config(false, spec)?;
     let sock = bind(loopback(server.ip())).map_err(|e| e.to_string())?;
     let mut socks = Sockets::new(vec![sock]).map_err(|e| e.to_string())?;
     let scid = mpquic::random_cid(16);
@@ -107,6 +113,11 @@ fn one_client(
     }
     let mut c = Conn(conn);
     let res = sansio::fetch(&mut c, &mut socks, spec, deadline, side);
+    // quiche's client does not say whether the server took its early data;
+    // BoringSSL's reason code does (2: ssl_early_data_accepted).
+    if spec.early_data {
+        *side.early_data.get_or_insert(0) += usize::from(c.0.early_data_reason() == 2);
+    }
     if spec.resume {
         *session = Some(c.0.session().ok_or("quiche got no session ticket")?.to_vec());
     }
@@ -116,7 +127,7 @@ fn one_client(
 /// Starts a quiche server (Retry as quiche's examples do it: the token is
 /// the original DCID, enough on loopback).
 pub fn server(spec: &Spec) -> Result<ServerHandle, String> {
-    let cfg = config(true)?;
+    let cfg = config(true, spec)?;
     let ip: IpAddr = if spec.ipv6 { "::1".parse().unwrap() } else { "127.0.0.1".parse().unwrap() };
     let socks = Sockets::new(vec![bind(ip).map_err(|e| e.to_string())?]).map_err(|e| e.to_string())?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -135,7 +146,9 @@ const CID_LEN: usize = 16;
 struct Server {
     cfg: quiche::Config,
     retry: bool,
-    conns: Vec<(Conn, hq::Server)>,
+    /// Each connection, its application, and whether it ever read in
+    /// early data.
+    conns: Vec<(Conn, hq::Server, bool)>,
     routes: HashMap<Vec<u8>, usize>,
 }
 
@@ -152,24 +165,29 @@ impl Server {
             for (d, from, to) in replies.drain(..) {
                 socks.send(&d, to, from);
             }
-            for (c, app) in &mut self.conns {
+            for (c, app, early) in &mut self.conns {
                 if c.0.timeout_instant().is_some_and(|t| t <= Instant::now()) {
                     c.0.on_timeout();
                 }
-                if c.0.is_established() {
+                // quiche serves 0-RTT requests at once (0.5-RTT).
+                if c.0.is_in_early_data() {
+                    *early |= c.0.readable().next().is_some();
+                    app.step(c);
+                } else if c.0.is_established() {
                     app.step(c);
                 }
                 while let Ok((n, info)) = c.0.send(&mut out) {
                     socks.send(&out[..n], info.from, info.to);
                 }
             }
-            let next = self.conns.iter().filter_map(|(c, _)| c.0.timeout_instant()).min();
+            let next = self.conns.iter().filter_map(|(c, _, _)| c.0.timeout_instant()).min();
             socks.wait(next);
         }
         let mut side = Side::default();
-        for (_, app) in self.conns {
+        for (_, app, early) in self.conns {
             side.files += app.served;
             side.errors.extend(app.errors);
+            *side.early_data.get_or_insert(0) += usize::from(early);
         }
         side
     }
@@ -196,7 +214,7 @@ impl Server {
                     (new, None)
                 };
                 let conn = quiche::accept(&scid, odcid.as_ref(), to, from, &mut self.cfg).ok()?;
-                self.conns.push((Conn(conn), hq::Server::default()));
+                self.conns.push((Conn(conn), hq::Server::default(), false));
                 let i = self.conns.len() - 1;
                 self.routes.insert(scid.as_ref().to_vec(), i);
                 self.routes.insert(hdr.dcid.as_ref().to_vec(), i);

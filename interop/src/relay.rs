@@ -68,6 +68,8 @@ pub struct Seen {
     /// Server bytes that reached a rebound flow's new address (the server
     /// followed the client; the old mapping lingers, so it need not).
     pub rebound_down: u64,
+    /// 0-RTT packets the clients sent.
+    pub zero_rtt: u64,
 }
 
 struct Flow {
@@ -247,6 +249,7 @@ impl State {
                 if self.cut_client(n as u64, now) || self.dropping(now) || self.flows[i].dead {
                     continue;
                 }
+                self.seen.zero_rtt += zero_rtt_packets(&self.buf[..n]);
                 let pkt = Packet::new(self.buf[..n].to_vec());
                 let f = &mut self.flows[i];
                 f.bytes.up += n as u64;
@@ -350,4 +353,18 @@ impl State {
             self.flows[1].dead = true;
         }
     }
+}
+
+/// The 0-RTT packets among a datagram's coalesced packets.
+fn zero_rtt_packets(mut dgram: &[u8]) -> u64 {
+    use mpquic::packet::{parse_header, PacketType};
+    let mut n = 0;
+    while let Ok(h) = parse_header(dgram, 0) {
+        n += u64::from(h.ty == PacketType::ZeroRtt);
+        if !h.is_long() || h.packet_len == 0 || h.packet_len >= dgram.len() {
+            break;
+        }
+        dgram = &dgram[h.packet_len..];
+    }
+    n
 }

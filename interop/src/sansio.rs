@@ -28,6 +28,11 @@ pub trait Engine: Streams {
     fn close(&mut self);
     /// Called every turn with the client's progress (multipath actions).
     fn tick(&mut self, _received: u64, _total: u64) {}
+    /// Client: 0-RTT keys are ready, so requests may go before the
+    /// handshake completes.
+    fn early_data(&self) -> bool {
+        false
+    }
 }
 
 /// The sockets of one endpoint: a datagram goes out of the socket bound to
@@ -107,6 +112,10 @@ pub fn run_client(
     deadline: Instant,
 ) -> Result<(), String> {
     let total = hq.total();
+    // With 0-RTT the requests go with the first flight.
+    if e.early_data() {
+        hq.step(e);
+    }
     socks.output(e);
     loop {
         socks.input(|buf, from, to| e.recv(buf, from, to));
@@ -116,6 +125,8 @@ pub fn run_client(
         if e.established() {
             hq.step(e);
             e.tick(hq.received, total);
+        } else if e.early_data() {
+            hq.step(e);
         }
         if hq.done() {
             e.close();

@@ -65,6 +65,8 @@ impl Server {
             qlog_dir: None,
             idle_timeout: idle_timeout_ms,
             max_half_open,
+            // Not offered from Python: no replayable requests by default.
+            early_data: false,
         };
         let inner = AppServer::new(opts).map_err(|(code, e)| {
             if code == mpquic_apps::exit::USAGE {

@@ -44,8 +44,8 @@ impl<'a> PacketBuilder<'a> {
         let mut w = Writer::new(buf);
         let too_short = |_| Error::BufferTooShort;
         let (pn_offset, long) = match h.level {
-            Level::Initial | Level::Handshake => {
-                let ty = if h.level == Level::Initial { PacketType::Initial } else { PacketType::Handshake };
+            Level::Initial | Level::ZeroRtt | Level::Handshake => {
+                let ty = packet_type(h.level);
                 let o =
                     packet::write_long_header(&mut w, ty, QUIC_V1, &h.dcid, &h.scid, h.token, h.pn, h.pn_len)
                         .map_err(too_short)?;
@@ -104,5 +104,28 @@ impl<'a> PacketBuilder<'a> {
         crypto::apply_header_protection(pkt, self.pn_offset, self.pn_len, &keys.header)
             .map_err(|_| Error::Closed)?;
         Ok(pkt_len)
+    }
+}
+
+/// The packet type that carries `level`'s packets (the one place levels and
+/// long-header types meet, both ways: see [`level_of`]).
+pub(super) fn packet_type(level: Level) -> PacketType {
+    match level {
+        Level::Initial => PacketType::Initial,
+        Level::ZeroRtt => PacketType::ZeroRtt,
+        Level::Handshake => PacketType::Handshake,
+        Level::OneRtt => PacketType::Short,
+    }
+}
+
+/// The encryption level of a packet type (`None`: Retry and Version
+/// Negotiation, which are not protected).
+pub(super) fn level_of(ty: PacketType) -> Option<Level> {
+    match ty {
+        PacketType::Initial => Some(Level::Initial),
+        PacketType::ZeroRtt => Some(Level::ZeroRtt),
+        PacketType::Handshake => Some(Level::Handshake),
+        PacketType::Short => Some(Level::OneRtt),
+        PacketType::Retry | PacketType::VersionNegotiation => None,
     }
 }

@@ -96,6 +96,11 @@ impl Connection {
         let path = &mut self.paths[0].recovery;
         sp.sent.discard(path, |_, _| {});
         self.levels.send[0].requeue_all();
+        // The server dropped our 0-RTT packets with the Initial: send them
+        // again behind the new one (RFC 9000 §17.2.5.3).
+        if self.sends_early_data() {
+            self.resend_early_packets();
+        }
         Err(Ok(Drop::Datagram))
     }
 
@@ -166,6 +171,7 @@ impl Connection {
         if self.tls.is_handshake_complete() && self.peer_params.is_none() {
             self.on_handshake_complete()?;
         }
+        self.after_tls_early();
         Ok(())
     }
 
@@ -180,6 +186,7 @@ impl Connection {
             .to_vec();
         let params = TransportParams::decode(&raw, !self.is_server).map_err(Error::Transport)?;
         self.validate_peer_params(&params).map_err(Error::Transport)?;
+        self.check_early_limits(&params).map_err(Error::Transport)?;
         self.streams
             .set_peer_limits(&crate::stream::PeerLimits {
                 initial_max_data: params.initial_max_data,

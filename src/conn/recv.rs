@@ -10,6 +10,7 @@ use crate::recovery::{Ecn, HandshakeStatus, PacketFate};
 use crate::stream::StreamId;
 use crate::PathId;
 
+use super::builder::{level_of, packet_type};
 use super::sent::SentFrame;
 use super::spaces::level_index;
 use super::{CloseInfo, Connection, Error, PathEvent, RecvInfo, State};
@@ -27,15 +28,6 @@ pub(super) enum Drop {
 struct PacketFacts {
     ack_eliciting: bool,
     non_probing: bool,
-}
-
-fn level_of(ty: PacketType) -> Option<Level> {
-    match ty {
-        PacketType::Initial => Some(Level::Initial),
-        PacketType::Handshake => Some(Level::Handshake),
-        PacketType::Short => Some(Level::OneRtt),
-        _ => None,
-    }
 }
 
 impl Connection {
@@ -59,6 +51,20 @@ impl Connection {
             self.close_pending = true;
             return Ok(len);
         }
+        self.recv_packets(buf, info, now)?;
+        // 0-RTT packets that came before their keys, if these brought them.
+        self.replay_early_packets(now)?;
+        // TLS was already driven by each CRYPTO frame (on_frame); nothing to
+        // do per datagram once the handshake is over.
+        if self.state == State::Closed {
+            return Err(Error::Closed);
+        }
+        Ok(len)
+    }
+
+    /// The packets of one datagram, in order.
+    pub(super) fn recv_packets(&mut self, buf: &mut [u8], info: RecvInfo, now: Instant) -> Result<(), Error> {
+        let len = buf.len();
         let mut off = 0;
         let mut first = true;
         while off < len {
@@ -75,12 +81,7 @@ impl Connection {
             }
             first = false;
         }
-        // TLS was already driven by each CRYPTO frame (on_frame); nothing to
-        // do per datagram once the handshake is over.
-        if self.state == State::Closed {
-            return Err(Error::Closed);
-        }
-        Ok(len)
+        Ok(())
     }
 
     /// Returns the bytes consumed from `buf`.
@@ -108,13 +109,13 @@ impl Connection {
         if hdr.is_long() && hdr.version != QUIC_V1 {
             return Ok(plen);
         }
-        let Some(level) = level_of(hdr.ty) else {
-            // 0-RTT is refused: drop.
-            return Ok(plen);
-        };
+        let Some(level) = level_of(hdr.ty) else { return Ok(plen) };
         if !self.levels.has_recv_keys(level) {
-            // Keys not available (yet, or discarded): drop this packet only.
-            self.stats.dropped += 1;
+            // Keys not available (yet, or discarded): drop this packet only,
+            // or keep it for later if it is 0-RTT.
+            if !(level == Level::ZeroRtt && self.buffer_early_packet(&buf[..plen], info)) {
+                self.stats.dropped += 1;
+            }
             return Ok(plen);
         }
         let path_id = if level == Level::OneRtt {
@@ -228,7 +229,7 @@ impl Connection {
         info: RecvInfo,
         now: Instant,
     ) -> Result<PacketFacts, TransportError> {
-        let ptype = hdr_type(level);
+        let ptype = packet_type(level);
         let mut facts = PacketFacts::default();
         frame::for_each_frame(payload, |f| {
             if !f.is_allowed_in(ptype) {
@@ -727,15 +728,6 @@ impl Connection {
             self.cids.issue(path);
         }
         Ok(())
-    }
-}
-
-fn hdr_type(level: Level) -> PacketType {
-    match level {
-        Level::Initial => PacketType::Initial,
-        Level::Handshake => PacketType::Handshake,
-        Level::ZeroRtt => PacketType::ZeroRtt,
-        Level::OneRtt => PacketType::Short,
     }
 }
 

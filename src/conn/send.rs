@@ -131,10 +131,12 @@ impl Connection {
         // Whether the last packet written has a long header (a 1-RTT packet
         // runs to the end of the datagram: nothing may follow it).
         let mut last_long = false;
-        for level in [Level::Initial, Level::Handshake, Level::OneRtt] {
-            if !self.levels.has_send_keys(level) {
+        for level in [Level::Initial, Level::ZeroRtt, Level::Handshake, Level::OneRtt] {
+            if !self.levels.has_send_keys(level) || (level == Level::ZeroRtt && !self.sends_early_data()) {
                 continue;
             }
+            // Only 1-RTT packets go on other paths (0-RTT too stays on the
+            // first, draft-21 §2.3).
             if level != Level::OneRtt && pi != 0 {
                 continue;
             }
@@ -201,19 +203,23 @@ impl Connection {
     }
 
     fn more_levels_to_send(&self, level: Level) -> bool {
+        let has = |l: Level| self.levels.has_send_keys(l) && self.level_has_data(l);
         match level {
             Level::Initial => {
-                (self.levels.has_send_keys(Level::Handshake) && self.level_has_data(Level::Handshake))
-                    || (self.levels.has_send_keys(Level::OneRtt) && self.level_has_data(Level::OneRtt))
+                (self.sends_early_data() && has(Level::ZeroRtt))
+                    || has(Level::Handshake)
+                    || has(Level::OneRtt)
             }
-            Level::Handshake => {
-                self.levels.has_send_keys(Level::OneRtt) && self.level_has_data(Level::OneRtt)
-            }
-            _ => false,
+            Level::ZeroRtt => has(Level::Handshake) || has(Level::OneRtt),
+            Level::Handshake => has(Level::OneRtt),
+            Level::OneRtt => false,
         }
     }
 
     fn level_has_data(&self, level: Level) -> bool {
+        if level == Level::ZeroRtt {
+            return self.streams.has_pending_data();
+        }
         let i = level_index(level);
         if i < 2 {
             let sp = &self.hs[i];
@@ -246,15 +252,20 @@ impl Connection {
         let mut frames = SentFrames::new();
         // ACK first: it is never congestion controlled. Our ACK's timer is
         // reset only if the packet is really sent.
-        let ack_written =
-            (due.ack || due.data_ready()) && self.write_acks(level, pi, &mut b, &mut frames, now);
+        // (0-RTT packets carry no ACK: the client has nothing of the
+        // application space to acknowledge yet, RFC 9000 §17.2.3.)
+        let ack_written = level != Level::ZeroRtt
+            && (due.ack || due.data_ready())
+            && self.write_acks(level, pi, &mut b, &mut frames, now);
         // Packets with PATH_CHALLENGE / PATH_RESPONSE on a new path are
         // padded to 1200 bytes to check the path MTU (RFC 9000 §8.2.1).
         let probing = level == Level::OneRtt && self.write_path_validation(pi, &mut b, &mut frames, now);
         let mut ack_eliciting = probing;
         if due.may_send_data {
-            ack_eliciting |= self.write_crypto(level, &mut b, &mut frames);
-            if level == Level::OneRtt {
+            if level != Level::ZeroRtt {
+                ack_eliciting |= self.write_crypto(level, &mut b, &mut frames);
+            }
+            if matches!(level, Level::ZeroRtt | Level::OneRtt) {
                 let end = b.payload_end();
                 ack_eliciting |= self.write_data_frames(b.w(), end, pi, &mut frames, job, now);
             }
@@ -271,8 +282,9 @@ impl Connection {
         // Nothing went in but an ACK that was not due (the data or control
         // frames expected did not materialise): sending it would only repeat
         // the last ACK, and a caller looping on `send` would never stop.
-        let idle_1rtt = level == Level::OneRtt && !ack_eliciting && !due.ack && due.probes == 0;
-        if b.is_empty() || idle_1rtt {
+        let idle_app =
+            matches!(level, Level::ZeroRtt | Level::OneRtt) && !ack_eliciting && !due.ack && due.probes == 0;
+        if b.is_empty() || idle_app {
             return Ok(None);
         }
         if let Some(sp) = self.space_mut(level, pi) {
@@ -307,6 +319,8 @@ impl Connection {
         // probes may exceed it), and no data before the path is validated
         // (draft-21 §3.1). Handshake ACKs are sent at once.
         let one_rtt = level == Level::OneRtt;
+        // 0-RTT data follows the application space's rules too.
+        let app = one_rtt || level == Level::ZeroRtt;
         let other_acks = one_rtt && self.multipath && self.paths.len() > 1 && self.other_acks_due(pi, now);
         let p = &self.paths[pi];
         let cwnd_room = p.recovery.cwnd().saturating_sub(p.recovery.bytes_in_flight());
@@ -315,11 +329,11 @@ impl Connection {
         let sp = self.space_mut(level, pi)?;
         let ack_now = !one_rtt || has_data || sp.acks.ack_deadline().is_some_and(|d| d <= now);
         let probes = *sp.probes;
-        let may_send_data = !one_rtt || ((probes > 0 || cwnd_room >= room) && validated);
+        let may_send_data = !app || ((probes > 0 || cwnd_room >= room) && validated);
         let due = Due {
             pn: *sp.next_pn,
             pn_len: packet::pn_len_for(*sp.next_pn, sp.sent.largest_acked()),
-            ack: other_acks || (sp.acks.has_new() && ack_now),
+            ack: level != Level::ZeroRtt && (other_acks || (sp.acks.has_new() && ack_now)),
             has_data,
             may_send_data,
             probes,
@@ -475,6 +489,9 @@ impl Connection {
     }
 
     fn level_wants_to_send(&self, level: Level, pi: usize, job: &Job) -> bool {
+        if level == Level::ZeroRtt {
+            return self.streams.has_sendable_data() || self.streams.has_pending_control();
+        }
         let li = level_index(level);
         if self.levels.send[li].has_pending() {
             return true;

@@ -16,7 +16,9 @@ use super::sent::SentFrames;
 /// CRYPTO_BUFFER_EXCEEDED beyond a limit of our choice).
 const MAX_CRYPTO_BUFFER: u64 = 64 * 1024;
 
-/// Index of a level in the arrays below: 0-RTT is never used (refused).
+/// Index of a level in the packet-number space and CRYPTO arrays: 0-RTT
+/// shares the application space with 1-RTT (and has no CRYPTO stream);
+/// its keys are kept apart ([`CryptoLevels::zero_rtt`]).
 pub(crate) fn level_index(level: Level) -> usize {
     match level {
         Level::Initial => 0,
@@ -253,6 +255,9 @@ impl KeyUpdate {
 pub(crate) struct CryptoLevels {
     local: [Option<Keys>; 3],
     remote: [Option<Keys>; 3],
+    /// 0-RTT keys (RFC 9001 §4.6): a client writes with them, a server
+    /// reads; at index 0 ours, at 1 the peer's.
+    zero_rtt: [Option<Keys>; 2],
     pub(crate) send: [CryptoSend; 3],
     pub(crate) recv: [CryptoRecv; 3],
     pub(crate) ku: KeyUpdate,
@@ -263,6 +268,7 @@ impl CryptoLevels {
         let mut s = CryptoLevels {
             local: [None, None, None],
             remote: [None, None, None],
+            zero_rtt: [None, None],
             send: Default::default(),
             recv: Default::default(),
             ku: KeyUpdate::default(),
@@ -280,6 +286,10 @@ impl CryptoLevels {
     }
 
     pub(crate) fn install(&mut self, level: Level, local: Option<Keys>, remote: Option<Keys>) {
+        if level == Level::ZeroRtt {
+            self.zero_rtt = [local, remote];
+            return;
+        }
         let i = level_index(level);
         if let Some(k) = local {
             self.local[i] = Some(k);
@@ -293,6 +303,10 @@ impl CryptoLevels {
     }
 
     pub(crate) fn discard(&mut self, level: Level) {
+        if level == Level::ZeroRtt {
+            self.zero_rtt = [None, None];
+            return;
+        }
         let i = level_index(level);
         self.local[i] = None;
         self.remote[i] = None;
@@ -300,16 +314,24 @@ impl CryptoLevels {
     }
 
     pub(crate) fn has_send_keys(&self, level: Level) -> bool {
-        self.local[level_index(level)].is_some()
+        self.local(level).is_some()
     }
     pub(crate) fn has_recv_keys(&self, level: Level) -> bool {
-        self.remote[level_index(level)].is_some()
+        self.remote(level).is_some()
     }
+    /// Our keys at `level` (0-RTT: only a client has them).
     pub(crate) fn local(&self, level: Level) -> Option<&Keys> {
-        self.local[level_index(level)].as_ref()
+        match level {
+            Level::ZeroRtt => self.zero_rtt[0].as_ref(),
+            _ => self.local[level_index(level)].as_ref(),
+        }
     }
+    /// The peer's keys at `level` (0-RTT: only a server has them).
     pub(crate) fn remote(&self, level: Level) -> Option<&Keys> {
-        self.remote[level_index(level)].as_ref()
+        match level {
+            Level::ZeroRtt => self.zero_rtt[1].as_ref(),
+            _ => self.remote[level_index(level)].as_ref(),
+        }
     }
 
     /// A packet in the peer's next key phase decrypted: move the remote keys

@@ -32,6 +32,11 @@ pub(crate) fn config(server: bool) -> Config {
     c
 }
 
+/// The addresses of a [`Pair`]'s client and server.
+pub(crate) const C_ADDR: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(LOCALHOST, 1111));
+pub(crate) const S_ADDR: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(LOCALHOST, 2222));
+const LOCALHOST: std::net::Ipv4Addr = std::net::Ipv4Addr::new(127, 0, 0, 1);
+
 struct Datagram {
     at: Instant,
     data: Vec<u8>,
@@ -74,14 +79,25 @@ pub(crate) type DropFilter = Box<dyn FnMut(&Connection, &crate::SendInfo) -> boo
 impl Pair {
     pub(crate) fn new(ccfg: &Config, scfg: &Config) -> Pair {
         let now = Instant::now();
-        let c_addr: SocketAddr = "127.0.0.1:1111".parse().unwrap();
-        let s_addr: SocketAddr = "127.0.0.1:2222".parse().unwrap();
-        let mut c = connect(Some("localhost"), &crate::random_cid(8), c_addr, s_addr, ccfg, now).unwrap();
+        let c = connect(Some("localhost"), &crate::random_cid(8), C_ADDR, S_ADDR, ccfg, now).unwrap();
+        Pair::start(c, scfg, now)
+    }
+
+    /// A pair whose client `c` (from `C_ADDR` to `S_ADDR`) has sent nothing
+    /// yet: its first datagram creates the server.
+    pub(crate) fn start(mut c: Connection, scfg: &Config, now: Instant) -> Pair {
+        let (c_addr, s_addr) = (C_ADDR, S_ADDR);
         let mut first = vec![0u8; 1500];
         let (n, _) = c.send(&mut first, now).unwrap().unwrap();
         let hdr = packet::parse_header(&first[..n], 0).unwrap();
         let mut s = accept(&crate::random_cid(8), &hdr.dcid, None, s_addr, c_addr, scfg, now).unwrap();
         s.recv(&mut first[..n], RecvInfo { from: c_addr, to: s_addr }, now).unwrap();
+        Pair::from_conns(c, s, now)
+    }
+
+    /// A pair of connections already started.
+    pub(crate) fn from_conns(c: Connection, s: Connection, now: Instant) -> Pair {
+        let (c_addr, s_addr) = (C_ADDR, S_ADDR);
         Pair {
             c,
             s,

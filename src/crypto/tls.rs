@@ -122,6 +122,7 @@ struct ConfigInner {
     /// client also offers).
     alpn: Vec<Vec<u8>>,
     verify_peer: bool,
+    early_data: bool,
     keylog: Option<Mutex<File>>,
 }
 
@@ -154,6 +155,7 @@ pub struct TlsConfigBuilder {
     keylog: Option<PathBuf>,
     ciphers: Vec<Algorithm>,
     tickets: bool,
+    early_data: bool,
 }
 
 impl TlsConfig {
@@ -197,6 +199,7 @@ impl TlsConfigBuilder {
             keylog: None,
             ciphers: Vec::new(),
             tickets: false,
+            early_data: false,
         }
     }
 
@@ -262,6 +265,15 @@ impl TlsConfigBuilder {
         self
     }
 
+    /// 0-RTT (RFC 9001 §4.6): a client offers early data when it resumes a
+    /// session whose ticket allows it; a server accepts it when the client's
+    /// early-data context ([`TlsSession::set_early_data_context`]) matches.
+    /// Needs [`session_tickets`](Self::session_tickets). Off by default.
+    pub fn early_data(mut self, on: bool) -> Self {
+        self.early_data = on;
+        self
+    }
+
     /// Creates the `SSL_CTX`. Fails if a file cannot be read or the key does
     /// not match the certificate.
     pub fn build(self) -> Result<TlsConfig, TlsError> {
@@ -288,6 +300,9 @@ impl TlsConfigBuilder {
                 // Clients hear of each ticket through the callback.
                 ffi::SSL_CTX_set_session_cache_mode(c, ffi::SSL_SESS_CACHE_CLIENT as c_int);
                 ffi::SSL_CTX_sess_set_new_cb(c, Some(new_session));
+            }
+            if self.early_data && self.tickets {
+                ffi::SSL_CTX_set_early_data_enabled(c, 1);
             }
             if !self.ciphers.is_empty() {
                 let ids: Vec<u16> = self.ciphers.iter().map(|a| a.suite()).collect();
@@ -367,6 +382,7 @@ impl TlsConfigBuilder {
                 is_server: self.is_server,
                 alpn: self.alpn,
                 verify_peer: self.verify_peer,
+                early_data: self.early_data && self.tickets,
                 keylog,
             }),
         })
@@ -379,7 +395,8 @@ struct State {
     outgoing: [Vec<u8>; 4],
     new_keys: VecDeque<(Level, Direction, Keys)>,
     alert: Option<u8>,
-    /// The last session ticket received (client), serialized.
+    /// The last session ticket received (client), serialized with the
+    /// server's transport parameters ([`SessionBlob`]).
     session: Option<Vec<u8>>,
 }
 
@@ -410,6 +427,9 @@ pub struct TlsSession {
     ssl: Ssl,
     state: StatePtr,
     complete: bool,
+    /// Client: the server rejected our early data (taken by
+    /// [`TlsSession::take_early_data_rejected`]).
+    early_rejected: bool,
 }
 
 // SAFETY: the SSL and its state are only touched through &mut self (or
@@ -475,7 +495,7 @@ impl TlsSession {
             session: None,
         });
         let state = StatePtr(NonNull::from(Box::leak(state)));
-        let session = TlsSession { ssl, state, complete: false };
+        let session = TlsSession { ssl, state, complete: false, early_rejected: false };
         let s = session.ssl.0.as_ptr();
         // SAFETY (whole block): `s` is our live SSL; pointers are valid for
         // each call; the state pointer outlives the SSL (field order).
@@ -574,7 +594,18 @@ impl TlsSession {
         if !self.complete {
             // SAFETY: our SSL; callbacks reach the state via ex_data while no
             // Rust reference to it is live.
-            let rc = unsafe { ffi::SSL_do_handshake(s) };
+            let mut rc = unsafe { ffi::SSL_do_handshake(s) };
+            // SAFETY: our SSL, rc from the call above.
+            if rc != 1 && unsafe { ffi::SSL_get_error(s, rc) } == ffi::SSL_ERROR_EARLY_DATA_REJECTED {
+                // The client's 0-RTT was refused: carry on with a plain
+                // handshake (the connection resends what 0-RTT carried).
+                self.early_rejected = true;
+                // SAFETY: our SSL, in the state this call is meant for.
+                rc = unsafe {
+                    ffi::SSL_reset_early_data_reject(s);
+                    ffi::SSL_do_handshake(s)
+                };
+            }
             if rc != 1 {
                 // SAFETY: our SSL, rc from the call above.
                 let err = unsafe { ffi::SSL_get_error(s, rc) };
@@ -582,6 +613,12 @@ impl TlsSession {
                     return Ok(());
                 }
                 return Err(self.failure("TLS handshake failed"));
+            }
+            // With early data, BoringSSL returns before the handshake ends
+            // (client: after its ClientHello; server: after its flight).
+            // SAFETY: our SSL.
+            if unsafe { ffi::SSL_in_init(s) } == 1 {
+                return Ok(());
             }
             self.complete = true;
         }
@@ -617,27 +654,59 @@ impl TlsSession {
     /// of an earlier connection to the same server). Call before the first
     /// [`advance`](Self::advance). Bytes that do not parse are an error; a
     /// session the server no longer accepts just means a full handshake.
-    pub fn set_session(&mut self, bytes: &[u8]) -> Result<(), TlsError> {
+    /// Returns the server's transport parameters stored with the session
+    /// (RFC 9000 §7.4.1) when the session allows 0-RTT and early data is
+    /// enabled: the caller then sends early data under them.
+    pub fn set_session(&mut self, bytes: &[u8]) -> Result<Option<Vec<u8>>, TlsError> {
         if self.is_server() || self.complete {
             return Err(config_err("only a client can resume, before its handshake"));
         }
+        let blob = SessionBlob::decode(bytes)
+            .ok_or_else(|| TlsError::new(ErrorCode::INTERNAL_ERROR, "not a TLS session"))?;
         let ctx = self.state().config.ctx.0.as_ptr();
-        // SAFETY: bytes is valid for its length; ctx is live (held by the state).
-        let sess = unsafe { ffi::SSL_SESSION_from_bytes(bytes.as_ptr(), bytes.len(), ctx) };
+        // SAFETY: the bytes are valid for their length; ctx is live (held by the state).
+        let sess = unsafe { ffi::SSL_SESSION_from_bytes(blob.tls.as_ptr(), blob.tls.len(), ctx) };
         if sess.is_null() {
             return Err(TlsError::new(ErrorCode::INTERNAL_ERROR, "not a TLS session"));
         }
         // SAFETY: our SSL and a live session; SSL_set_session takes its own
         // reference, so ours is released right after.
-        let ok = unsafe {
+        let (ok, early) = unsafe {
+            let early = ffi::SSL_SESSION_early_data_capable(sess) == 1;
             let ok = ffi::SSL_set_session(self.ptr(), sess);
             ffi::SSL_SESSION_free(sess);
-            ok
+            (ok, early)
         };
         if ok != 1 {
             return Err(config_err("SSL_set_session failed"));
         }
+        let enabled = self.state().config.early_data;
+        Ok((early && enabled && !blob.params.is_empty()).then(|| blob.params.to_vec()))
+    }
+
+    /// Server: bind 0-RTT to `context` (what of our configuration early
+    /// data relies on, e.g. the encoded flow-control limits): a ticket issued
+    /// under a different context gets its early data rejected (RFC 9001
+    /// §4.6.1). Call before the first [`advance`](Self::advance).
+    pub fn set_early_data_context(&mut self, context: &[u8]) -> Result<(), TlsError> {
+        // SAFETY: our SSL; BoringSSL copies the context.
+        let ok = unsafe { ffi::SSL_set_quic_early_data_context(self.ptr(), context.as_ptr(), context.len()) };
+        if ok != 1 {
+            return Err(config_err("cannot set the early data context"));
+        }
         Ok(())
+    }
+
+    /// Whether the server accepted our early data (client) / we accepted
+    /// the client's (server). Meaningful once the handshake completed.
+    pub fn early_data_accepted(&self) -> bool {
+        // SAFETY: our live SSL.
+        unsafe { ffi::SSL_early_data_accepted(self.ptr()) == 1 }
+    }
+
+    /// Client: the server rejected the early data we sent; true once.
+    pub fn take_early_data_rejected(&mut self) -> bool {
+        std::mem::take(&mut self.early_rejected)
     }
 
     /// Client: the last session ticket the server sent, serialized (for
@@ -850,14 +919,51 @@ unsafe extern "C" fn new_session(ssl: *mut ffi::SSL, sess: *mut ffi::SSL_SESSION
     // buffer we free with OPENSSL_free.
     unsafe {
         if ffi::SSL_SESSION_to_bytes(sess, &mut out, &mut len) == 1 && !out.is_null() {
+            let mut p: *const u8 = std::ptr::null();
+            let mut plen = 0usize;
+            ffi::SSL_get_peer_quic_transport_params(ssl, &mut p, &mut plen);
+            let params = if p.is_null() { &[][..] } else { std::slice::from_raw_parts(p, plen) };
             if let Some(st) = state_of(ssl) {
-                st.session = Some(std::slice::from_raw_parts(out, len).to_vec());
+                let tls = std::slice::from_raw_parts(out, len);
+                st.session = Some(SessionBlob { tls, params }.encode());
             }
             ffi::OPENSSL_free(out.cast());
         }
     }
     // 0: BoringSSL keeps ownership of the session.
     0
+}
+
+/// What [`TlsSession::session`] hands out: BoringSSL's serialized session
+/// and the server's transport parameters, which 0-RTT must remember (RFC
+/// 9000 §7.4.1): `MAGIC`, the session's length (4 bytes, big endian), the
+/// session, the encoded parameters. Bytes without `MAGIC` are a bare
+/// session (from before the parameters were kept): resumable, no 0-RTT.
+struct SessionBlob<'a> {
+    tls: &'a [u8],
+    params: &'a [u8],
+}
+
+impl<'a> SessionBlob<'a> {
+    const MAGIC: &'static [u8; 4] = b"mqs1";
+
+    fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(8 + self.tls.len() + self.params.len());
+        v.extend_from_slice(Self::MAGIC);
+        v.extend_from_slice(&(self.tls.len() as u32).to_be_bytes());
+        v.extend_from_slice(self.tls);
+        v.extend_from_slice(self.params);
+        v
+    }
+
+    fn decode(b: &'a [u8]) -> Option<Self> {
+        let Some(rest) = b.strip_prefix(Self::MAGIC) else {
+            return Some(SessionBlob { tls: b, params: &[] });
+        };
+        let (len, rest) = rest.split_first_chunk::<4>()?;
+        let len = u32::from_be_bytes(*len) as usize;
+        (rest.len() >= len).then(|| SessionBlob { tls: &rest[..len], params: &rest[len..] })
+    }
 }
 
 unsafe extern "C" fn keylog_line(ssl: *const ffi::SSL, line: *const c_char) {

@@ -412,7 +412,9 @@ fn packet_type_permissions() {
         (&Frame::MaxData(1), [false, false, true, true]),
         (&Frame::MaxPathId(1), [false, false, false, true]),
         (&Frame::PathAbandon { path_id: 1, error_code: 0 }, [false, false, false, true]),
-        (&Frame::RetireConnectionId { path_id: None, seq: 0 }, [false, false, true, true]),
+        // Table 3 allows it in 0-RTT, §12.4's note does not (a server MAY
+        // close): it can only answer a NEW_CONNECTION_ID of 1-RTT.
+        (&Frame::RetireConnectionId { path_id: None, seq: 0 }, [false, false, false, true]),
         (&Frame::RetireConnectionId { path_id: Some(1), seq: 0 }, [false, false, false, true]),
     ];
     for (f, allowed) in table {

@@ -64,6 +64,11 @@ struct Args {
     /// next run, the handshake resumes the session (no certificate sent).
     #[arg(long)]
     session_file: Option<std::path::PathBuf>,
+    /// With --session-file: send the requests in 0-RTT, before the
+    /// handshake completes, when the saved session allows it (the server
+    /// may reject them: they are then sent again after the handshake).
+    #[arg(long, requires = "session_file")]
+    early_data: bool,
 }
 
 const EXIT_HELP: &str = "Exit codes: 0 ok, 1 local I/O error, 2 bad arguments (URL, names, --local), \
@@ -255,6 +260,7 @@ fn main() {
     // A missing or unreadable session file just means a full handshake.
     let session = args.session_file.as_ref().and_then(|p| std::fs::read(p).ok());
     config.enable_session_tickets(args.session_file.is_some());
+    config.enable_early_data(args.early_data);
     let scid = mpquic::random_cid(16);
     let open = |session: Option<&[u8]>| {
         mpquic::connect_with_session(Some(&first.host), &scid, local0, peer, &config, session, Instant::now())
@@ -361,6 +367,12 @@ impl Client {
         let handshake_deadline = started + timeout;
         loop {
             let now = Instant::now();
+            // With 0-RTT keys the requests leave with the first flight.
+            if self.h3.is_none() && self.conn.is_in_early_data() {
+                if let Err(code) = self.start(now) {
+                    return code;
+                }
+            }
             match self.out.flush(&mut self.conn, &self.socks, &mut out, now) {
                 Ok(w) => wake = w,
                 Err(_) if self.conn.is_closed() || self.conn.is_draining() => {}
@@ -402,8 +414,10 @@ impl Client {
             self.ooo.push(self.conn.out_of_order_bytes());
             if self.conn.is_established() && self.established_at.is_none() {
                 self.established_at = Some(now);
-                if let Err(code) = self.start(now) {
-                    return code;
+                if self.h3.is_none() {
+                    if let Err(code) = self.start(now) {
+                        return code;
+                    }
                 }
             }
             self.open_paths(now);
@@ -627,7 +641,7 @@ impl Client {
                 "transfer_s": transfer.as_secs_f64(), "goodput_mbps": goodput(elapsed),
                 "transfer_goodput_mbps": goodput(transfer), "cc": args.cc, "scheduler": args.scheduler,
                 "multipath": self.conn.is_multipath(), "retry": self.conn.retried(),
-                "resumed": self.conn.is_resumed(),
+                "resumed": self.conn.is_resumed(), "early_data": self.conn.is_early_data_accepted(),
                 "downloads": self.downloads.iter().map(|d| json!({
                     "url": format!("https://{}{}", d.target.authority, d.target.path), "status": d.status,
                     "bytes": d.bytes, "output": d.out_name })).collect::<Vec<_>>(),
@@ -658,10 +672,15 @@ impl Client {
         );
         let _ = writeln!(
             e,
-            "cc {}, scheduler {}, multipath {}",
+            "cc {}, scheduler {}, multipath {}{}",
             args.cc,
             args.scheduler,
-            if self.conn.is_multipath() { "negotiated" } else { "off" }
+            if self.conn.is_multipath() { "negotiated" } else { "off" },
+            match (args.early_data, self.conn.is_early_data_accepted()) {
+                (false, _) => "",
+                (true, true) => ", 0-RTT accepted",
+                (true, false) => ", no 0-RTT (no usable session, or the server refused it)",
+            }
         );
         let _ = writeln!(
             e,

@@ -57,6 +57,10 @@ struct Args {
     /// their connection by the connection ID's first byte.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=64))]
     workers: u8,
+    /// Accept 0-RTT requests from resuming clients (an attacker can replay
+    /// them: fine for GETs of static files).
+    #[arg(long)]
+    early_data: bool,
 }
 
 fn fail(code: i32, msg: impl std::fmt::Display) -> ! {
@@ -82,6 +86,7 @@ fn main() {
         qlog_dir: args.qlog_dir,
         idle_timeout: args.idle_timeout,
         max_half_open: args.max_half_open,
+        early_data: args.early_data,
     };
     let mut servers = start(&opts, usize::from(args.workers));
     let stop = Arc::new(AtomicBool::new(false));
