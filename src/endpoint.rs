@@ -174,7 +174,9 @@ impl<T: Default> Endpoint<T> {
         }
         let reset_key = StatelessResetKey::random();
         config.set_stateless_reset_key(reset_key.clone());
-        let validator = Validator::new(ep.retry).map_err(|e| EndpointError(format!("token key: {e:?}")))?;
+        let mut validator =
+            Validator::new(ep.retry).map_err(|e| EndpointError(format!("token key: {e:?}")))?;
+        validator.set_versions(config.versions());
         Ok(Endpoint {
             config,
             ep,
@@ -266,7 +268,7 @@ impl<T: Default> Endpoint<T> {
         let retry = self.ep.retry || forced;
         match self.validator.handle_retrying(dgram, &info.from, secs, out, retry) {
             Accept::Reply(n) => {
-                if packet::invariant_header(dgram).is_some_and(|h| h.version != packet::QUIC_V1) {
+                if packet::invariant_header(dgram).is_some_and(|h| !self.validator.accepts(h.version)) {
                     self.stats.version_negotiations += 1;
                 } else {
                     self.stats.retries += 1;

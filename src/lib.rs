@@ -29,6 +29,7 @@ pub mod sched;
 pub mod server;
 pub mod stream;
 pub mod transport_params;
+pub mod version;
 
 pub use config::{Config, ConfigError};
 pub use conn::{
@@ -38,4 +39,5 @@ pub use conn::{
 pub use endpoint::{Endpoint, EndpointConfig};
 pub use error::{ErrorCode, TransportError};
 pub use packet::ConnectionId;
+pub use version::Version;
 pub use path::PathId;
