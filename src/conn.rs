@@ -31,10 +31,10 @@ use crate::config::{Config, ConfigError};
 use crate::crypto::{self, Level, TlsConfig, TlsSession};
 use crate::error::{ErrorCode, TransportError};
 use crate::packet::{ConnectionId, QUIC_V1};
-use crate::version::{Version, VersionInfo};
 use crate::recovery::SpaceKind;
 use crate::stream::{Side, StreamDir, StreamError, StreamId, Streams, StreamsConfig};
 use crate::transport_params::TransportParams;
+use crate::version::{Version, VersionInfo};
 use crate::PathId;
 
 use crate::path::{CidState, MpState, Path, PathConfig};

@@ -39,5 +39,5 @@ pub use conn::{
 pub use endpoint::{Endpoint, EndpointConfig};
 pub use error::{ErrorCode, TransportError};
 pub use packet::ConnectionId;
-pub use version::Version;
 pub use path::PathId;
+pub use version::Version;

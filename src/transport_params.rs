@@ -296,7 +296,10 @@ impl TransportParams {
             push_param(out, id::RETRY_SOURCE_CONNECTION_ID, c.as_slice());
         }
         if let Some(vi) = &self.version_information {
-            let bytes: Vec<u8> = std::iter::once(vi.chosen).chain(vi.available.iter().copied()).flat_map(u32::to_be_bytes).collect();
+            let bytes: Vec<u8> = std::iter::once(vi.chosen)
+                .chain(vi.available.iter().copied())
+                .flat_map(u32::to_be_bytes)
+                .collect();
             push_param(out, id::VERSION_INFORMATION, &bytes);
         }
         if let Some(v) = self.max_datagram_frame_size {

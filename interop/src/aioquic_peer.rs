@@ -42,6 +42,9 @@ fn common(cmd: &mut Command, spec: &Spec) {
     if spec.chacha {
         cmd.arg("--chacha");
     }
+    if spec.v2 {
+        cmd.arg("--v2");
+    }
 }
 
 /// Runs the aioquic client against `servers[0]`.

@@ -131,7 +131,7 @@ impl Case {
         match self {
             Zerortt => Err(ByMpquic("no 0-RTT yet")),
             Ecn => Err(ByMpquic("no ECN yet")),
-            V2 => Err(ByMpquic("no QUIC v2 yet")),
+            V2 if peer != Peer::Aioquic => Err(ByPeer("no QUIC v2")),
             Connectionmigration => Err(ByMpquic("no active migration (preferred_address) yet")),
             Http3 => Err(ByMpquic(
                 "the runner speaks hq-interop only; HTTP/3 interop is in apps/tests and ffi/tests",
@@ -211,6 +211,7 @@ impl Case {
         spec.resume = self == Resumption;
         spec.chacha = self == Chacha20;
         spec.key_update = self == Keyupdate;
+        spec.v2 = self == V2;
         plan.amplification = self == Amplificationlimit;
         if matches!(self, MpTransfer | MpBackup | MpAbandon | MpBlackhole | Multiplexing) {
             // Two paths at 1 ms one way, so the second is not idle in the time a transfer takes.
@@ -257,6 +258,7 @@ impl Case {
                 None => Err("the client was never cut off".into()),
             },
             RebindPort | RebindAddr if seen.rebinds == 0 => Err("no rebinding happened".into()),
+            V2 => upgraded_to_v2(seen),
             MpHandshake | MpTransfer | MpBackup | MpAbandon if seen.flows.len() < 2 => {
                 Err(format!("only {} path(s) used", seen.flows.len()))
             }
@@ -271,5 +273,25 @@ impl Case {
             _ if spec.connections > 1 => Ok(format!("{} connections", spec.connections)),
             _ => Ok(String::new()),
         }
+    }
+}
+
+/// The v2 case (as quic-interop-runner's): the client's first Initial is
+/// v1, the server ends up sending v2 (aioquic's server acknowledges the
+/// first half of a two-datagram ClientHello in v1, before it can choose),
+/// and the client follows.
+fn upgraded_to_v2(seen: &Seen) -> Result<String, String> {
+    let (v1, v2) = (mpquic::Version::V1.wire(), mpquic::Version::V2.wire());
+    let show = |vs: &[u32]| vs.iter().map(|v| format!("{v:#x}")).collect::<Vec<_>>().join(",");
+    let server_ok =
+        seen.down_versions.last() == Some(&v2) && seen.down_versions.iter().all(|v| [v1, v2].contains(v));
+    if seen.up_versions == [v1, v2] && server_ok {
+        Ok(format!("client v1 -> v2, server {}", show(&seen.down_versions)))
+    } else {
+        Err(format!(
+            "long header versions: client {}, server {}",
+            show(&seen.up_versions),
+            show(&seen.down_versions)
+        ))
     }
 }

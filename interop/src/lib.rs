@@ -65,6 +65,9 @@ pub struct Spec {
     pub mp: Option<Mp>,
     /// The client resumes its first connection's TLS session on the next.
     pub resume: bool,
+    /// QUIC v2 by compatible version negotiation: the client starts with
+    /// v1 and offers v2 first, the server prefers v2 (RFC 9368, RFC 9369).
+    pub v2: bool,
     /// How long the whole cell may take.
     pub timeout: Duration,
 }

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use mpquic::endpoint::Incoming;
 use mpquic::{
-    Config, Connection, Endpoint, EndpointConfig, ErrorCode, PathEvent, PathId, PathStatus, RecvInfo,
+    Config, Connection, Endpoint, EndpointConfig, ErrorCode, PathEvent, PathId, PathStatus, RecvInfo, Version,
 };
 
 use crate::hq::{self, Streams};
@@ -38,6 +38,12 @@ fn config(server: bool, spec: &Spec) -> Result<Config, String> {
     if spec.mp.is_some() {
         c.set_initial_max_path_id(Some(4));
         c.set_scheduler("rr").map_err(|e| e.to_string())?;
+    }
+    if spec.v2 {
+        c.set_versions(&[Version::V2, Version::V1]).map_err(|e| e.to_string())?;
+        if !server {
+            c.set_initial_version(Version::V1).map_err(|e| e.to_string())?;
+        }
     }
     if spec.key_update {
         c.set_key_update_interval(KEY_UPDATE_INTERVAL);

@@ -65,6 +65,7 @@ impl Server {
             qlog_dir: None,
             idle_timeout: idle_timeout_ms,
             max_half_open,
+            versions: vec![mpquic::Version::V1],
         };
         let inner = AppServer::new(opts).map_err(|(code, e)| {
             if code == mpquic_apps::exit::USAGE {

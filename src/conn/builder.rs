@@ -49,9 +49,10 @@ impl<'a> PacketBuilder<'a> {
         let (pn_offset, long) = match h.level {
             Level::Initial | Level::Handshake => {
                 let ty = if h.level == Level::Initial { PacketType::Initial } else { PacketType::Handshake };
-                let o =
-                    packet::write_long_header(&mut w, ty, h.version, &h.dcid, &h.scid, h.token, h.pn, h.pn_len)
-                        .map_err(too_short)?;
+                let o = packet::write_long_header(
+                    &mut w, ty, h.version, &h.dcid, &h.scid, h.token, h.pn, h.pn_len,
+                )
+                .map_err(too_short)?;
                 (o.pn_offset, Some(o))
             }
             _ => {

@@ -6,9 +6,9 @@ use crate::crypto::{self, Level};
 use crate::error::{ErrorCode, TransportError};
 use crate::frame::{self, Frame};
 use crate::packet::{self, ConnectionId, PacketType};
-use crate::version::Version;
 use crate::recovery::{Ecn, HandshakeStatus, PacketFate};
 use crate::stream::StreamId;
+use crate::version::Version;
 use crate::PathId;
 
 use super::sent::SentFrame;

@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::crypto::{self, Keys, Level};
-use crate::version::Version;
 use crate::error::{ErrorCode, TransportError};
 use crate::ranges::RangeSet;
 use crate::recovery::{AckTracker, PacketSpace, PathRecovery, SpaceKind};
+use crate::version::Version;
 use crate::PathId;
 
 use super::sent::SentFrames;
@@ -265,7 +265,11 @@ pub(crate) struct CryptoLevels {
 }
 
 impl CryptoLevels {
-    pub(crate) fn new(version: Version, initial_dcid: &[u8], is_server: bool) -> Result<Self, crypto::CryptoError> {
+    pub(crate) fn new(
+        version: Version,
+        initial_dcid: &[u8],
+        is_server: bool,
+    ) -> Result<Self, crypto::CryptoError> {
         let mut s = CryptoLevels {
             local: [None, None, None],
             remote: [None, None, None],

@@ -24,7 +24,9 @@ fn cfg(server: bool, versions: &[Version], initial: Option<Version>) -> Config {
 /// The versions of the long headers in every datagram the client sent.
 fn client_long_versions(p: &Pair) -> Vec<u32> {
     let sent = p.client_sent.as_ref().unwrap();
-    sent.iter().filter_map(|d| packet::parse_header(d, 8).ok().filter(|h| h.is_long()).map(|h| h.version)).collect()
+    sent.iter()
+        .filter_map(|d| packet::parse_header(d, 8).ok().filter(|h| h.is_long()).map(|h| h.version))
+        .collect()
 }
 
 #[test]

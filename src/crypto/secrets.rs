@@ -235,7 +235,8 @@ pub(super) mod tests {
         assert_eq!(s_remote.secret.as_bytes(), client.secret.as_bytes());
     }
 
-    pub(in crate::crypto) const CLIENT_CRYPTO: &str = "060040f1010000ed0303ebf8fa56f12939b9584a3896472ec40bb863cfd3e868
+    pub(in crate::crypto) const CLIENT_CRYPTO: &str =
+        "060040f1010000ed0303ebf8fa56f12939b9584a3896472ec40bb863cfd3e868
         04fe3a47f06a2b69484c000004130113 02010000c000000010000e00000b6578
         616d706c652e636f6dff01000100000a 00080006001d00170018001000070005
         04616c706e0005000501000000000033 00260024001d00209370b2c9caa47fba
@@ -285,7 +286,13 @@ pub(super) mod tests {
 
     /// Protects `header | payload` like a sender would: seal, then header
     /// protection.
-    pub(in crate::crypto) fn protect(keys: &Keys, header: &[u8], payload: &[u8], pn: u64, pn_len: usize) -> Vec<u8> {
+    pub(in crate::crypto) fn protect(
+        keys: &Keys,
+        header: &[u8],
+        payload: &[u8],
+        pn: u64,
+        pn_len: usize,
+    ) -> Vec<u8> {
         let mut pkt = [header, payload, &[0u8; TAG_LEN]].concat();
         keys.packet.seal_packet(pn, 0, &mut pkt, header.len()).unwrap();
         apply_header_protection(&mut pkt, header.len() - pn_len, pn_len, &keys.header).unwrap();

@@ -33,7 +33,10 @@ fn full_server_params() -> TransportParams {
         active_connection_id_limit: 8,
         initial_source_connection_id: Some(cid(&[])),
         retry_source_connection_id: Some(cid(&[5; 4])),
-        version_information: Some(VersionInfo { chosen: 0x6b3343cf, available: vec![0x6b3343cf, 1, 0x0a1a2a3a] }),
+        version_information: Some(VersionInfo {
+            chosen: 0x6b3343cf,
+            available: vec![0x6b3343cf, 1, 0x0a1a2a3a],
+        }),
         max_datagram_frame_size: Some(1200),
         initial_max_path_id: Some(u32::MAX as u64),
         extra: vec![(0x1234, b"ext".to_vec())],

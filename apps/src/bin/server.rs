@@ -52,6 +52,10 @@ struct Args {
     /// pass a Retry, even with --no-retry.
     #[arg(long, default_value_t = 256)]
     max_half_open: usize,
+    /// QUIC versions accepted, most preferred first (`v1`, `v2`, `v2,v1`):
+    /// a client offering a preferred one is switched to it (RFC 9368).
+    #[arg(long = "quic-version", value_parser = mpquic_apps::parse_versions, default_value = "v1")]
+    quic_version: mpquic_apps::Versions,
 }
 
 fn fail(code: i32, msg: impl std::fmt::Display) -> ! {
@@ -77,6 +81,7 @@ fn main() {
         qlog_dir: args.qlog_dir,
         idle_timeout: args.idle_timeout,
         max_half_open: args.max_half_open,
+        versions: args.quic_version.0,
     };
     let mut server = Server::new(opts.clone()).unwrap_or_else(|(code, e)| fail(code, e));
     let stop = Arc::new(AtomicBool::new(false));
@@ -87,13 +92,14 @@ fn main() {
     }
     let listening: Vec<String> = server.local_addrs().iter().map(|a| a.to_string()).collect();
     eprintln!(
-        "mpquic-server: serving {} on {} (cc {}, scheduler {}, retry {}, max paths {})",
+        "mpquic-server: serving {} on {} (cc {}, scheduler {}, retry {}, max paths {}, QUIC {})",
         server.root().display(),
         listening.join(", "),
         opts.cc,
         opts.scheduler,
         if opts.retry { "on" } else { "off" },
-        opts.max_paths
+        opts.max_paths,
+        opts.versions.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(",")
     );
     if let Err(e) = server.run(&stop) {
         fail(exit::IO, e);

@@ -45,7 +45,8 @@ fn client_version_info(hello: &ffi::SSL_CLIENT_HELLO) -> Option<crate::version::
     // SAFETY: a live ClientHello per the callback contract; the buffer
     // lives as long as it.
     let raw = unsafe {
-        if ffi::SSL_early_callback_ctx_extension_get(hello, QUIC_TP_EXTENSION, &mut p, &mut len) != 1 || p.is_null()
+        if ffi::SSL_early_callback_ctx_extension_get(hello, QUIC_TP_EXTENSION, &mut p, &mut len) != 1
+            || p.is_null()
         {
             return None;
         }
@@ -58,7 +59,9 @@ fn client_version_info(hello: &ffi::SSL_CLIENT_HELLO) -> Option<crate::version::
 const QUIC_TP_EXTENSION: u16 = 0x39;
 
 /// BoringSSL's early callback: choose the version, send its parameters.
-pub(super) unsafe extern "C" fn on_client_hello(hello: *const ffi::SSL_CLIENT_HELLO) -> ffi::ssl_select_cert_result_t {
+pub(super) unsafe extern "C" fn on_client_hello(
+    hello: *const ffi::SSL_CLIENT_HELLO,
+) -> ffi::ssl_select_cert_result_t {
     let ok = ffi::ssl_select_cert_result_t::ssl_select_cert_success;
     // SAFETY: BoringSSL passes a live ClientHello whose `ssl` is live.
     let Some(hello) = (unsafe { hello.as_ref() }) else { return ok };
@@ -68,7 +71,8 @@ pub(super) unsafe extern "C" fn on_client_hello(hello: *const ffi::SSL_CLIENT_HE
         return ok;
     }
     let ours: Vec<Version> = st.offers.iter().map(|(v, _)| *v).collect();
-    let chosen = client_version_info(hello).and_then(|vi| vi.negotiate(st.version, &ours)).unwrap_or(st.version);
+    let chosen =
+        client_version_info(hello).and_then(|vi| vi.negotiate(st.version, &ours)).unwrap_or(st.version);
     let Some((_, params)) = st.offers.iter().find(|(v, _)| *v == chosen) else { return ok };
     // SAFETY: live SSL; params valid for its length (BoringSSL copies it).
     let set: c_int = unsafe { ffi::SSL_set_quic_transport_params(hello.ssl, params.as_ptr(), params.len()) };
@@ -81,4 +85,3 @@ pub(super) unsafe extern "C" fn on_client_hello(hello: *const ffi::SSL_CLIENT_HE
     st.version = chosen;
     ok
 }
-
