@@ -326,8 +326,8 @@ impl CryptoLevels {
     ) -> Result<(), crypto::CryptoError> {
         self.prepare_initial(version, dcid, is_server)?;
         let Some((v, local, remote)) = self.other_initial.take() else { return Ok(()) };
-        let old_local = std::mem::replace(&mut self.local[0], Some(local));
-        let old_remote = std::mem::replace(&mut self.remote[0], Some(remote));
+        let old_local = self.local[0].replace(local);
+        let old_remote = self.remote[0].replace(remote);
         if let (Some(l), Some(r)) = (old_local, old_remote) {
             self.other_initial = Some((self.initial_version, l, r));
         }
