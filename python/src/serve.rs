@@ -28,7 +28,7 @@ pub(crate) struct Server {
 #[pymethods]
 impl Server {
     #[new]
-    #[pyo3(signature = (root, cert, key, listen, cc, scheduler, retry, max_paths, max_half_open, idle_timeout_ms, access_log))]
+    #[pyo3(signature = (root, cert, key, listen, cc, scheduler, retry, max_paths, max_half_open, idle_timeout_ms, access_log, quic_version))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         root: PathBuf,
@@ -42,7 +42,10 @@ impl Server {
         max_half_open: usize,
         idle_timeout_ms: u64,
         access_log: Option<PathBuf>,
+        quic_version: &str,
     ) -> PyResult<Server> {
+        let versions =
+            mpquic::version::parse_list(quic_version).map_err(|e| PyValueError::new_err(e.to_string()))?;
         let cc = check_cc(cc)?;
         check_scheduler(scheduler)?;
         let listen = listen
@@ -65,7 +68,7 @@ impl Server {
             qlog_dir: None,
             idle_timeout: idle_timeout_ms,
             max_half_open,
-            versions: vec![mpquic::Version::V1],
+            versions,
         };
         let inner = AppServer::new(opts).map_err(|(code, e)| {
             if code == mpquic_apps::exit::USAGE {
