@@ -138,6 +138,8 @@ pub struct Stats {
     pub dup_stream_bytes: u64,
     /// 1-RTT key updates (ours and the peer's).
     pub key_updates: u64,
+    /// Of those, the ones we started.
+    pub key_updates_initiated: u64,
     /// New stream bytes sent ahead of older data still waiting to be sent
     /// (`Decision::SendAhead`: a slow path carrying data the fast paths will
     /// not reach before it arrives).
@@ -464,6 +466,7 @@ impl Connection {
         Stats {
             dup_stream_bytes: self.streams.duplicate_bytes(),
             key_updates: self.levels.ku.updates,
+            key_updates_initiated: self.levels.ku.initiated,
             ..self.stats.clone()
         }
     }

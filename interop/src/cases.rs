@@ -244,11 +244,13 @@ impl Case {
             // As server mpquic sends most packets and updates every 100; as a
             // client it starts what the rules allow (RFC 9001 §6.1).
             Keyupdate => match (role, mpquic.key_updates, mpquic.key_updates_initiated) {
-                (Role::Server, Some(n), _) if n >= 2 => Ok(format!("{n} key updates")),
+                (Role::Server, Some(n), ours) if n >= 2 => {
+                    Ok(format!("{n} key updates, {} started by mpquic", ours.unwrap_or(0)))
+                }
                 (Role::Client, Some(n), Some(ours)) if ours >= 1 => {
                     Ok(format!("{n} key updates, {ours} started by mpquic"))
                 }
-                (_, n, ours) => Err(format!("key updates: {n:?}, started by the mpquic client: {ours:?}")),
+                (_, n, ours) => Err(format!("key updates: {n:?}, started by mpquic: {ours:?}")),
             },
             Amplificationlimit => match seen.amplification {
                 Some((first, sent)) if sent <= 3 * first => {

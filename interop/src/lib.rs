@@ -81,7 +81,8 @@ pub struct Side {
     pub errors: Vec<String>,
     /// 1-RTT key updates, ours and the peer's (mpquic only).
     pub key_updates: Option<u64>,
-    /// Key updates started by hand (mpquic client only).
+    /// Key updates mpquic started (by hand as a client, by its interval as
+    /// a server).
     pub key_updates_initiated: Option<u64>,
     /// Paths abandoned (mpquic only).
     pub abandoned: Option<u64>,

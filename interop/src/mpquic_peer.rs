@@ -16,8 +16,9 @@ use crate::relay::{bind, loopback};
 use crate::sansio::{self, Engine, Sockets};
 use crate::{cert, content, Mp, ServerHandle, Side, Spec};
 
-/// Packets between key updates in the keyupdate case (many per transfer).
-const KEY_UPDATE_INTERVAL: u64 = 100;
+/// Packets between key updates in the keyupdate case (many per transfer;
+/// the least `Config::set_key_update_interval` takes).
+const KEY_UPDATE_INTERVAL: u64 = 1000;
 
 fn config(server: bool, spec: &Spec) -> Result<Config, String> {
     let mut c = Config::new();
@@ -236,6 +237,7 @@ fn serve(mut ep: Endpoint<hq::Server>, mut socks: Sockets, stop: &AtomicBool) ->
     let mut out = vec![0u8; 1500];
     let mut reply = vec![0u8; 1500];
     let mut key_updates = 0;
+    let mut initiated = 0;
     let mut gone = 0;
     let mut resumed = 0;
     let mut replies = Vec::new();
@@ -257,7 +259,7 @@ fn serve(mut ep: Endpoint<hq::Server>, mut socks: Sockets, stop: &AtomicBool) ->
             while let Ok(Some((n, info))) = conn.send(&mut out, Instant::now()) {
                 socks.send(&out[..n], info.from, info.to);
             }
-            key_updates = key_updates.max(conn.stats().key_updates);
+            (key_updates, initiated) = key_updates_seen(conn, key_updates, initiated);
             while let Some(e) = conn.path_event_next() {
                 gone += u64::from(matches!(e, PathEvent::Abandoned(_)));
             }
@@ -265,7 +267,7 @@ fn serve(mut ep: Endpoint<hq::Server>, mut socks: Sockets, stop: &AtomicBool) ->
                 resumed += usize::from(conn.is_resumed());
                 side.files += app.served;
                 side.errors.extend(app.errors);
-                key_updates = key_updates.max(conn.stats().key_updates);
+                (key_updates, initiated) = key_updates_seen(&conn, key_updates, initiated);
             }
         }
         socks.wait(ep.timeout());
@@ -278,7 +280,18 @@ fn serve(mut ep: Endpoint<hq::Server>, mut socks: Sockets, stop: &AtomicBool) ->
         }
     }
     side.key_updates = Some(key_updates);
+    side.key_updates_initiated = Some(initiated);
     side.abandoned = Some(gone);
     side.resumed = Some(resumed);
     side
+}
+
+/// The most key updates one connection saw, and how many of them it started.
+fn key_updates_seen(conn: &Connection, most: u64, initiated: u64) -> (u64, u64) {
+    let st = conn.stats();
+    if st.key_updates > most {
+        (st.key_updates, st.key_updates_initiated)
+    } else {
+        (most, initiated)
+    }
 }

@@ -185,6 +185,8 @@ pub(crate) struct KeyUpdate {
     pub(crate) packets_in_phase: u64,
     /// Key updates so far (either side's).
     pub(crate) updates: u64,
+    /// Key updates we started.
+    pub(crate) initiated: u64,
 }
 
 impl KeyUpdate {
@@ -407,6 +409,7 @@ impl CryptoLevels {
         let Some(next) = self.local[2].as_ref().and_then(|k| k.next().ok()) else { return false };
         self.local[2] = Some(next);
         self.ku.awaiting_peer = true;
+        self.ku.initiated += 1;
         self.ku.new_phase();
         true
     }
