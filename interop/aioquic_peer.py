@@ -1,8 +1,12 @@
 """aioquic's side of an mpquic-interop cell (hq-interop over QUIC).
 
     aioquic_peer.py client HOST PORT --ca FILE --files ID-SIZE,... [--connections N]
-                    [--chacha] [--key-update] [--early-data]
-    aioquic_peer.py server HOST --cert FILE --key FILE [--retry] [--chacha] [--early-data]
+                    [--chacha] [--key-update] [--early-data] [--v2]
+    aioquic_peer.py server HOST --cert FILE --key FILE [--retry] [--chacha] [--early-data] [--v2]
+
+--v2: QUIC v2 by compatible version negotiation (RFC 9368): the client
+starts with v1 and lists v2 first, the server switches a client that lists
+v2 first to it.
 
 The client fetches every file (GET /ID-SIZE, all at once; aioquic queues the
 streams past the server's limit) and checks each body: the little-endian u64
@@ -26,6 +30,7 @@ from aioquic.asyncio import connect, serve
 from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.events import ConnectionTerminated, StreamDataReceived
+from aioquic.quic.packet import QuicProtocolVersion
 from aioquic.tls import CipherSuite
 
 ALPN = ["hq-interop"]
@@ -101,6 +106,9 @@ def config(a, is_client):
     cfg.max_stream_data = 16 << 20
     if a.chacha:
         cfg.cipher_suites = [CipherSuite.CHACHA20_POLY1305_SHA256]
+    if a.v2:
+        cfg.supported_versions = [QuicProtocolVersion.VERSION_2, QuicProtocolVersion.VERSION_1]
+        cfg.original_version = QuicProtocolVersion.VERSION_1
     return cfg
 
 
@@ -177,6 +185,7 @@ def main():
     p.add_argument("--key-update", action="store_true")
     p.add_argument("--retry", action="store_true")
     p.add_argument("--early-data", action="store_true")
+    p.add_argument("--v2", action="store_true")
     a = p.parse_args()
     asyncio.run(client(a) if a.mode == "client" else server(a))
 

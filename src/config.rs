@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::cc::UnknownAlgorithm;
 use crate::crypto::{TlsConfig, TlsError};
+use crate::version::Version;
 
 /// Why a configuration call failed.
 #[derive(Debug)]
@@ -79,6 +80,10 @@ pub struct Config {
     pub(crate) pacing: bool,
     pub(crate) key_update_interval: u64,
     pub(crate) qlog: bool,
+    /// QUIC versions accepted, most preferred first (RFC 9368).
+    pub(crate) versions: Vec<Version>,
+    /// Client: the version of its first Initial (default: `versions[0]`).
+    pub(crate) initial_version: Option<Version>,
     session_tickets: bool,
     pub(crate) early_data: bool,
     tls_cache: TlsCache,
@@ -139,6 +144,8 @@ impl Config {
             pacing: true,
             key_update_interval: DEFAULT_KEY_UPDATE_INTERVAL,
             qlog: false,
+            versions: vec![Version::V1],
+            initial_version: None,
             session_tickets: false,
             early_data: false,
             tls_cache: TlsCache::default(),
@@ -306,6 +313,41 @@ impl Config {
     /// closes with AEAD_LIMIT_REACHED.
     pub fn set_key_update_interval(&mut self, packets: u64) {
         self.key_update_interval = packets.clamp(1000, AEAD_CONFIDENTIALITY_LIMIT);
+    }
+    /// The QUIC versions this endpoint accepts, most preferred first
+    /// (default: v1 only). Both sides send them in version_information
+    /// (RFC 9368); a server switches a client to the first of them the
+    /// client lists as available (compatible version negotiation), and
+    /// answers a version it does not accept with Version Negotiation. A
+    /// client starts with the first unless
+    /// [`set_initial_version`](Self::set_initial_version) says otherwise.
+    pub fn set_versions(&mut self, versions: &[Version]) -> Result<(), ConfigError> {
+        let dup = versions.iter().enumerate().any(|(i, v)| versions[..i].contains(v));
+        if versions.is_empty() || dup {
+            return Err(ConfigError::InvalidValue("versions: empty or repeated"));
+        }
+        if self.initial_version.is_some_and(|v| !versions.contains(&v)) {
+            return Err(ConfigError::InvalidValue("versions: must include the initial version"));
+        }
+        self.versions = versions.to_vec();
+        Ok(())
+    }
+    /// Client: the version of its first Initial, one of
+    /// [`set_versions`](Self::set_versions)'. Starting with v1 while
+    /// preferring v2 lets a server upgrade the connection.
+    pub fn set_initial_version(&mut self, version: Version) -> Result<(), ConfigError> {
+        if !self.versions.contains(&version) {
+            return Err(ConfigError::InvalidValue("initial version not among the accepted versions"));
+        }
+        self.initial_version = Some(version);
+        Ok(())
+    }
+    /// The accepted versions, most preferred first.
+    pub fn versions(&self) -> &[Version] {
+        &self.versions
+    }
+    pub(crate) fn first_version(&self) -> Version {
+        self.initial_version.or(self.versions.first().copied()).unwrap_or_default()
     }
     /// Advertise disable_active_migration.
     pub fn set_disable_active_migration(&mut self, v: bool) {

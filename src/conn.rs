@@ -19,6 +19,9 @@ mod spaces;
 #[cfg(test)]
 pub(crate) mod tests;
 mod timers;
+#[cfg(test)]
+mod version_tests;
+mod versions;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -32,6 +35,7 @@ use crate::packet::{ConnectionId, QUIC_V1};
 use crate::recovery::SpaceKind;
 use crate::stream::{Side, StreamDir, StreamError, StreamId, Streams, StreamsConfig};
 use crate::transport_params::TransportParams;
+use crate::version::{Version, VersionInfo};
 use crate::PathId;
 
 use crate::path::{CidState, MpState, Path, PathConfig};
@@ -135,6 +139,8 @@ pub struct Stats {
     pub dup_stream_bytes: u64,
     /// 1-RTT key updates (ours and the peer's).
     pub key_updates: u64,
+    /// Of those, the ones we started.
+    pub key_updates_initiated: u64,
     /// New stream bytes sent ahead of older data still waiting to be sent
     /// (`Decision::SendAhead`: a slow path carrying data the fast paths will
     /// not reach before it arrives).
@@ -195,6 +201,16 @@ pub struct Connection {
     new_tokens: std::collections::VecDeque<Vec<u8>>,
     /// Client: any packet from the server processed (no Retry/VN after it).
     got_peer_packet: bool,
+    /// The version long headers carry now (after compatible version
+    /// negotiation, the negotiated one).
+    version: Version,
+    /// The version of the client's first Initial (RFC 9368's Original
+    /// Version; a server learns it from that packet).
+    original_version: Version,
+    /// The versions we accept, most preferred first.
+    versions: Vec<Version>,
+    /// Server: TLS holds our parameters for each version it may pick.
+    tls_versions_offered: bool,
     multipath: bool,
     handshake_confirmed: bool,
     handshake_done_pending: bool,
@@ -313,11 +329,14 @@ impl Connection {
     ) -> Result<Connection, Error> {
         let reset_key = config.reset_key.as_ref().map(|k| *k.bytes());
         let mut cids = CidState::new(*scid, config.active_cid_limit, reset_key, config.cid_prefix);
-        let params = local_params(config, scid, &cids, is_server.then_some((dcid, retry_scid)));
+        let version = config.first_version();
+        let mut params = local_params(config, scid, &cids, is_server.then_some((dcid, retry_scid)));
+        params.version_information = Some(VersionInfo::new(version, &config.versions));
         let mut encoded = Vec::with_capacity(128);
         params.encode(&mut encoded);
         let mut tls = TlsSession::new(tls_config, server_name, &encoded)
             .map_err(|e| Error::Config(format!("{e:?}")))?;
+        tls.set_version(version);
         let cfg_err = |e| Error::Config(format!("{e:?}"));
         let early_params = match session {
             Some(bytes) => tls.set_session(bytes).map_err(cfg_err)?,
@@ -330,8 +349,8 @@ impl Connection {
         // The Initial keys come from the DCID of the client's Initial (RFC
         // 9001 §5.2): after a Retry, the SCID the Retry carried.
         let key_dcid = if is_server { retry_scid.unwrap_or(dcid) } else { dcid };
-        let levels =
-            CryptoLevels::new(key_dcid.as_slice(), is_server).map_err(|e| Error::Config(format!("{e:?}")))?;
+        let levels = CryptoLevels::new(version, key_dcid.as_slice(), is_server)
+            .map_err(|e| Error::Config(format!("{e:?}")))?;
         let side = if is_server { Side::Server } else { Side::Client };
         let streams = Streams::new(side, streams_config(config));
         let mut path0 = Path::new(PathId::ZERO, local, peer, config, now);
@@ -354,6 +373,10 @@ impl Connection {
             token: Vec::new(),
             new_tokens: std::collections::VecDeque::new(),
             got_peer_packet: false,
+            version,
+            original_version: version,
+            versions: config.versions.clone(),
+            tls_versions_offered: false,
             multipath: false,
             handshake_confirmed: false,
             handshake_done_pending: false,
@@ -458,6 +481,7 @@ impl Connection {
         Stats {
             dup_stream_bytes: self.streams.duplicate_bytes(),
             key_updates: self.levels.ku.updates,
+            key_updates_initiated: self.levels.ku.initiated,
             ..self.stats.clone()
         }
     }

@@ -247,6 +247,9 @@ pub(crate) mod test_util {
 }
 
 #[cfg(test)]
+mod v2_vectors;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -207,6 +207,7 @@ impl<T: Default> Endpoint<T> {
         let mut validator = Validator::with_key(ep.retry, &secret.token_key)
             .map_err(|e| EndpointError(format!("token key: {e:?}")))?;
         validator.set_cid_format(ep.cid_len, config.cid_prefix);
+        validator.set_versions(config.versions());
         Ok(Endpoint {
             config,
             ep,
@@ -298,7 +299,7 @@ impl<T: Default> Endpoint<T> {
         let retry = self.ep.retry || forced;
         match self.validator.handle_retrying(dgram, &info.from, secs, out, retry) {
             Accept::Reply(n) => {
-                if packet::invariant_header(dgram).is_some_and(|h| h.version != packet::QUIC_V1) {
+                if packet::invariant_header(dgram).is_some_and(|h| !self.validator.accepts(h.version)) {
                     self.stats.version_negotiations += 1;
                 } else {
                     self.stats.retries += 1;

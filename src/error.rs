@@ -27,6 +27,8 @@ impl ErrorCode {
     pub const KEY_UPDATE_ERROR: Self = Self(0x0e);
     pub const AEAD_LIMIT_REACHED: Self = Self(0x0f);
     pub const NO_VIABLE_PATH: Self = Self(0x10);
+    /// RFC 9368 §4: version negotiation was tampered with or inconsistent.
+    pub const VERSION_NEGOTIATION_ERROR: Self = Self(0x11);
     /// TLS alerts are mapped to 0x0100 + alert (RFC 9001 §4.8).
     pub const CRYPTO_ERROR_BASE: Self = Self(0x0100);
     /// draft-ietf-quic-multipath-21 §4.3.1 / §9 (PATH_ABANDON codes).
@@ -61,6 +63,7 @@ impl fmt::Debug for ErrorCode {
             Self::KEY_UPDATE_ERROR => "KEY_UPDATE_ERROR",
             Self::AEAD_LIMIT_REACHED => "AEAD_LIMIT_REACHED",
             Self::NO_VIABLE_PATH => "NO_VIABLE_PATH",
+            Self::VERSION_NEGOTIATION_ERROR => "VERSION_NEGOTIATION_ERROR",
             Self::PATH_UNSTABLE_OR_POOR => "PATH_UNSTABLE_OR_POOR",
             Self::APPLICATION_ABANDON_PATH => "APPLICATION_ABANDON_PATH",
             Self::NO_CID_AVAILABLE_FOR_PATH => "NO_CID_AVAILABLE_FOR_PATH",

@@ -29,6 +29,7 @@ pub mod sched;
 pub mod server;
 pub mod stream;
 pub mod transport_params;
+pub mod version;
 
 pub use config::{Config, ConfigError};
 pub use conn::{
@@ -39,3 +40,4 @@ pub use endpoint::{Endpoint, EndpointConfig, EndpointSecret};
 pub use error::{ErrorCode, TransportError};
 pub use packet::ConnectionId;
 pub use path::PathId;
+pub use version::Version;

@@ -11,8 +11,9 @@ use std::fmt;
 
 use crate::codec::{encode_varint_into, varint_len, Reader, Writer};
 use crate::error::BufferTooShort;
+use crate::version::Version;
 
-/// QUIC version 1 (RFC 9000).
+/// QUIC version 1 (RFC 9000) on the wire; see [`Version`] for v2.
 pub const QUIC_V1: u32 = 0x0000_0001;
 
 /// Longest connection ID in QUIC v1 (RFC 9000 §17.2).
@@ -92,34 +93,22 @@ impl fmt::Display for ConnectionId {
     }
 }
 
-/// The kind of a QUIC packet (RFC 9000 §17).
+/// The kind of a QUIC packet (RFC 9000 §17). The long-header type bits
+/// depend on the version ([`Version::long_type_bits`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PacketType {
-    /// Long header, type 0x0.
+    /// Long header Initial.
     Initial,
-    /// Long header, type 0x1.
+    /// Long header 0-RTT.
     ZeroRtt,
-    /// Long header, type 0x2.
+    /// Long header Handshake.
     Handshake,
-    /// Long header, type 0x3.
+    /// Long header Retry.
     Retry,
     /// Long header with version 0.
     VersionNegotiation,
     /// Short header (1-RTT).
     Short,
-}
-
-impl PacketType {
-    /// The 2-bit long packet type (RFC 9000 Table 5), `None` for VN and Short.
-    fn long_type_bits(self) -> Option<u8> {
-        match self {
-            PacketType::Initial => Some(0),
-            PacketType::ZeroRtt => Some(1),
-            PacketType::Handshake => Some(2),
-            PacketType::Retry => Some(3),
-            PacketType::VersionNegotiation | PacketType::Short => None,
-        }
-    }
 }
 
 /// Why an incoming header was dropped. None of these is a connection error.
@@ -303,20 +292,15 @@ pub fn parse_header(buf: &[u8], short_dcid_len: usize) -> Result<Header<'_>, Hea
             packet_len: buf.len(),
         });
     }
-    if version != QUIC_V1 {
+    let Some(v) = Version::from_wire(version) else {
         return Err(HeaderError::UnsupportedVersion(version));
-    }
+    };
     if first & 0x40 == 0 {
         return Err(HeaderError::FixedBitZero);
     }
     let dcid = read_cid(&mut r)?;
     let scid = read_cid(&mut r)?;
-    let ty = match (first >> 4) & 0x03 {
-        0 => PacketType::Initial,
-        1 => PacketType::ZeroRtt,
-        2 => PacketType::Handshake,
-        _ => PacketType::Retry,
-    };
+    let ty = v.long_type((first >> 4) & 0x03);
     let mut token: &[u8] = &[];
     match ty {
         PacketType::Retry => {
@@ -462,7 +446,7 @@ fn write_pn(w: &mut Writer<'_>, pn: u64, pn_len: usize) -> Result<(), BufferTooS
 pub fn write_long_header(
     w: &mut Writer<'_>,
     ty: PacketType,
-    version: u32,
+    version: Version,
     dcid: &ConnectionId,
     scid: &ConnectionId,
     token: &[u8],
@@ -470,7 +454,7 @@ pub fn write_long_header(
     pn_len: usize,
 ) -> Result<LongHeaderOffsets, BufferTooShort> {
     let bits = match ty {
-        PacketType::Initial | PacketType::ZeroRtt | PacketType::Handshake => ty.long_type_bits(),
+        PacketType::Initial | PacketType::ZeroRtt | PacketType::Handshake => version.long_type_bits(ty),
         _ => None,
     };
     let Some(bits) = bits else {
@@ -480,7 +464,7 @@ pub fn write_long_header(
     debug_assert!((1..=4).contains(&pn_len));
     let pn_len = pn_len.clamp(1, 4);
     w.u8(0xc0 | (bits << 4) | (pn_len as u8 - 1))?;
-    w.u32(version)?;
+    w.u32(version.wire())?;
     w.u8(dcid.len() as u8)?;
     w.bytes(dcid.as_slice())?;
     w.u8(scid.len() as u8)?;
@@ -559,15 +543,16 @@ pub fn write_version_negotiation(
 /// tag in the crypto module and appends it. Returns the bytes written.
 pub fn write_retry(
     w: &mut Writer<'_>,
-    version: u32,
+    version: Version,
     dcid: &ConnectionId,
     scid: &ConnectionId,
     token: &[u8],
 ) -> Result<usize, BufferTooShort> {
     let start = w.pos();
+    let bits = version.long_type_bits(PacketType::Retry).unwrap_or(0);
     // The 4 unused bits are arbitrary; zero keeps output deterministic.
-    w.u8(0xf0)?;
-    w.u32(version)?;
+    w.u8(0xc0 | (bits << 4))?;
+    w.u32(version.wire())?;
     w.u8(dcid.len() as u8)?;
     w.bytes(dcid.as_slice())?;
     w.u8(scid.len() as u8)?;

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use crate::codec::Writer;
 use crate::crypto::{self, TokenKey};
-use crate::packet::{self, ConnectionId, PacketType, QUIC_V1};
+use crate::packet::{self, ConnectionId, PacketType};
+use crate::version::Version;
 
 /// What to do with a datagram that matched no connection.
 #[derive(Debug, PartialEq, Eq)]
@@ -106,6 +107,8 @@ pub struct Validator {
     /// connection's first ID: as the endpoint issues them.
     cid_len: usize,
     cid_prefix: Option<u8>,
+    /// Versions accepted; others get Version Negotiation listing these.
+    versions: Vec<Version>,
 }
 
 /// What a NEW_TOKEN token is bound to: the client's IP address (its port
@@ -150,6 +153,7 @@ impl Validator {
             retry,
             cid_len: 16,
             cid_prefix: None,
+            versions: vec![Version::V1],
         }
     }
 
@@ -158,6 +162,19 @@ impl Validator {
     pub fn set_cid_format(&mut self, len: usize, prefix: Option<u8>) {
         self.cid_len = len.clamp(4, packet::MAX_CID_LEN);
         self.cid_prefix = prefix;
+    }
+
+    /// The versions accepted (default v1 only; give the servers'
+    /// [`crate::Config::versions`]); Version Negotiation lists them.
+    pub fn set_versions(&mut self, versions: &[Version]) {
+        if !versions.is_empty() {
+            self.versions = versions.to_vec();
+        }
+    }
+
+    /// Whether a long header's version is one we accept.
+    pub fn accepts(&self, wire_version: u32) -> bool {
+        Version::from_wire(wire_version).is_some_and(|v| self.versions.contains(&v))
     }
 
     /// A token for the client at `peer` to present on its next connection
@@ -186,13 +203,14 @@ impl Validator {
         retry: bool,
     ) -> Accept {
         let Some(inv) = packet::invariant_header(dgram) else { return Accept::Drop };
-        if inv.version != QUIC_V1 {
+        if !self.accepts(inv.version) {
             // RFC 9000 §6.1: only answer datagrams large enough to be Initials.
             if dgram.len() < 1200 || inv.version == 0 {
                 return Accept::Drop;
             }
             let mut w = Writer::new(out);
-            return match packet::write_version_negotiation(&mut w, inv.scid, inv.dcid, &[QUIC_V1]) {
+            let versions: Vec<u32> = self.versions.iter().map(|v| v.wire()).collect();
+            return match packet::write_version_negotiation(&mut w, inv.scid, inv.dcid, &versions) {
                 Ok(()) => Accept::Reply(w.pos()),
                 Err(_) => Accept::Drop,
             };
@@ -232,7 +250,8 @@ impl Validator {
         let Ok(hdr) = packet::parse_header(dgram, 0) else { return Accept::Drop };
         let new_scid = crate::conn::random_cid_with_prefix(self.cid_len, self.cid_prefix);
         let token = self.key.seal(&addr_bytes(from), hdr.dcid.as_slice(), now_secs);
-        match self.write_retry(out, &hdr.scid, &new_scid, &hdr.dcid, &token) {
+        let Some(version) = Version::from_wire(hdr.version) else { return Accept::Drop };
+        match self.write_retry(out, version, &hdr.scid, &new_scid, &hdr.dcid, &token) {
             Some(n) => Accept::Reply(n),
             None => Accept::Drop,
         }
@@ -241,15 +260,16 @@ impl Validator {
     fn write_retry(
         &self,
         out: &mut [u8],
+        version: Version,
         client_scid: &ConnectionId,
         new_scid: &ConnectionId,
         odcid: &ConnectionId,
         token: &[u8],
     ) -> Option<usize> {
         let mut w = Writer::new(out);
-        packet::write_retry(&mut w, QUIC_V1, client_scid, new_scid, token).ok()?;
+        packet::write_retry(&mut w, version, client_scid, new_scid, token).ok()?;
         let len = w.pos();
-        let tag = crypto::retry_tag_for(odcid.as_slice(), &out[..len]).ok()?;
+        let tag = crypto::retry_tag_for(version, odcid.as_slice(), &out[..len]).ok()?;
         let end = len + tag.len();
         out.get_mut(len..end)?.copy_from_slice(&tag);
         Some(end)

@@ -1,5 +1,6 @@
-//! QUIC transport parameters (RFC 9000 §18), plus max_datagram_frame_size
-//! (RFC 9221 §3) and initial_max_path_id (draft-ietf-quic-multipath-21 §2.1).
+//! QUIC transport parameters (RFC 9000 §18), plus version_information
+//! (RFC 9368 §3), max_datagram_frame_size (RFC 9221 §3) and
+//! initial_max_path_id (draft-ietf-quic-multipath-21 §2.1).
 //!
 //! Encoded once per handshake into the TLS extension, so a `Vec` is used.
 //! Every validation failure is a TRANSPORT_PARAMETER_ERROR (RFC 9000 §7.4).
@@ -9,6 +10,7 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
 use crate::codec::{varint_len, Reader, VARINT_MAX};
 use crate::error::{ErrorCode, TransportError};
 use crate::packet::{ConnectionId, MAX_CID_LEN, RESET_TOKEN_LEN};
+use crate::version::VersionInfo;
 
 /// Transport parameter IDs (RFC 9000 §18.2, RFC 9221 §3, multipath §2.1).
 pub mod id {
@@ -30,6 +32,7 @@ pub mod id {
     pub const ACTIVE_CONNECTION_ID_LIMIT: u64 = 0x0e;
     pub const INITIAL_SOURCE_CONNECTION_ID: u64 = 0x0f;
     pub const RETRY_SOURCE_CONNECTION_ID: u64 = 0x10;
+    pub const VERSION_INFORMATION: u64 = 0x11;
     pub const MAX_DATAGRAM_FRAME_SIZE: u64 = 0x20;
     pub const INITIAL_MAX_PATH_ID: u64 = 0x3e;
 }
@@ -87,6 +90,8 @@ pub struct TransportParams {
     pub initial_source_connection_id: Option<ConnectionId>,
     /// Server only: SCID of its Retry packet (0x10).
     pub retry_source_connection_id: Option<ConnectionId>,
+    /// RFC 9368: the version in use and the versions supported (0x11).
+    pub version_information: Option<VersionInfo>,
     /// RFC 9221: largest DATAGRAM frame accepted; `None` = DATAGRAM not
     /// supported (0x20).
     pub max_datagram_frame_size: Option<u64>,
@@ -118,6 +123,7 @@ impl Default for TransportParams {
             active_connection_id_limit: 2,
             initial_source_connection_id: None,
             retry_source_connection_id: None,
+            version_information: None,
             max_datagram_frame_size: None,
             initial_max_path_id: None,
             extra: Vec::new(),
@@ -169,6 +175,21 @@ fn int_value(v: &[u8]) -> Result<u64, TransportError> {
         return Err(err("integer parameter length mismatch"));
     }
     Ok(x)
+}
+
+/// RFC 9368 §3: a Chosen Version and zero or more Available Versions, 4
+/// bytes each, none of them the reserved version 0.
+fn version_info_value(v: &[u8]) -> Result<VersionInfo, TransportError> {
+    if v.is_empty() || v.len() % 4 != 0 {
+        return Err(err("version_information length not a positive multiple of 4"));
+    }
+    let mut words = v.chunks_exact(4).map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
+    let chosen = words.next().unwrap_or(0);
+    let available: Vec<u32> = words.collect();
+    if chosen == 0 || available.contains(&0) {
+        return Err(err("version_information lists version 0"));
+    }
+    Ok(VersionInfo { chosen, available })
 }
 
 fn cid_value(v: &[u8]) -> Result<ConnectionId, TransportError> {
@@ -273,6 +294,13 @@ impl TransportParams {
         }
         if let Some(c) = &self.retry_source_connection_id {
             push_param(out, id::RETRY_SOURCE_CONNECTION_ID, c.as_slice());
+        }
+        if let Some(vi) = &self.version_information {
+            let bytes: Vec<u8> = std::iter::once(vi.chosen)
+                .chain(vi.available.iter().copied())
+                .flat_map(u32::to_be_bytes)
+                .collect();
+            push_param(out, id::VERSION_INFORMATION, &bytes);
         }
         if let Some(v) = self.max_datagram_frame_size {
             push_int(out, id::MAX_DATAGRAM_FRAME_SIZE, v);
@@ -394,6 +422,7 @@ impl TransportParams {
             }
             id::INITIAL_SOURCE_CONNECTION_ID => self.initial_source_connection_id = Some(cid_value(v)?),
             id::RETRY_SOURCE_CONNECTION_ID => self.retry_source_connection_id = Some(cid_value(v)?),
+            id::VERSION_INFORMATION => self.version_information = Some(version_info_value(v)?),
             id::MAX_DATAGRAM_FRAME_SIZE => self.max_datagram_frame_size = Some(int_value(v)?),
             id::INITIAL_MAX_PATH_ID => {
                 let m = int_value(v)?;

@@ -21,6 +21,17 @@ pub const ALPN: &[u8] = b"h3";
 /// H3_NO_ERROR (RFC 9114 §8.1): the code for a graceful close.
 pub const H3_NO_ERROR: u64 = 0x100;
 
+/// `--quic-version LIST`: QUIC versions, most preferred first ("v1",
+/// "v2,v1", wire numbers too).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Versions(pub Vec<mpquic::Version>);
+
+/// Parse `--quic-version` (clap's value parser: a bad value is a usage
+/// error naming the valid ones).
+pub fn parse_versions(s: &str) -> Result<Versions, String> {
+    mpquic::version::parse_list(s).map(Versions).map_err(|e| e.to_string())
+}
+
 /// Apply `--cc` and `--scheduler` to `config`, with errors that list the
 /// valid names.
 pub fn set_algorithms(config: &mut mpquic::Config, cc: &str, scheduler: &str) -> Result<(), String> {

@@ -54,6 +54,8 @@ pub struct Options {
     pub max_half_open: usize,
     /// Accept 0-RTT (requests replayable: see `Config::enable_early_data`).
     pub early_data: bool,
+    /// QUIC versions accepted, most preferred first.
+    pub versions: Vec<mpquic::Version>,
 }
 
 /// How long connections get to close after SIGINT/SIGTERM.
@@ -568,6 +570,7 @@ fn config(opts: &Options, first: SocketAddr) -> Result<mpquic::Config, StartErro
         config.load_cert_chain_from_pem_file(&opts.cert).map_err(|e| e.to_string())?;
         config.load_priv_key_from_pem_file(&opts.key).map_err(|e| e.to_string())?;
         crate::set_algorithms(&mut config, &opts.cc, &opts.scheduler)?;
+        config.set_versions(&opts.versions).map_err(|e| e.to_string())?;
         Ok(())
     })();
     setup.map_err(|e| (exit::USAGE, e))?;

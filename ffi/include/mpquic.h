@@ -523,6 +523,19 @@ int32_t mpquic_config_set_stateless_reset_key(struct mpquic_config *cfg, const u
 // 1000; default 2^22). Returns 0 or MPQUIC_ERROR_INVALID_ARGUMENT.
 int32_t mpquic_config_set_key_update_interval(struct mpquic_config *cfg, uint64_t packets);
 
+// The QUIC versions accepted, most preferred first, as a comma-separated
+// list ("v1", "v2", "v2,v1"; default "v1"): both sides send them in
+// version_information (RFC 9368), a server switches a client to the first
+// of them the client offers, a client starts with the first (see
+// mpquic_config_set_initial_version). A server's validator takes the same
+// list (mpquic_validator_set_versions). Returns 0 or
+// MPQUIC_ERROR_INVALID_ARGUMENT (config unchanged).
+int32_t mpquic_config_set_versions(struct mpquic_config *cfg, const char *list);
+
+// Client: the version of the first Initial ("v1" or "v2"), one of the
+// accepted versions. Returns 0 or MPQUIC_ERROR_INVALID_ARGUMENT.
+int32_t mpquic_config_set_initial_version(struct mpquic_config *cfg, const char *version);
+
 // Disable multipath (the default).
 int32_t mpquic_config_disable_multipath(struct mpquic_config *cfg);
 
@@ -689,6 +702,10 @@ int64_t mpquic_conn_new_token_next(struct mpquic_conn *conn, uint8_t *out, size_
 // mpquic_conn_send. Returns 0, MPQUIC_ERROR_INVALID_STATE, or
 // MPQUIC_ERROR_INVALID_ARGUMENT.
 int32_t mpquic_conn_set_token(struct mpquic_conn *conn, const uint8_t *token, size_t len);
+
+// The QUIC version in use on the wire (0x00000001 or 0x6b3343cf), the
+// negotiated one once the server's first Initial has been read.
+uint32_t mpquic_conn_version(const struct mpquic_conn *conn);
 
 // The handshake is complete.
 bool mpquic_conn_is_established(const struct mpquic_conn *conn);
@@ -957,6 +974,12 @@ int64_t mpquic_validator_new_token(const struct mpquic_validator *v,
                                    uint64_t now_secs,
                                    uint8_t *out,
                                    size_t out_len);
+
+// The QUIC versions the validator accepts (the server config's list, e.g.
+// "v1,v2"; default "v1"): Initials of other versions get Version
+// Negotiation listing these. Call before sharing the validator. Returns 0
+// or MPQUIC_ERROR_INVALID_ARGUMENT.
+int32_t mpquic_validator_set_versions(struct mpquic_validator *v, const char *list);
 
 // Free a validator (NULL is ignored).
 void mpquic_validator_free(struct mpquic_validator *v);

@@ -429,6 +429,40 @@ pub unsafe extern "C" fn mpquic_config_set_key_update_interval(cfg: *mut mpquic_
     }
 }
 
+/// The QUIC versions accepted, most preferred first, as a comma-separated
+/// list ("v1", "v2", "v2,v1"; default "v1"): both sides send them in
+/// version_information (RFC 9368), a server switches a client to the first
+/// of them the client offers, a client starts with the first (see
+/// mpquic_config_set_initial_version). A server's validator takes the same
+/// list (mpquic_validator_set_versions). Returns 0 or
+/// MPQUIC_ERROR_INVALID_ARGUMENT (config unchanged).
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_versions(cfg: *mut mpquic_config, list: *const c_char) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { with_str(cfg, list, |c, s| c.set_versions(&versions_arg(s)?)) }
+}
+
+/// Client: the version of the first Initial ("v1" or "v2"), one of the
+/// accepted versions. Returns 0 or MPQUIC_ERROR_INVALID_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_initial_version(
+    cfg: *mut mpquic_config,
+    version: *const c_char,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_str(cfg, version, |c, s| {
+            let v = s.parse().map_err(|_| engine::ConfigError::InvalidValue("unknown QUIC version"))?;
+            c.set_initial_version(v)
+        })
+    }
+}
+
+/// A version list from C, or the config error for it.
+pub(crate) fn versions_arg(s: &str) -> Result<Vec<engine::Version>, engine::ConfigError> {
+    engine::version::parse_list(s).map_err(|_| engine::ConfigError::InvalidValue("unknown QUIC version"))
+}
+
 /// Disable multipath (the default).
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_config_disable_multipath(cfg: *mut mpquic_config) -> i32 {

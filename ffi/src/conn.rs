@@ -849,6 +849,14 @@ pub unsafe extern "C" fn mpquic_conn_set_token(conn: *mut mpquic_conn, token: *c
     }
 }
 
+/// The QUIC version in use on the wire (0x00000001 or 0x6b3343cf), the
+/// negotiated one once the server's first Initial has been read.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_version(conn: *const mpquic_conn) -> u32 {
+    // SAFETY: see with_conn.
+    unsafe { with_conn(conn.cast_mut(), 0, 0, |c| c.inner.version().wire()) }
+}
+
 /// The handshake is complete.
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_conn_is_established(conn: *const mpquic_conn) -> bool {

@@ -1,6 +1,7 @@
 //! Server helpers: `mpquic_validator` (Version Negotiation, Retry, tokens)
 //! and connection-ID lookup for demultiplexing datagrams.
 
+use std::ffi::c_char;
 use std::panic::AssertUnwindSafe;
 
 use engine::server::{Accept, Validator};
@@ -90,6 +91,30 @@ pub unsafe extern "C" fn mpquic_validator_new_token(
                 t.len() as i64
             }
             None => i64::from(crate::MPQUIC_ERROR_BUFFER_TOO_SHORT.code()),
+        }
+    })
+}
+
+/// The QUIC versions the validator accepts (the server config's list, e.g.
+/// "v1,v2"; default "v1"): Initials of other versions get Version
+/// Negotiation listing these. Call before sharing the validator. Returns 0
+/// or MPQUIC_ERROR_INVALID_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_validator_set_versions(v: *mut mpquic_validator, list: *const c_char) -> i32 {
+    guard(MPQUIC_ERROR_INVALID_ARGUMENT.code(), || {
+        // SAFETY: the caller passes a live validator not yet shared, and a
+        // NUL-terminated string or NULL.
+        let (Some(v), false) = (unsafe { v.as_mut() }, list.is_null()) else {
+            return MPQUIC_ERROR_INVALID_ARGUMENT.code();
+        };
+        // SAFETY: as above.
+        let s = unsafe { std::ffi::CStr::from_ptr(list) }.to_str().ok();
+        match s.map(crate::config::versions_arg) {
+            Some(Ok(list)) => {
+                v.inner.set_versions(&list);
+                0
+            }
+            _ => MPQUIC_ERROR_INVALID_ARGUMENT.code(),
         }
     })
 }

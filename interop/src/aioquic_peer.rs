@@ -46,6 +46,9 @@ fn common(cmd: &mut Command, spec: &Spec) {
     if spec.early_data {
         cmd.arg("--early-data");
     }
+    if spec.v2 {
+        cmd.arg("--v2");
+    }
 }
 
 /// Runs the aioquic client against `servers[0]`.

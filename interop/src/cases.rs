@@ -130,7 +130,7 @@ impl Case {
         use Unsupported::*;
         match self {
             Ecn => Err(ByMpquic("no ECN yet")),
-            V2 => Err(ByMpquic("no QUIC v2 yet")),
+            V2 if peer != Peer::Aioquic => Err(ByPeer("no QUIC v2")),
             Connectionmigration => Err(ByMpquic("no active migration (preferred_address) yet")),
             Http3 => Err(ByMpquic(
                 "the runner speaks hq-interop only; HTTP/3 interop is in apps/tests and ffi/tests",
@@ -217,6 +217,7 @@ impl Case {
         spec.early_data = self == Zerortt;
         spec.chacha = self == Chacha20;
         spec.key_update = self == Keyupdate;
+        spec.v2 = self == V2;
         plan.amplification = self == Amplificationlimit;
         if matches!(self, MpTransfer | MpBackup | MpAbandon | MpBlackhole | Multiplexing) {
             // Two paths at 1 ms one way, so the second is not idle in the time a transfer takes.
@@ -252,11 +253,13 @@ impl Case {
             // As server mpquic sends most packets and updates every 100; as a
             // client it starts what the rules allow (RFC 9001 §6.1).
             Keyupdate => match (role, mpquic.key_updates, mpquic.key_updates_initiated) {
-                (Role::Server, Some(n), _) if n >= 2 => Ok(format!("{n} key updates")),
+                (Role::Server, Some(n), ours) if n >= 2 => {
+                    Ok(format!("{n} key updates, {} started by mpquic", ours.unwrap_or(0)))
+                }
                 (Role::Client, Some(n), Some(ours)) if ours >= 1 => {
                     Ok(format!("{n} key updates, {ours} started by mpquic"))
                 }
-                (_, n, ours) => Err(format!("key updates: {n:?}, started by the mpquic client: {ours:?}")),
+                (_, n, ours) => Err(format!("key updates: {n:?}, started by mpquic: {ours:?}")),
             },
             Amplificationlimit => match seen.amplification {
                 Some((first, sent)) if sent <= 3 * first => {
@@ -272,6 +275,7 @@ impl Case {
             RebindPort | RebindAddr if role == Role::Server => {
                 Ok(format!("{} kB sent to the new address", seen.rebound_down / 1000))
             }
+            V2 => upgraded_to_v2(seen),
             MpHandshake | MpTransfer | MpBackup | MpAbandon if seen.flows.len() < 2 => {
                 Err(format!("only {} path(s) used", seen.flows.len()))
             }
@@ -308,5 +312,25 @@ fn zerortt_verdict(spec: &Spec, mpquic: &Side, peer: &Side, seen: &Seen) -> Resu
         (n, p) => {
             Err(format!("early data accepted on {n:?} (mpquic) / {p:?} (peer) of {want} connection(s)"))
         }
+    }
+}
+
+/// The v2 case (as quic-interop-runner's): the client's first Initial is
+/// v1, the server ends up sending v2 (aioquic's server acknowledges the
+/// first half of a two-datagram ClientHello in v1, before it can choose),
+/// and the client follows.
+fn upgraded_to_v2(seen: &Seen) -> Result<String, String> {
+    let (v1, v2) = (mpquic::Version::V1.wire(), mpquic::Version::V2.wire());
+    let show = |vs: &[u32]| vs.iter().map(|v| format!("{v:#x}")).collect::<Vec<_>>().join(",");
+    let server_ok =
+        seen.down_versions.last() == Some(&v2) && seen.down_versions.iter().all(|v| [v1, v2].contains(v));
+    if seen.up_versions == [v1, v2] && server_ok {
+        Ok(format!("client v1 -> v2, server {}", show(&seen.down_versions)))
+    } else {
+        Err(format!(
+            "long header versions: client {}, server {}",
+            show(&seen.up_versions),
+            show(&seen.down_versions)
+        ))
     }
 }

@@ -67,6 +67,9 @@ pub struct Spec {
     pub resume: bool,
     /// ... and sends its requests in 0-RTT (both sides enable early data).
     pub early_data: bool,
+    /// QUIC v2 by compatible version negotiation: the client starts with
+    /// v1 and offers v2 first, the server prefers v2 (RFC 9368, RFC 9369).
+    pub v2: bool,
     /// How long the whole cell may take.
     pub timeout: Duration,
 }
@@ -80,7 +83,8 @@ pub struct Side {
     pub errors: Vec<String>,
     /// 1-RTT key updates, ours and the peer's (mpquic only).
     pub key_updates: Option<u64>,
-    /// Key updates started by hand (mpquic client only).
+    /// Key updates mpquic started (by hand as a client, by its interval as
+    /// a server).
     pub key_updates_initiated: Option<u64>,
     /// Paths abandoned (mpquic only).
     pub abandoned: Option<u64>,

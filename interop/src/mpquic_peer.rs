@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use mpquic::endpoint::Incoming;
 use mpquic::{
-    Config, Connection, Endpoint, EndpointConfig, ErrorCode, PathEvent, PathId, PathStatus, RecvInfo,
+    Config, Connection, Endpoint, EndpointConfig, ErrorCode, PathEvent, PathId, PathStatus, RecvInfo, Version,
 };
 
 use crate::hq::{self, Streams};
@@ -16,8 +16,9 @@ use crate::relay::{bind, loopback};
 use crate::sansio::{self, Engine, Sockets};
 use crate::{cert, content, Mp, ServerHandle, Side, Spec};
 
-/// Packets between key updates in the keyupdate case (many per transfer).
-const KEY_UPDATE_INTERVAL: u64 = 100;
+/// Packets between key updates in the keyupdate case (many per transfer;
+/// the least `Config::set_key_update_interval` takes).
+const KEY_UPDATE_INTERVAL: u64 = 1000;
 
 fn config(server: bool, spec: &Spec) -> Result<Config, String> {
     let mut c = Config::new();
@@ -38,6 +39,12 @@ fn config(server: bool, spec: &Spec) -> Result<Config, String> {
     if spec.mp.is_some() {
         c.set_initial_max_path_id(Some(4));
         c.set_scheduler("rr").map_err(|e| e.to_string())?;
+    }
+    if spec.v2 {
+        c.set_versions(&[Version::V2, Version::V1]).map_err(|e| e.to_string())?;
+        if !server {
+            c.set_initial_version(Version::V1).map_err(|e| e.to_string())?;
+        }
     }
     if spec.key_update {
         c.set_key_update_interval(KEY_UPDATE_INTERVAL);
@@ -239,6 +246,7 @@ fn serve(mut ep: Endpoint<hq::Server>, mut socks: Sockets, stop: &AtomicBool) ->
     let mut out = vec![0u8; 1500];
     let mut reply = vec![0u8; 1500];
     let mut key_updates = 0;
+    let mut initiated = 0;
     let mut gone = 0;
     let mut resumed = 0;
     let mut early = 0;
@@ -262,7 +270,7 @@ fn serve(mut ep: Endpoint<hq::Server>, mut socks: Sockets, stop: &AtomicBool) ->
             while let Ok(Some((n, info))) = conn.send(&mut out, Instant::now()) {
                 socks.send(&out[..n], info.from, info.to);
             }
-            key_updates = key_updates.max(conn.stats().key_updates);
+            (key_updates, initiated) = key_updates_seen(conn, key_updates, initiated);
             while let Some(e) = conn.path_event_next() {
                 gone += u64::from(matches!(e, PathEvent::Abandoned(_)));
             }
@@ -271,7 +279,7 @@ fn serve(mut ep: Endpoint<hq::Server>, mut socks: Sockets, stop: &AtomicBool) ->
                 early += usize::from(conn.is_early_data_accepted());
                 side.files += app.served;
                 side.errors.extend(app.errors);
-                key_updates = key_updates.max(conn.stats().key_updates);
+                (key_updates, initiated) = key_updates_seen(&conn, key_updates, initiated);
             }
         }
         socks.wait(ep.timeout());
@@ -285,8 +293,19 @@ fn serve(mut ep: Endpoint<hq::Server>, mut socks: Sockets, stop: &AtomicBool) ->
         }
     }
     side.key_updates = Some(key_updates);
+    side.key_updates_initiated = Some(initiated);
     side.abandoned = Some(gone);
     side.resumed = Some(resumed);
     side.early_data = Some(early);
     side
+}
+
+/// The most key updates one connection saw, and how many of them it started.
+fn key_updates_seen(conn: &Connection, most: u64, initiated: u64) -> (u64, u64) {
+    let st = conn.stats();
+    if st.key_updates > most {
+        (st.key_updates, st.key_updates_initiated)
+    } else {
+        (most, initiated)
+    }
 }

@@ -70,6 +70,18 @@ pub struct Seen {
     pub rebound_down: u64,
     /// 0-RTT packets the clients sent.
     pub zero_rtt: u64,
+    /// QUIC versions of the client's long headers, in order of appearance.
+    pub up_versions: Vec<u32>,
+    /// QUIC versions of the server's long headers, in order of appearance.
+    pub down_versions: Vec<u32>,
+}
+
+/// Note the version of a long-header datagram (Version Negotiation aside).
+fn note_version(seen: &mut Vec<u32>, dgram: &[u8]) {
+    let v = mpquic::packet::invariant_header(dgram).map_or(0, |h| h.version);
+    if v != 0 && !seen.contains(&v) {
+        seen.push(v);
+    }
 }
 
 struct Flow {
@@ -246,6 +258,7 @@ impl State {
             while let Ok((n, from)) = self.fronts[fi].recv_from(&mut self.buf) {
                 let now = self.now();
                 let Some(i) = self.flow(fi, from) else { continue };
+                note_version(&mut self.seen.up_versions, &self.buf[..n]);
                 if self.cut_client(n as u64, now) || self.dropping(now) || self.flows[i].dead {
                     continue;
                 }
@@ -300,8 +313,10 @@ impl State {
                     self.seen.rebound_down += n as u64;
                 }
                 let now = self.now();
-                // A long header with type 3 is a Retry (RFC 9000 §17.2.5).
-                self.seen.retry |= self.buf[0] & 0xf0 == 0xf0;
+                // The Retry's type bits depend on the version.
+                let hdr = mpquic::packet::parse_header(&self.buf[..n], 0);
+                self.seen.retry |= hdr.is_ok_and(|h| h.ty == mpquic::packet::PacketType::Retry);
+                note_version(&mut self.seen.down_versions, &self.buf[..n]);
                 self.count_server(n as u64, now);
                 if self.dropping(now) || self.flows[i].dead {
                     continue;

@@ -68,13 +68,15 @@ class Server:
     ``max_half_open`` connections still in their handshake, clients must pass a
     Retry even with ``retry=False``. ``cert`` and ``key`` are PEM files;
     ``access_log`` a file for one line per request (default stderr).
+    ``quic_version`` lists the QUIC versions accepted, most preferred first
+    (``"v1"``, ``"v2,v1"``: a client offering v2 is switched to it).
     Raises ``ValueError`` for unusable options or files, ``OSError`` if a socket
     cannot be bound, ``ConfigError`` for an unknown cc/scheduler.
     """
 
     def __init__(self, root, cert, key, listen="127.0.0.1:4433", cc="cubic",
                  scheduler="minrtt", retry=True, max_paths=4, max_half_open=256,
-                 idle_timeout=30.0, access_log=None):
+                 idle_timeout=30.0, access_log=None, quic_version="v1"):
         if isinstance(listen, str):
             listen = [listen]
         if not (idle_timeout > 0):
@@ -82,7 +84,7 @@ class Server:
         self._inner = _native.Server(
             str(root), str(cert), str(key), list(listen), cc, scheduler, bool(retry),
             int(max_paths), int(max_half_open), int(idle_timeout * 1000),
-            None if access_log is None else str(access_log))
+            None if access_log is None else str(access_log), str(quic_version))
 
     def addresses(self):
         """The bound addresses, as ``"IP:PORT"`` strings."""

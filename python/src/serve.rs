@@ -28,7 +28,7 @@ pub(crate) struct Server {
 #[pymethods]
 impl Server {
     #[new]
-    #[pyo3(signature = (root, cert, key, listen, cc, scheduler, retry, max_paths, max_half_open, idle_timeout_ms, access_log))]
+    #[pyo3(signature = (root, cert, key, listen, cc, scheduler, retry, max_paths, max_half_open, idle_timeout_ms, access_log, quic_version))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         root: PathBuf,
@@ -42,7 +42,10 @@ impl Server {
         max_half_open: usize,
         idle_timeout_ms: u64,
         access_log: Option<PathBuf>,
+        quic_version: &str,
     ) -> PyResult<Server> {
+        let versions =
+            mpquic::version::parse_list(quic_version).map_err(|e| PyValueError::new_err(e.to_string()))?;
         let cc = check_cc(cc)?;
         check_scheduler(scheduler)?;
         let listen = listen
@@ -67,6 +70,7 @@ impl Server {
             max_half_open,
             // Not offered from Python: no replayable requests by default.
             early_data: false,
+            versions,
         };
         let inner = AppServer::new(opts).map_err(|(code, e)| {
             if code == mpquic_apps::exit::USAGE {

@@ -59,3 +59,5 @@ def test_server_bad_options(tmp_path):
         mpquic.Server(tmp_path / "nope", CERTS / "cert.pem", CERTS / "key.pem", listen="127.0.0.1:0")
     with pytest.raises(ValueError, match="bad listen address"):
         mpquic.Server(tmp_path, CERTS / "cert.pem", CERTS / "key.pem", listen="localhost")
+    with pytest.raises(ValueError, match="unknown QUIC version"):
+        mpquic.Server(tmp_path, CERTS / "cert.pem", CERTS / "key.pem", listen="127.0.0.1:0", quic_version="v3")

@@ -4,7 +4,8 @@
 
 use crate::codec::Writer;
 use crate::crypto::{self, Keys, Level};
-use crate::packet::{self, ConnectionId, LongHeaderOffsets, PacketType, QUIC_V1};
+use crate::packet::{self, ConnectionId, LongHeaderOffsets, PacketType};
+use crate::version::Version;
 
 use super::Error;
 
@@ -14,6 +15,8 @@ pub(super) const TAG_LEN: usize = 16;
 /// What the header of a packet says.
 pub(super) struct Header<'a> {
     pub(super) level: Level,
+    /// Long headers only.
+    pub(super) version: Version,
     pub(super) dcid: ConnectionId,
     /// Long headers only.
     pub(super) scid: ConnectionId,
@@ -46,9 +49,10 @@ impl<'a> PacketBuilder<'a> {
         let (pn_offset, long) = match h.level {
             Level::Initial | Level::ZeroRtt | Level::Handshake => {
                 let ty = packet_type(h.level);
-                let o =
-                    packet::write_long_header(&mut w, ty, QUIC_V1, &h.dcid, &h.scid, h.token, h.pn, h.pn_len)
-                        .map_err(too_short)?;
+                let o = packet::write_long_header(
+                    &mut w, ty, h.version, &h.dcid, &h.scid, h.token, h.pn, h.pn_len,
+                )
+                .map_err(too_short)?;
                 (o.pn_offset, Some(o))
             }
             _ => {

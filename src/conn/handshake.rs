@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::crypto::{self, Direction, Level};
 use crate::error::{ErrorCode, TransportError};
-use crate::packet::{self, ConnectionId, QUIC_V1};
+use crate::packet::{self, ConnectionId};
 use crate::transport_params::TransportParams;
 use crate::PathId;
 
@@ -57,7 +57,8 @@ impl Connection {
         if hdr.dcid != self.cids.initial_scid() {
             return Err(Ok(Drop::Datagram));
         }
-        if hdr.supported_versions().any(|v| v == QUIC_V1) {
+        // RFC 9368 §4: a VN listing the version we tried is ignored.
+        if hdr.supported_versions().any(|v| v == self.version.wire()) {
             return Err(Ok(Drop::Datagram));
         }
         self.closed_by_peer(b"version negotiation");
@@ -77,7 +78,7 @@ impl Connection {
             return Err(Ok(Drop::Datagram));
         }
         let Some(without_tag) = packet::retry_without_tag(pkt, hdr) else { return Err(Ok(Drop::Datagram)) };
-        let Ok(tag) = crypto::retry_tag_for(self.odcid.as_slice(), without_tag) else {
+        let Ok(tag) = crypto::retry_tag_for(self.version, self.odcid.as_slice(), without_tag) else {
             return Err(Ok(Drop::Datagram));
         };
         if !crypto::constant_time_eq(&tag, hdr.retry_tag) {
@@ -87,7 +88,7 @@ impl Connection {
         self.retry_scid = Some(hdr.scid);
         self.token = hdr.token.to_vec();
         self.cids.set_initial_peer_cid(hdr.scid);
-        if self.levels.reset_initial(hdr.scid.as_slice(), false).is_err() {
+        if self.levels.reset_initial(self.version, hdr.scid.as_slice(), false).is_err() {
             return Err(Ok(Drop::Datagram));
         }
         // Everything sent in Initial must be sent again under the new keys;
@@ -159,6 +160,7 @@ impl Connection {
     /// Feed TLS, collect its output and install new keys.
     pub(super) fn advance_tls(&mut self, _now: Instant) -> Result<(), Error> {
         self.tls.advance().map_err(|e| Error::Transport(tls_error(e)))?;
+        self.follow_tls_version();
         while let Some((level, data)) = self.tls.take_outgoing() {
             self.levels.send[level_index(level)].push(&data);
         }
@@ -187,6 +189,7 @@ impl Connection {
         let params = TransportParams::decode(&raw, !self.is_server).map_err(Error::Transport)?;
         self.validate_peer_params(&params).map_err(Error::Transport)?;
         self.check_early_limits(&params).map_err(Error::Transport)?;
+        self.validate_version_info(&params).map_err(Error::Transport)?;
         self.streams
             .set_peer_limits(&crate::stream::PeerLimits {
                 initial_max_data: params.initial_max_data,

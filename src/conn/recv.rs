@@ -5,9 +5,10 @@ use std::time::{Duration, Instant};
 use crate::crypto::{self, Level};
 use crate::error::{ErrorCode, TransportError};
 use crate::frame::{self, Frame};
-use crate::packet::{self, ConnectionId, PacketType, QUIC_V1};
+use crate::packet::{self, ConnectionId, PacketType};
 use crate::recovery::{Ecn, HandshakeStatus, PacketFate};
 use crate::stream::StreamId;
+use crate::version::Version;
 use crate::PathId;
 
 use super::builder::{level_of, packet_type};
@@ -106,11 +107,14 @@ impl Connection {
             }
             _ => {}
         }
-        if hdr.is_long() && hdr.version != QUIC_V1 {
-            return Ok(plen);
-        }
         let Some(level) = level_of(hdr.ty) else { return Ok(plen) };
-        if !self.levels.has_recv_keys(level) {
+        let version = if hdr.is_long() {
+            let Some(v) = self.accept_version(&hdr) else { return Ok(plen) };
+            v
+        } else {
+            self.version
+        };
+        if self.levels.remote_for(level, version).is_none() {
             // Keys not available (yet, or discarded): drop this packet only,
             // or keep it for later if it is 0-RTT.
             if !(level == Level::ZeroRtt && self.buffer_early_packet(&buf[..plen], info)) {
@@ -128,10 +132,11 @@ impl Connection {
         };
         let (scid, pn_offset) = (hdr.scid, hdr.pn_offset);
         let pkt = &mut buf[..plen];
-        let Some((pn, payload)) = self.unprotect(pkt, level, path_id, pn_offset, now)? else {
+        let Some((pn, payload)) = self.unprotect(pkt, level, version, path_id, pn_offset, now)? else {
             self.stats.dropped += 1;
             return Ok(plen);
         };
+        self.on_version_opened(version);
 
         // The first packet on a new path ID opens the path (server side).
         if level == Level::OneRtt
@@ -163,11 +168,12 @@ impl Connection {
         &mut self,
         pkt: &mut [u8],
         level: Level,
+        version: Version,
         path_id: PathId,
         pn_offset: usize,
         now: Instant,
     ) -> Result<Option<(u64, std::ops::Range<usize>)>, Result<Drop, TransportError>> {
-        let Some(keys) = self.levels.remote(level) else { return Ok(None) };
+        let Some(keys) = self.levels.remote_for(level, version) else { return Ok(None) };
         let Ok((pn_len, truncated)) = crypto::remove_header_protection(pkt, pn_offset, &keys.header) else {
             return Ok(None);
         };
@@ -183,7 +189,7 @@ impl Connection {
         // packet of the previous phase.
         let use_prev = phase_changed && self.levels.ku.is_previous_phase(path_id, pn, now);
         let key = match (phase_changed, use_prev) {
-            (false, _) => keys_packet(self, level),
+            (false, _) => self.levels.remote_for(level, version).map(|k| &k.packet),
             (true, true) => self.levels.ku.prev_remote.as_ref().map(|(k, _)| &k.packet),
             (true, false) => self.levels.ku.next_remote.as_ref().map(|k| &k.packet),
         };
@@ -731,6 +737,3 @@ impl Connection {
     }
 }
 
-fn keys_packet(c: &Connection, level: Level) -> Option<&crypto::PacketKey> {
-    c.levels.remote(level).map(|k| &k.packet)
-}

@@ -348,6 +348,7 @@ impl Connection {
     fn header(&self, level: Level, pi: usize, pn: u64, pn_len: usize) -> Header<'_> {
         Header {
             level,
+            version: self.version,
             dcid: self.cids.dcid_for(self.paths[pi].id).unwrap_or(ConnectionId::EMPTY),
             scid: self.cids.initial_scid(),
             token: if level == Level::Initial && !self.is_server { &self.token } else { &[] },

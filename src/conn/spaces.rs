@@ -8,6 +8,7 @@ use crate::crypto::{self, Keys, Level};
 use crate::error::{ErrorCode, TransportError};
 use crate::ranges::RangeSet;
 use crate::recovery::{AckTracker, PacketSpace, PathRecovery, SpaceKind};
+use crate::version::Version;
 use crate::PathId;
 
 use super::sent::SentFrames;
@@ -186,6 +187,8 @@ pub(crate) struct KeyUpdate {
     pub(crate) packets_in_phase: u64,
     /// Key updates so far (either side's).
     pub(crate) updates: u64,
+    /// Key updates we started.
+    pub(crate) initiated: u64,
 }
 
 impl KeyUpdate {
@@ -258,31 +261,94 @@ pub(crate) struct CryptoLevels {
     /// 0-RTT keys (RFC 9001 §4.6): a client writes with them, a server
     /// reads; at index 0 ours, at 1 the peer's.
     zero_rtt: [Option<Keys>; 2],
+    /// The version of the Initial keys in `local[0]` / `remote[0]`.
+    initial_version: Version,
+    /// During compatible version negotiation, the other version's Initial
+    /// keys (local, remote).
+    other_initial: Option<(Version, Keys, Keys)>,
     pub(crate) send: [CryptoSend; 3],
     pub(crate) recv: [CryptoRecv; 3],
     pub(crate) ku: KeyUpdate,
 }
 
 impl CryptoLevels {
-    pub(crate) fn new(initial_dcid: &[u8], is_server: bool) -> Result<Self, crypto::CryptoError> {
+    pub(crate) fn new(
+        version: Version,
+        initial_dcid: &[u8],
+        is_server: bool,
+    ) -> Result<Self, crypto::CryptoError> {
         let mut s = CryptoLevels {
             local: [None, None, None],
             remote: [None, None, None],
             zero_rtt: [None, None],
+            initial_version: version,
+            other_initial: None,
             send: Default::default(),
             recv: Default::default(),
             ku: KeyUpdate::default(),
         };
-        s.reset_initial(initial_dcid, is_server)?;
+        s.reset_initial(version, initial_dcid, is_server)?;
         Ok(s)
     }
 
-    /// (Re)derive Initial keys, e.g. after a Retry changed the DCID.
-    pub(crate) fn reset_initial(&mut self, dcid: &[u8], is_server: bool) -> Result<(), crypto::CryptoError> {
-        let (local, remote) = crypto::initial_keys(dcid, is_server)?;
+    /// (Re)derive Initial keys, e.g. after a Retry changed the DCID or a
+    /// server learned the client's version.
+    pub(crate) fn reset_initial(
+        &mut self,
+        version: Version,
+        dcid: &[u8],
+        is_server: bool,
+    ) -> Result<(), crypto::CryptoError> {
+        let (local, remote) = crypto::initial_keys(version, dcid, is_server)?;
         self.local[0] = Some(local);
         self.remote[0] = Some(remote);
+        self.initial_version = version;
+        self.other_initial = None;
         Ok(())
+    }
+
+    /// Derive `version`'s Initial keys beside the current ones, so a packet
+    /// of that version can be tried before switching to it.
+    pub(crate) fn prepare_initial(
+        &mut self,
+        version: Version,
+        dcid: &[u8],
+        is_server: bool,
+    ) -> Result<(), crypto::CryptoError> {
+        if self.initial_version == version || self.other_initial.as_ref().is_some_and(|o| o.0 == version) {
+            return Ok(());
+        }
+        let (local, remote) = crypto::initial_keys(version, dcid, is_server)?;
+        self.other_initial = Some((version, local, remote));
+        Ok(())
+    }
+
+    /// Compatible version negotiation (RFC 9368 §2.3): Initial packets are
+    /// sent with `version`'s keys from now on; the previous version's keys
+    /// stay to open the peer's packets still in flight in it.
+    pub(crate) fn switch_initial(
+        &mut self,
+        version: Version,
+        dcid: &[u8],
+        is_server: bool,
+    ) -> Result<(), crypto::CryptoError> {
+        self.prepare_initial(version, dcid, is_server)?;
+        let Some((v, local, remote)) = self.other_initial.take() else { return Ok(()) };
+        let old_local = self.local[0].replace(local);
+        let old_remote = self.remote[0].replace(remote);
+        if let (Some(l), Some(r)) = (old_local, old_remote) {
+            self.other_initial = Some((self.initial_version, l, r));
+        }
+        self.initial_version = v;
+        Ok(())
+    }
+
+    /// Opening keys for a packet of `level` that came in `version`.
+    pub(crate) fn remote_for(&self, level: Level, version: Version) -> Option<&Keys> {
+        if level != Level::Initial || version == self.initial_version {
+            return self.remote(level);
+        }
+        self.other_initial.as_ref().filter(|o| o.0 == version).map(|o| &o.2)
     }
 
     pub(crate) fn install(&mut self, level: Level, local: Option<Keys>, remote: Option<Keys>) {
@@ -310,6 +376,9 @@ impl CryptoLevels {
         let i = level_index(level);
         self.local[i] = None;
         self.remote[i] = None;
+        if level == Level::Initial {
+            self.other_initial = None;
+        }
         self.send[i] = CryptoSend::default();
     }
 
@@ -362,6 +431,7 @@ impl CryptoLevels {
         let Some(next) = self.local[2].as_ref().and_then(|k| k.next().ok()) else { return false };
         self.local[2] = Some(next);
         self.ku.awaiting_peer = true;
+        self.ku.initiated += 1;
         self.ku.new_phase();
         true
     }

@@ -1135,6 +1135,7 @@ fn key_updates_every_thousand_packets_keep_data_intact() {
         // one is acknowledged and three PTOs old.
         assert!(s.key_updates >= 3, "server updated keys {} times (loss {loss})", s.key_updates);
         assert_eq!(c.key_updates, s.key_updates, "the client follows every update");
+        assert_eq!((s.key_updates_initiated, c.key_updates_initiated), (s.key_updates, 0));
         assert!(!p.c.is_closed() && !p.s.is_closed());
     }
 }

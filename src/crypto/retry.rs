@@ -4,52 +4,57 @@
 use std::sync::OnceLock;
 
 use super::{constant_time_eq, fill_random, Algorithm, CryptoError, PacketKey, TAG_LEN};
-
-const RETRY_KEY_V1: [u8; 16] =
-    [0xbe, 0x0c, 0x69, 0x0b, 0x9f, 0x66, 0x57, 0x5a, 0x1d, 0x76, 0x6b, 0x54, 0xe3, 0x68, 0xc8, 0x4e];
-const RETRY_NONCE_V1: [u8; 12] = [0x46, 0x15, 0x99, 0xd3, 0x5d, 0x63, 0x2b, 0xf2, 0x23, 0x98, 0x25, 0xbb];
+use crate::version::Version;
 
 /// Length of a stateless reset token.
 pub const RESET_TOKEN_LEN: usize = 16;
 
-fn retry_key() -> Result<&'static PacketKey, CryptoError> {
-    static KEY: OnceLock<Option<PacketKey>> = OnceLock::new();
-    KEY.get_or_init(|| PacketKey::new(Algorithm::Aes128Gcm, &RETRY_KEY_V1, &RETRY_NONCE_V1).ok())
-        .as_ref()
-        .ok_or(CryptoError::Internal)
+fn retry_key(version: Version) -> Result<&'static PacketKey, CryptoError> {
+    static KEYS: [OnceLock<Option<PacketKey>>; 2] = [OnceLock::new(), OnceLock::new()];
+    let slot = &KEYS[usize::from(version == Version::V2)];
+    slot.get_or_init(|| {
+        let (key, nonce) = version.retry_key_nonce();
+        PacketKey::new(Algorithm::Aes128Gcm, key, nonce).ok()
+    })
+    .as_ref()
+    .ok_or(CryptoError::Internal)
 }
 
-/// The Retry Integrity Tag over a Retry pseudo-packet (RFC 9001 §5.8):
-/// AES-128-GCM with the fixed v1 key and nonce, empty plaintext and the
-/// pseudo-packet (ODCID length, ODCID, Retry packet without tag) as
-/// associated data.
-pub fn retry_integrity_tag(pseudo_packet: &[u8]) -> Result<[u8; TAG_LEN], CryptoError> {
+/// The Retry Integrity Tag over a Retry pseudo-packet (RFC 9001 §5.8,
+/// RFC 9369 §3.3.3): AES-128-GCM with the version's fixed key and nonce,
+/// empty plaintext and the pseudo-packet (ODCID length, ODCID, Retry packet
+/// without tag) as associated data.
+pub fn retry_integrity_tag(version: Version, pseudo_packet: &[u8]) -> Result<[u8; TAG_LEN], CryptoError> {
     let mut tag = [0u8; TAG_LEN];
     // The fixed nonce is the IV, so packet number 0 on path 0 leaves it as is.
-    retry_key()?.seal_in_place(0, 0, pseudo_packet, &mut [], &mut tag)?;
+    retry_key(version)?.seal_in_place(0, 0, pseudo_packet, &mut [], &mut tag)?;
     Ok(tag)
 }
 
-/// The Retry Integrity Tag for a Retry packet (`retry_without_tag`: every
-/// byte of the packet before the tag) answering a client Initial whose
-/// Destination Connection ID was `odcid`.
-pub fn retry_tag_for(odcid: &[u8], retry_without_tag: &[u8]) -> Result<[u8; TAG_LEN], CryptoError> {
+/// The Retry Integrity Tag for a Retry packet of `version`
+/// (`retry_without_tag`: every byte of the packet before the tag)
+/// answering a client Initial whose Destination Connection ID was `odcid`.
+pub fn retry_tag_for(
+    version: Version,
+    odcid: &[u8],
+    retry_without_tag: &[u8],
+) -> Result<[u8; TAG_LEN], CryptoError> {
     let odcid_len = u8::try_from(odcid.len()).map_err(|_| CryptoError::BufferTooShort)?;
     let mut pseudo = Vec::with_capacity(1 + odcid.len() + retry_without_tag.len());
     pseudo.push(odcid_len);
     pseudo.extend_from_slice(odcid);
     pseudo.extend_from_slice(retry_without_tag);
-    retry_integrity_tag(&pseudo)
+    retry_integrity_tag(version, &pseudo)
 }
 
-/// Whether a received Retry packet (whole datagram payload, tag last)
-/// carries a valid integrity tag for the `odcid` the client sent.
-pub fn verify_retry(odcid: &[u8], retry_packet: &[u8]) -> bool {
+/// Whether a received Retry packet of `version` (whole datagram payload,
+/// tag last) carries a valid integrity tag for the `odcid` the client sent.
+pub fn verify_retry(version: Version, odcid: &[u8], retry_packet: &[u8]) -> bool {
     let Some(split) = retry_packet.len().checked_sub(TAG_LEN) else {
         return false;
     };
     let (body, tag) = retry_packet.split_at(split);
-    match retry_tag_for(odcid, body) {
+    match retry_tag_for(version, odcid, body) {
         Ok(expected) => constant_time_eq(&expected, tag),
         Err(_) => false,
     }
@@ -232,17 +237,29 @@ mod tests {
              0f2496ba");
         let odcid = hex("8394c8f03e515708");
         let (body, tag) = packet.split_at(packet.len() - 16);
-        assert_eq!(retry_tag_for(&odcid, body).unwrap().to_vec(), tag.to_vec());
+        assert_eq!(retry_tag_for(Version::V1, &odcid, body).unwrap().to_vec(), tag.to_vec());
         let mut pseudo = vec![8u8];
         pseudo.extend_from_slice(&odcid);
         pseudo.extend_from_slice(body);
-        assert_eq!(retry_integrity_tag(&pseudo).unwrap().to_vec(), tag.to_vec());
-        assert!(verify_retry(&odcid, &packet));
-        assert!(!verify_retry(&hex("8394c8f03e515709"), &packet));
+        assert_eq!(retry_integrity_tag(Version::V1, &pseudo).unwrap().to_vec(), tag.to_vec());
+        assert!(verify_retry(Version::V1, &odcid, &packet));
+        assert!(!verify_retry(Version::V1, &hex("8394c8f03e515709"), &packet));
+        // The v2 key gives another tag.
+        assert!(!verify_retry(Version::V2, &odcid, &packet));
         let mut bad = packet.clone();
         bad[10] ^= 1;
-        assert!(!verify_retry(&odcid, &bad));
-        assert!(!verify_retry(&odcid, &packet[..10]));
+        assert!(!verify_retry(Version::V1, &odcid, &bad));
+        assert!(!verify_retry(Version::V1, &odcid, &packet[..10]));
+    }
+
+    #[test]
+    fn retry_rfc9369_a4() {
+        let packet = hex("cf6b3343cf0008f067a5502a4262b574 6f6b656ec8646ce8bfe33952d9555436 65dcc7b6");
+        let odcid = hex("8394c8f03e515708");
+        assert!(verify_retry(Version::V2, &odcid, &packet));
+        assert!(!verify_retry(Version::V1, &odcid, &packet));
+        let (body, tag) = packet.split_at(packet.len() - 16);
+        assert_eq!(retry_tag_for(Version::V2, &odcid, body).unwrap().to_vec(), tag.to_vec());
     }
 
     #[test]

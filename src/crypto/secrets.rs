@@ -2,12 +2,10 @@
 //! (RFC 9001 §6).
 
 use super::{Algorithm, CryptoError, Hash, HeaderKey, PacketKey};
+use crate::version::Version;
 
 /// The QUIC v1 Initial salt (RFC 9001 §5.2).
-pub const INITIAL_SALT_V1: [u8; 20] = [
-    0x38, 0x76, 0x2c, 0xf7, 0xf5, 0x59, 0x34, 0xb3, 0x4d, 0x17, 0x9a, 0xe6, 0xa4, 0xc8, 0x0c, 0xad, 0xcc,
-    0xbb, 0x7f, 0x0a,
-];
+pub const INITIAL_SALT_V1: [u8; 20] = *Version::V1.initial_salt();
 
 const MAX_SECRET: usize = 48;
 
@@ -66,10 +64,12 @@ fn hkdf_extract(hash: Hash, salt: &[u8], ikm: &[u8]) -> Result<[u8; MAX_SECRET],
 }
 
 /// A traffic secret of one direction and key phase, together with the cipher
-/// suite it belongs to. Zeroed on drop.
+/// suite it belongs to and the QUIC version whose labels derive its keys.
+/// Zeroed on drop.
 #[derive(Clone)]
 pub struct Secret {
     alg: Algorithm,
+    version: Version,
     bytes: [u8; MAX_SECRET],
 }
 
@@ -87,14 +87,21 @@ impl Drop for Secret {
 }
 
 impl Secret {
-    /// A secret for `alg`; `secret` must be as long as the suite's hash.
+    /// A QUIC v1 secret for `alg`; `secret` must be as long as the suite's
+    /// hash.
     pub fn new(alg: Algorithm, secret: &[u8]) -> Result<Secret, CryptoError> {
         if secret.len() != alg.hash().output_len() {
             return Err(CryptoError::BadKey);
         }
         let mut bytes = [0u8; MAX_SECRET];
         bytes[..secret.len()].copy_from_slice(secret);
-        Ok(Secret { alg, bytes })
+        Ok(Secret { alg, version: Version::V1, bytes })
+    }
+
+    /// The same secret, its keys derived with `version`'s labels.
+    pub fn for_version(mut self, version: Version) -> Secret {
+        self.version = version;
+        self
     }
 
     /// The cipher suite's AEAD.
@@ -108,32 +115,33 @@ impl Secret {
     }
 
     /// The secret of the next key phase: HKDF-Expand-Label(secret,
-    /// "quic ku", "", Hash.length) (RFC 9001 §6.1).
+    /// "quic ku", "", Hash.length) (RFC 9001 §6.1; "quicv2 ku" in v2).
     pub fn next(&self) -> Result<Secret, CryptoError> {
         let mut bytes = [0u8; MAX_SECRET];
         let len = self.alg.hash().output_len();
-        hkdf_expand_label(self.alg.hash(), self.as_bytes(), b"quic ku", &mut bytes[..len])?;
-        Ok(Secret { alg: self.alg, bytes })
+        hkdf_expand_label(self.alg.hash(), self.as_bytes(), self.version.labels().ku, &mut bytes[..len])?;
+        Ok(Secret { alg: self.alg, version: self.version, bytes })
     }
 
-    /// The packet-protection key ("quic key" and "quic iv").
+    /// The packet-protection key ("quic key" and "quic iv", or v2's labels).
     pub fn packet_key(&self) -> Result<PacketKey, CryptoError> {
         let mut key = [0u8; 32];
         let mut iv = [0u8; 12];
         let key = &mut key[..self.alg.key_len()];
-        hkdf_expand_label(self.alg.hash(), self.as_bytes(), b"quic key", key)?;
-        hkdf_expand_label(self.alg.hash(), self.as_bytes(), b"quic iv", &mut iv)?;
+        let labels = self.version.labels();
+        hkdf_expand_label(self.alg.hash(), self.as_bytes(), labels.key, key)?;
+        hkdf_expand_label(self.alg.hash(), self.as_bytes(), labels.iv, &mut iv)?;
         let pk = PacketKey::new(self.alg, key, &iv);
         // SAFETY: key is a valid writable buffer.
         unsafe { boring_sys::OPENSSL_cleanse(key.as_mut_ptr().cast(), key.len()) };
         pk
     }
 
-    /// The header-protection key ("quic hp").
+    /// The header-protection key ("quic hp" / "quicv2 hp").
     pub fn header_key(&self) -> Result<HeaderKey, CryptoError> {
         let mut key = [0u8; 32];
         let key = &mut key[..self.alg.key_len()];
-        hkdf_expand_label(self.alg.hash(), self.as_bytes(), b"quic hp", key)?;
+        hkdf_expand_label(self.alg.hash(), self.as_bytes(), self.version.labels().hp, key)?;
         let hk = HeaderKey::new(self.alg, key);
         // SAFETY: key is a valid writable buffer.
         unsafe { boring_sys::OPENSSL_cleanse(key.as_mut_ptr().cast(), key.len()) };
@@ -168,31 +176,31 @@ impl Keys {
     }
 }
 
-/// Initial keys for QUIC v1 (RFC 9001 §5.2), from the Destination
-/// Connection ID of the client's first Initial packet. Returns
+/// Initial keys of `version` (RFC 9001 §5.2, RFC 9369 §3.3), from the
+/// Destination Connection ID of the client's first Initial packet. Returns
 /// `(local, remote)`: sealing keys for our packets, opening keys for the
 /// peer's.
-pub fn initial_keys(dcid: &[u8], is_server: bool) -> Result<(Keys, Keys), CryptoError> {
+pub fn initial_keys(version: Version, dcid: &[u8], is_server: bool) -> Result<(Keys, Keys), CryptoError> {
     let alg = Algorithm::Aes128Gcm;
     let hash = alg.hash();
-    let initial = hkdf_extract(hash, &INITIAL_SALT_V1, dcid)?;
+    let initial = hkdf_extract(hash, version.initial_salt(), dcid)?;
     let initial = &initial[..hash.output_len()];
     let mut client = [0u8; 32];
     let mut server = [0u8; 32];
     hkdf_expand_label(hash, initial, b"client in", &mut client)?;
     hkdf_expand_label(hash, initial, b"server in", &mut server)?;
-    let client = Secret::new(alg, &client)?.keys()?;
-    let server = Secret::new(alg, &server)?.keys()?;
+    let client = Secret::new(alg, &client)?.for_version(version).keys()?;
+    let server = Secret::new(alg, &server)?.for_version(version).keys()?;
     Ok(if is_server { (server, client) } else { (client, server) })
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::crypto::test_util::hex;
     use crate::crypto::{apply_header_protection, remove_header_protection, TAG_LEN};
 
-    const DCID: &str = "8394c8f03e515708";
+    pub(in crate::crypto) const DCID: &str = "8394c8f03e515708";
 
     #[test]
     fn initial_secrets_rfc9001_a1() {
@@ -201,7 +209,7 @@ mod tests {
             initial[..32].to_vec(),
             hex("7db5df06e7a69e432496adedb00851923595221596ae2ae9fb8115c1e9ed0a44")
         );
-        let (client, server) = initial_keys(&hex(DCID), false).unwrap();
+        let (client, server) = initial_keys(Version::V1, &hex(DCID), false).unwrap();
         assert_eq!(
             client.secret.as_bytes().to_vec(),
             hex("c00cf151ca5be075ed0ebfb5c80323c42d6b7db67881289af4008f1f6c357aea")
@@ -222,12 +230,13 @@ mod tests {
         hkdf_expand_label(Hash::Sha256, server.secret.as_bytes(), b"quic hp", &mut key).unwrap();
         assert_eq!(key.to_vec(), hex("c206b8d9b9f0f37644430b490eeaa314"));
         // Server side is the mirror image.
-        let (s_local, s_remote) = initial_keys(&hex(DCID), true).unwrap();
+        let (s_local, s_remote) = initial_keys(Version::V1, &hex(DCID), true).unwrap();
         assert_eq!(s_local.secret.as_bytes(), server.secret.as_bytes());
         assert_eq!(s_remote.secret.as_bytes(), client.secret.as_bytes());
     }
 
-    const CLIENT_CRYPTO: &str = "060040f1010000ed0303ebf8fa56f12939b9584a3896472ec40bb863cfd3e868
+    pub(in crate::crypto) const CLIENT_CRYPTO: &str =
+        "060040f1010000ed0303ebf8fa56f12939b9584a3896472ec40bb863cfd3e868
         04fe3a47f06a2b69484c000004130113 02010000c000000010000e00000b6578
         616d706c652e636f6dff01000100000a 00080006001d00170018001000070005
         04616c706e0005000501000000000033 00260024001d00209370b2c9caa47fba
@@ -277,7 +286,13 @@ mod tests {
 
     /// Protects `header | payload` like a sender would: seal, then header
     /// protection.
-    fn protect(keys: &Keys, header: &[u8], payload: &[u8], pn: u64, pn_len: usize) -> Vec<u8> {
+    pub(in crate::crypto) fn protect(
+        keys: &Keys,
+        header: &[u8],
+        payload: &[u8],
+        pn: u64,
+        pn_len: usize,
+    ) -> Vec<u8> {
         let mut pkt = [header, payload, &[0u8; TAG_LEN]].concat();
         keys.packet.seal_packet(pn, 0, &mut pkt, header.len()).unwrap();
         apply_header_protection(&mut pkt, header.len() - pn_len, pn_len, &keys.header).unwrap();
@@ -286,7 +301,7 @@ mod tests {
 
     #[test]
     fn client_initial_rfc9001_a2() {
-        let (client, _) = initial_keys(&hex(DCID), false).unwrap();
+        let (client, _) = initial_keys(Version::V1, &hex(DCID), false).unwrap();
         let header = hex("c300000001088394c8f03e5157080000449e00000002");
         let mut payload = hex(CLIENT_CRYPTO);
         payload.resize(1162, 0); // PADDING
@@ -294,7 +309,7 @@ mod tests {
         assert_eq!(pkt, hex(CLIENT_PACKET));
 
         // And the server side removes protection.
-        let (_, from_client) = initial_keys(&hex(DCID), true).unwrap();
+        let (_, from_client) = initial_keys(Version::V1, &hex(DCID), true).unwrap();
         let mut rx = hex(CLIENT_PACKET);
         let pn_offset = header.len() - 4;
         assert_eq!(remove_header_protection(&mut rx, pn_offset, &from_client.header), Ok((4, 2)));
@@ -305,7 +320,7 @@ mod tests {
 
     #[test]
     fn server_initial_rfc9001_a3() {
-        let (server, _) = initial_keys(&hex(DCID), true).unwrap();
+        let (server, _) = initial_keys(Version::V1, &hex(DCID), true).unwrap();
         let header = hex("c1000000010008f067a5502a4262b50040750001");
         let payload = hex("02000000000600405a020000560303ee fce7f7b37ba1d1632e96677825ddf739
              88cfc79825df566dc5430b9a045a1200 130100002e00330024001d00209d3c94
@@ -317,7 +332,7 @@ mod tests {
              022f8ef4cdd93795d77d06edbb7aaf2f 58891850abbdca3d20398c276456cbc4
              2158407dd074ee");
         assert_eq!(protect(&server, &header, &payload, 1, 2), expected);
-        let (_, from_server) = initial_keys(&hex(DCID), false).unwrap();
+        let (_, from_server) = initial_keys(Version::V1, &hex(DCID), false).unwrap();
         let mut rx = expected.clone();
         assert_eq!(remove_header_protection(&mut rx, 18, &from_server.header), Ok((2, 1)));
         let n = from_server.packet.open_packet(1, 0, &mut rx, header.len()).unwrap();

@@ -18,6 +18,9 @@ use boring_sys as ffi;
 
 use super::{Algorithm, Keys, Level, Secret};
 use crate::error::{ErrorCode, TransportError};
+use crate::version::Version;
+
+mod versions;
 
 /// TLS alert internal_error, used when BoringSSL fails without an alert.
 const ALERT_INTERNAL_ERROR: u8 = 80;
@@ -347,6 +350,7 @@ impl TlsConfigBuilder {
             }
             if self.is_server {
                 ffi::SSL_CTX_set_alpn_select_cb(c, Some(alpn_select), std::ptr::null_mut());
+                ffi::SSL_CTX_set_select_certificate_cb(c, Some(versions::on_client_hello));
             } else if !self.alpn.is_empty() {
                 let mut wire = Vec::new();
                 for p in &self.alpn {
@@ -398,6 +402,11 @@ struct State {
     /// The last session ticket received (client), serialized with the
     /// server's transport parameters ([`SessionBlob`]).
     session: Option<Vec<u8>>,
+    /// The QUIC version whose labels derive keys from the secrets.
+    version: Version,
+    /// Server: our encoded transport parameters for each version we would
+    /// use, in our order of preference (see `versions`).
+    offers: Vec<(Version, Vec<u8>)>,
 }
 
 /// Owns the callback state through a raw pointer: the `SSL` keeps a copy of
@@ -493,6 +502,8 @@ impl TlsSession {
             new_keys: VecDeque::new(),
             alert: None,
             session: None,
+            version: Version::V1,
+            offers: Vec::new(),
         });
         let state = StatePtr(NonNull::from(Box::leak(state)));
         let session = TlsSession { ssl, state, complete: false, early_rejected: false };
@@ -843,7 +854,7 @@ unsafe fn on_secret(
     };
     // SAFETY: BoringSSL passes `len` valid bytes.
     let secret = unsafe { std::slice::from_raw_parts(secret, len) };
-    match Secret::new(alg, secret).and_then(|s| s.keys()) {
+    match Secret::new(alg, secret).and_then(|s| s.for_version(st.version).keys()) {
         Ok(keys) => {
             st.new_keys.push_back((level, dir, keys));
             1

@@ -4,6 +4,7 @@
 
 use crate::crypto::{initial_keys, remove_header_protection};
 use crate::packet::{self, PacketType};
+use crate::version::Version;
 
 /// Whether the first packet of `dgram` is an Initial that decrypts with the
 /// Initial keys of its DCID. `scratch` holds the copy that is unprotected
@@ -14,7 +15,8 @@ pub(super) fn decrypts(dgram: &[u8], scratch: &mut Vec<u8>) -> bool {
         return false;
     }
     let Some(pkt) = dgram.get(..hdr.packet_len) else { return false };
-    let Ok((_, remote)) = initial_keys(hdr.dcid.as_slice(), true) else { return false };
+    let Some(version) = Version::from_wire(hdr.version) else { return false };
+    let Ok((_, remote)) = initial_keys(version, hdr.dcid.as_slice(), true) else { return false };
     scratch.clear();
     scratch.extend_from_slice(pkt);
     let Ok((pn_len, truncated)) = remove_header_protection(scratch, hdr.pn_offset, &remote.header) else {

@@ -122,7 +122,7 @@ fn parse_rfc9001_retry() {
     let mut buf2 = [0u8; 64];
     let mut w2 = Writer::new(&mut buf2);
     let scid = ConnectionId::from_slice(&hex("f067a5502a4262b5")).unwrap();
-    let n = write_retry(&mut w2, QUIC_V1, &ConnectionId::EMPTY, &scid, b"token").unwrap();
+    let n = write_retry(&mut w2, Version::V1, &ConnectionId::EMPTY, &scid, b"token").unwrap();
     assert_eq!(&w2.written()[1..n], &body[1..]);
     assert_eq!(w2.written()[0] & 0xf0, 0xf0);
     // Empty token or missing tag: dropped.
@@ -215,18 +215,18 @@ fn truncated_headers_of_every_type() {
 #[test]
 fn long_header_write_and_patch_round_trip() {
     let dcid = ConnectionId::from_slice(&hex("8394c8f03e515708")).unwrap();
-    for ty in [PacketType::Initial, PacketType::ZeroRtt, PacketType::Handshake] {
+    let types = [PacketType::Initial, PacketType::ZeroRtt, PacketType::Handshake];
+    for (v, ty) in Version::ALL.into_iter().flat_map(|v| types.map(|t| (v, t))) {
         let mut buf = [0u8; 200];
         let mut w = Writer::new(&mut buf);
         let token: &[u8] = if ty == PacketType::Initial { b"tok" } else { b"" };
-        let off =
-            write_long_header(&mut w, ty, QUIC_V1, &dcid, &ConnectionId::EMPTY, token, 0x1234, 2).unwrap();
+        let off = write_long_header(&mut w, ty, v, &dcid, &ConnectionId::EMPTY, token, 0x1234, 2).unwrap();
         assert_eq!(w.pos(), long_header_len(ty, &dcid, &ConnectionId::EMPTY, token.len(), 2));
         let payload = 40;
         let end = w.pos() + payload;
         patch_length(&mut buf, &off, 2 + payload).unwrap();
         let h = parse_header(&buf[..end], 0).unwrap();
-        assert_eq!(h.ty, ty);
+        assert_eq!((h.ty, h.version), (ty, v.wire()));
         assert_eq!(h.dcid, dcid);
         assert_eq!(h.token, token);
         assert_eq!(h.pn_offset, off.pn_offset);
@@ -239,7 +239,7 @@ fn long_header_write_and_patch_round_trip() {
     let off = write_long_header(
         &mut Writer::new(&mut buf),
         PacketType::Handshake,
-        QUIC_V1,
+        Version::V1,
         &dcid,
         &dcid,
         &[],
@@ -254,7 +254,7 @@ fn long_header_write_and_patch_round_trip() {
     assert!(write_long_header(
         &mut Writer::new(&mut small),
         PacketType::Initial,
-        QUIC_V1,
+        Version::V1,
         &dcid,
         &dcid,
         &[],

@@ -33,6 +33,10 @@ fn full_server_params() -> TransportParams {
         active_connection_id_limit: 8,
         initial_source_connection_id: Some(cid(&[])),
         retry_source_connection_id: Some(cid(&[5; 4])),
+        version_information: Some(VersionInfo {
+            chosen: 0x6b3343cf,
+            available: vec![0x6b3343cf, 1, 0x0a1a2a3a],
+        }),
         max_datagram_frame_size: Some(1200),
         initial_max_path_id: Some(u32::MAX as u64),
         extra: vec![(0x1234, b"ext".to_vec())],
@@ -120,6 +124,10 @@ fn validation_failures() {
         ("0f 00 08 08 d000000000000001", false, "max streams bidi above 2^60"),
         ("0f 00 09 08 d000000000000001", false, "max streams uni above 2^60"),
         ("0f 00 3e 08 c000000100000000", false, "initial_max_path_id above 2^32-1"),
+        ("0f 00 11 00", false, "empty version_information"),
+        ("0f 00 11 06 000000010000", false, "version_information not a multiple of 4"),
+        ("0f 00 11 04 00000000", false, "chosen version 0"),
+        ("0f 00 11 08 00000001 00000000", false, "available version 0"),
         ("0f 00 04 02 05", false, "integer shorter than its length"),
         ("0f 00 04 02 0500", false, "integer with trailing byte"),
         ("0f 00 04 00", false, "integer with zero length"),
@@ -135,8 +143,14 @@ fn validation_failures() {
         assert_eq!(e.code, ErrorCode::TRANSPORT_PARAMETER_ERROR, "{what}");
     }
     // Boundary values that are fine.
-    let ok: &[&str] =
-        &["0f 00 03 02 44b0", "0f 00 0a 01 14", "0f 00 0b 02 7fff", "0f 00 0e 01 02", "0f 00 3e 04 bfffffff"];
+    let ok: &[&str] = &[
+        "0f 00 03 02 44b0",
+        "0f 00 0a 01 14",
+        "0f 00 0b 02 7fff",
+        "0f 00 0e 01 02",
+        "0f 00 3e 04 bfffffff",
+        "0f 00 11 04 6b3343cf",
+    ];
     for b in ok {
         assert!(TransportParams::decode(&hex(b), false).is_ok(), "{b}");
     }

@@ -69,6 +69,14 @@ struct Args {
     /// may reject them: they are then sent again after the handshake).
     #[arg(long, requires = "session_file")]
     early_data: bool,
+    /// QUIC versions accepted, most preferred first (`v1`, `v2`, `v2,v1`);
+    /// the connection starts with the first unless --initial-version says.
+    #[arg(long = "quic-version", value_parser = mpquic_apps::parse_versions, default_value = "v1")]
+    quic_version: mpquic_apps::Versions,
+    /// Start with this version (one of --quic-version) and let the server
+    /// switch to a preferred one: `--quic-version v2,v1 --initial-version v1`.
+    #[arg(long)]
+    initial_version: Option<mpquic::Version>,
 }
 
 const EXIT_HELP: &str = "Exit codes: 0 ok, 1 local I/O error, 2 bad arguments (URL, names, --local), \
@@ -208,6 +216,11 @@ fn main() {
         fail(exit::USAGE, e);
     }
     let _ = config.set_application_protos(&[mpquic_apps::ALPN]);
+    let versions = config.set_versions(&args.quic_version.0);
+    let initial = args.initial_version.map_or(Ok(()), |v| config.set_initial_version(v));
+    if let Err(e) = versions.and(initial) {
+        fail(exit::USAGE, format!("--quic-version / --initial-version: {e}"));
+    }
     if args.insecure {
         config.verify_peer(false);
     } else if let Some(ca) = &args.ca {

@@ -61,6 +61,10 @@ struct Args {
     /// them: fine for GETs of static files).
     #[arg(long)]
     early_data: bool,
+    /// QUIC versions accepted, most preferred first (`v1`, `v2`, `v2,v1`):
+    /// a client offering a preferred one is switched to it (RFC 9368).
+    #[arg(long = "quic-version", value_parser = mpquic_apps::parse_versions, default_value = "v1")]
+    quic_version: mpquic_apps::Versions,
 }
 
 fn fail(code: i32, msg: impl std::fmt::Display) -> ! {
@@ -87,6 +91,7 @@ fn main() {
         idle_timeout: args.idle_timeout,
         max_half_open: args.max_half_open,
         early_data: args.early_data,
+        versions: args.quic_version.0,
     };
     let mut servers = start(&opts, usize::from(args.workers));
     let stop = Arc::new(AtomicBool::new(false));
@@ -97,13 +102,14 @@ fn main() {
     }
     let listening: Vec<String> = servers[0].local_addrs().iter().map(|a| a.to_string()).collect();
     eprintln!(
-        "mpquic-server: serving {} on {} (cc {}, scheduler {}, retry {}, max paths {}, workers {})",
+        "mpquic-server: serving {} on {} (cc {}, scheduler {}, retry {}, max paths {}, QUIC {}, workers {})",
         servers[0].root().display(),
         listening.join(", "),
         opts.cc,
         opts.scheduler,
         if opts.retry { "on" } else { "off" },
         opts.max_paths,
+        opts.versions.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(","),
         servers.len()
     );
     let mut first = servers.remove(0);

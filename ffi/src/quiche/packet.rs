@@ -4,6 +4,7 @@ use std::ffi::c_int;
 
 use engine::codec::Writer;
 use engine::packet::{self, ConnectionId, PacketType, QUIC_V1};
+use engine::Version;
 use libc::ssize_t;
 
 use super::{QUICHE_ERR_BUFFER_TOO_SHORT, QUICHE_ERR_INVALID_PACKET, QUICHE_ERR_INVALID_STATE};
@@ -196,9 +197,9 @@ fn write_retry(
     token: &[u8],
 ) -> Option<usize> {
     let mut w = Writer::new(out);
-    packet::write_retry(&mut w, QUIC_V1, client_scid, new_scid, token).ok()?;
+    packet::write_retry(&mut w, Version::V1, client_scid, new_scid, token).ok()?;
     let len = w.pos();
-    let tag = engine::crypto::retry_tag_for(odcid, &out[..len]).ok()?;
+    let tag = engine::crypto::retry_tag_for(Version::V1, odcid, &out[..len]).ok()?;
     out.get_mut(len..len + tag.len())?.copy_from_slice(&tag);
     Some(len + tag.len())
 }

@@ -333,7 +333,7 @@ fn open_client_initial(datagram: &[u8]) -> (Vec<u8>, Vec<(u64, Vec<u8>)>) {
     let _token = r.varint_prefixed().unwrap();
     let len = r.varint().unwrap() as usize;
     let pn_offset = r.pos();
-    let (_, remote) = initial_keys(&dcid, true).unwrap();
+    let (_, remote) = initial_keys(crate::version::Version::V1, &dcid, true).unwrap();
     let mut pkt = datagram[..pn_offset + len].to_vec();
     let (pn_len, pn) = remove_header_protection(&mut pkt, pn_offset, &remote.header).unwrap();
     let hdr = pn_offset + pn_len;
@@ -466,7 +466,7 @@ fn feed_server_datagram(client: &mut Side, odcid: &[u8], mut dgram: &[u8]) -> Ve
         dgram = &dgram[pn_offset + len..];
         let init_keys;
         let keys = if initial {
-            init_keys = initial_keys(odcid, false).unwrap().1;
+            init_keys = initial_keys(crate::version::Version::V1, odcid, false).unwrap().1;
             &init_keys
         } else {
             client.read[Level::Handshake.index()].as_ref().unwrap()
@@ -523,7 +523,7 @@ fn handshake_with_quiche_server() {
     c.tls.advance().unwrap();
     let (level, hello) = c.tls.take_outgoing().unwrap();
     assert_eq!(level, Level::Initial);
-    let (init_local, _) = initial_keys(&odcid, false).unwrap();
+    let (init_local, _) = initial_keys(crate::version::Version::V1, &odcid, false).unwrap();
 
     let mut server = quiche::accept(
         &quiche::ConnectionId::from_ref(&[0x33u8; 8]),
