@@ -29,6 +29,7 @@
 mod addr;
 mod config;
 mod conn;
+mod fetch;
 mod h3;
 pub mod quiche;
 mod server;
@@ -37,6 +38,7 @@ mod tests;
 
 pub use config::*;
 pub use conn::*;
+pub use fetch::*;
 pub use h3::*;
 pub use server::*;
 
