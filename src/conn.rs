@@ -488,7 +488,11 @@ impl Connection {
     /// Per-path statistics (paths still known, including abandoned ones
     /// whose state is kept for 3 PTO).
     pub fn path_stats(&self) -> impl Iterator<Item = PathStats> + '_ {
-        self.paths.iter().map(|p| PathStats { group: self.sbd.group(p.id), ..p.stats() })
+        self.paths.iter().map(|p| PathStats {
+            group: self.sbd.group(p.id),
+            sched: self.dispatch.counts(p.id),
+            ..p.stats()
+        })
     }
     /// Open paths: (ID, local address, peer address), abandoned ones left out.
     pub fn paths(&self) -> impl Iterator<Item = (PathId, SocketAddr, SocketAddr)> + '_ {
@@ -561,7 +565,7 @@ impl Connection {
     }
     /// Statistics of the path scheduler.
     pub fn scheduler_metrics(&self) -> crate::sched::SchedMetrics {
-        self.dispatch.sched.metrics()
+        self.dispatch.metrics()
     }
     /// Next path event (new, validated, failed, abandoned, status changed).
     pub fn path_event_next(&mut self) -> Option<PathEvent> {

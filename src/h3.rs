@@ -11,6 +11,7 @@
 
 pub mod connection;
 pub mod error;
+pub mod fetch;
 pub mod frame;
 pub mod message;
 pub mod qpack;
@@ -19,6 +20,7 @@ pub mod stream;
 
 pub use connection::{Config, Connection, Error, Event};
 pub use error::{H3Code, H3Error};
+pub use fetch::{Fetch, FetchError, FetchEvent};
 pub use message::Header;
 
 /// Why a transport stream operation did not complete.

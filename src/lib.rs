@@ -28,6 +28,8 @@ pub mod sbd;
 pub mod sched;
 pub mod server;
 pub mod stream;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod transport_params;
 pub mod version;
 

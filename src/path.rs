@@ -241,6 +241,9 @@ pub struct PathStats {
     /// Shared-bottleneck group ([`crate::sbd`]): paths with equal values
     /// were judged to share a bottleneck; a path alone has its own ID.
     pub group: u32,
+    /// What the scheduler did with the path: decisions that picked it,
+    /// datagrams and bytes sent on it, copies among them (multipath only).
+    pub sched: crate::sched::SchedCounts,
 }
 
 /// Errors of the path-management API.

@@ -298,9 +298,12 @@ pub struct PathSchedMetrics {
     pub id: PathId,
     /// Its role, for schedulers that assign roles.
     pub role: Option<PathRole>,
-    /// Bytes sent on it as new data.
+    /// What the engine counted of the scheduler's use of the path.
+    pub counts: SchedCounts,
+    /// Bytes of datagrams sent on it that carried no copy (`counts.bytes -
+    /// counts.copy_bytes`).
     pub sent_bytes: u64,
-    /// Bytes sent on it as redundant copies.
+    /// Bytes of datagrams sent on it carrying redundant copies.
     pub redundant_bytes: u64,
     /// Capacity estimate in packets (capacity scheduler).
     pub capacity_estimate: Option<f64>,
@@ -310,12 +313,50 @@ pub struct PathSchedMetrics {
 
 impl PathSchedMetrics {
     fn new(id: PathId) -> Self {
-        Self { id, role: None, sent_bytes: 0, redundant_bytes: 0, capacity_estimate: None, dsr: None }
+        Self {
+            id,
+            role: None,
+            counts: SchedCounts::default(),
+            sent_bytes: 0,
+            redundant_bytes: 0,
+            capacity_estimate: None,
+            dsr: None,
+        }
     }
 }
 
-/// Numbers a scheduler exposes for stats and qlog. Not called per packet, so
-/// it may allocate.
+/// A scheduler's use of one path, counted by the engine (schedulers keep no
+/// counters of their own). Datagrams are counted on multipath connections
+/// only, every one (ACK-only ones too).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedCounts {
+    /// Decisions that picked the path (`Send`, `SendAhead`, `Redundant`, and
+    /// each path a `Send { also }` asked a copy for).
+    pub decisions: u64,
+    /// Datagrams sent on the path.
+    pub packets: u64,
+    /// Their bytes (whole UDP payloads).
+    pub bytes: u64,
+    /// Of those, datagrams carrying copies of data sent before.
+    pub copy_packets: u64,
+    /// Their bytes.
+    pub copy_bytes: u64,
+}
+
+/// One datagram sent on a path, as [`Scheduler::on_sent`] reports it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sent {
+    /// The whole UDP payload: headers, ACKs and control frames included.
+    pub datagram_bytes: usize,
+    /// STREAM data in it: new data, retransmissions and copies.
+    pub stream_bytes: usize,
+    /// It carried a copy of data sent before.
+    pub redundant: bool,
+}
+
+/// Numbers of a scheduler for stats and qlog: the engine's counts (decisions,
+/// waits, per-path [`SchedCounts`]) with what the scheduler adds (roles,
+/// estimates). Not built per packet, so it may allocate.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SchedMetrics {
     /// Scheduler name.
@@ -328,6 +369,25 @@ pub struct SchedMetrics {
     pub paths: Vec<PathSchedMetrics>,
 }
 
+impl SchedMetrics {
+    /// Metrics of the scheduler `name`, no path yet.
+    pub fn named(name: &'static str) -> Self {
+        SchedMetrics { name, ..SchedMetrics::default() }
+    }
+
+    /// The entry of path `id`, added if missing.
+    pub fn path_mut(&mut self, id: PathId) -> &mut PathSchedMetrics {
+        let i = match self.paths.iter().position(|x| x.id == id) {
+            Some(i) => i,
+            None => {
+                self.paths.push(PathSchedMetrics::new(id));
+                self.paths.len() - 1
+            }
+        };
+        &mut self.paths[i]
+    }
+}
+
 /// A per-connection path scheduler. Hooks have no-op defaults.
 pub trait Scheduler: Send + fmt::Debug {
     /// Name as accepted by [`build`].
@@ -335,12 +395,12 @@ pub trait Scheduler: Send + fmt::Debug {
     /// Choose what the next packet does. Called per packet: must not allocate
     /// once every path has been seen.
     fn decide(&mut self, ctx: &SchedContext<'_>) -> Decision;
-    /// A datagram of `bytes` (its whole UDP payload: headers, ACKs and
-    /// control frames included) was sent on `path`; `redundant` if it
-    /// carried a copy of data sent before. Called for every datagram of a
-    /// multipath connection, ACK-only ones too, so it measures what each
-    /// path carries, not only what decisions put there.
-    fn on_sent(&mut self, _path: PathId, _bytes: usize, _redundant: bool) {}
+    /// A datagram was sent on `path`: its whole size and its stream bytes
+    /// ([`Sent`]). Called for every datagram of a multipath connection,
+    /// ACK-only ones too, so it measures what each path carries, not only
+    /// what decisions put there. (The engine counts decisions and bytes for
+    /// stats: a scheduler needs this only for its own logic.)
+    fn on_sent(&mut self, _path: PathId, _sent: Sent) {}
     /// `bytes` sent on `path` were acknowledged.
     fn on_ack(&mut self, _path: PathId, _bytes: usize) {}
     /// `bytes` sent on `path` were declared lost (after the congestion
@@ -351,9 +411,10 @@ pub trait Scheduler: Send + fmt::Debug {
     fn on_rate_feedback(&mut self, _path: PathId, _bytes_per_sec: u64) {}
     /// `path` was abandoned; drop its state.
     fn on_path_closed(&mut self, _path: PathId) {}
-    /// Numbers for stats.
+    /// The scheduler's own numbers for stats (roles, estimates); the engine
+    /// adds its counts.
     fn metrics(&self) -> SchedMetrics {
-        SchedMetrics { name: self.name(), ..SchedMetrics::default() }
+        SchedMetrics::named(self.name())
     }
 }
 
@@ -520,45 +581,59 @@ impl<T> PerPath<T> {
     }
 }
 
-/// Counters every built-in scheduler keeps for [`SchedMetrics`].
+/// What the engine counts of any scheduler's work ([`SchedCounts`] per path).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Counters {
-    pub(crate) decisions: u64,
-    pub(crate) waits: u64,
-    pub(crate) per_path: PerPath<(u64, u64)>,
+    decisions: u64,
+    waits: u64,
+    per_path: PerPath<SchedCounts>,
 }
 
 impl Counters {
-    pub(crate) fn record(&mut self, d: Decision) -> Decision {
+    /// A decision was taken.
+    pub(crate) fn decided(&mut self, d: Decision) {
         self.decisions += 1;
-        if matches!(d, Decision::Wait { .. }) {
-            self.waits += 1;
+        match d {
+            Decision::Wait { .. } => self.waits += 1,
+            Decision::SendAhead { path, .. } | Decision::Redundant { path } => {
+                self.per_path.get_or_insert(path).decisions += 1
+            }
+            Decision::Send { path, also } => {
+                self.per_path.get_or_insert(path).decisions += 1;
+                for &p in also.as_slice().iter().filter(|&&p| p != path) {
+                    self.per_path.get_or_insert(p).decisions += 1;
+                }
+            }
         }
-        d
     }
-    pub(crate) fn sent(&mut self, path: PathId, bytes: usize, redundant: bool) {
+
+    /// A datagram went out on `path`.
+    pub(crate) fn sent(&mut self, path: PathId, sent: Sent) {
         let e = self.per_path.get_or_insert(path);
-        if redundant {
-            e.1 += bytes as u64;
-        } else {
-            e.0 += bytes as u64;
+        e.packets += 1;
+        e.bytes += sent.datagram_bytes as u64;
+        if sent.redundant {
+            e.copy_packets += 1;
+            e.copy_bytes += sent.datagram_bytes as u64;
         }
     }
-    pub(crate) fn metrics(&self, name: &'static str) -> SchedMetrics {
-        SchedMetrics {
-            name,
-            decisions: self.decisions,
-            waits: self.waits,
-            paths: self
-                .per_path
-                .iter()
-                .map(|(id, (s, r))| PathSchedMetrics {
-                    sent_bytes: *s,
-                    redundant_bytes: *r,
-                    ..PathSchedMetrics::new(*id)
-                })
-                .collect(),
+
+    /// The counts of `path` (zero if never used).
+    pub(crate) fn path(&self, path: PathId) -> SchedCounts {
+        self.per_path.get(path).copied().unwrap_or_default()
+    }
+
+    /// The scheduler's own metrics with these counts added.
+    pub(crate) fn merge(&self, mut m: SchedMetrics) -> SchedMetrics {
+        m.decisions = self.decisions;
+        m.waits = self.waits;
+        for &(id, c) in self.per_path.iter() {
+            let pm = m.path_mut(id);
+            pm.counts = c;
+            pm.sent_bytes = c.bytes - c.copy_bytes;
+            pm.redundant_bytes = c.copy_bytes;
         }
+        m
     }
 }
 
@@ -631,6 +706,32 @@ mod tests {
         let paths = [a, b];
         let ctx = SchedContext::new(t0(), &paths, pending(1000));
         assert!(ctx.eligible(&paths[1]));
+    }
+
+    #[test]
+    fn engine_counts_decisions_datagrams_and_copies_per_path() {
+        let mut c = Counters::default();
+        let mut also = PathList::new();
+        also.push(PathId(0));
+        also.push(PathId(1));
+        c.decided(Decision::Send { path: PathId(0), also });
+        c.decided(Decision::Redundant { path: PathId(1) });
+        c.decided(Decision::WAIT);
+        c.sent(PathId(0), Sent { datagram_bytes: 1000, stream_bytes: 900, redundant: false });
+        c.sent(PathId(1), Sent { datagram_bytes: 500, stream_bytes: 400, redundant: true });
+        c.sent(PathId(1), Sent { datagram_bytes: 40, stream_bytes: 0, redundant: false });
+        let mut own = SchedMetrics::named("x");
+        own.path_mut(PathId(1)).role = Some(PathRole::Redundant);
+        let m = c.merge(own);
+        assert_eq!((m.name, m.decisions, m.waits), ("x", 3, 1));
+        let p0 = SchedCounts { decisions: 1, packets: 1, bytes: 1000, copy_packets: 0, copy_bytes: 0 };
+        let p1 = SchedCounts { decisions: 2, packets: 2, bytes: 540, copy_packets: 1, copy_bytes: 500 };
+        assert_eq!(
+            (c.path(PathId(0)), c.path(PathId(1)), c.path(PathId(7))),
+            (p0, p1, SchedCounts::default())
+        );
+        let m1 = m.paths.iter().find(|p| p.id == PathId(1)).unwrap();
+        assert_eq!((m1.role, m1.sent_bytes, m1.redundant_bytes), (Some(PathRole::Redundant), 40, 500));
     }
 
     #[test]

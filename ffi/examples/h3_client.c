@@ -34,13 +34,12 @@ struct client {
     struct sockaddr_storage peer;
     socklen_t peer_len;
     mpquic_conn *conn;
-    mpquic_h3_conn *h3;
+    mpquic_h3_fetch *fetch;
     ev_timer timer;
     ev_timer deadline;
     const char *authority;
     const char *path;
     FILE *out;
-    int64_t stream;
     int status;
     int finished;
     int failed;
@@ -56,34 +55,6 @@ static void arm_timer(struct client *c) {
     if (t >= 0) {
         ev_timer_set(&c->timer, t, 0.);
         ev_timer_start(c->loop, &c->timer);
-    }
-}
-
-static int header_cb(const uint8_t *name, size_t name_len, const uint8_t *value, size_t value_len,
-                     void *argp) {
-    struct client *c = argp;
-    if (name_len == 7 && !memcmp(name, ":status", 7)) {
-        char v[8] = {0};
-        memcpy(v, value, value_len < 7 ? value_len : 7);
-        c->status = atoi(v);
-    }
-    fprintf(stderr, "< %.*s: %.*s\n", (int)name_len, name, (int)value_len, value);
-    return 0;
-}
-
-static void send_request(struct client *c) {
-    const char *p = c->path;
-    struct mpquic_h3_header hdrs[] = {
-        {(const uint8_t *)":method", 7, (const uint8_t *)"GET", 3},
-        {(const uint8_t *)":scheme", 7, (const uint8_t *)"https", 5},
-        {(const uint8_t *)":authority", 10, (const uint8_t *)c->authority, strlen(c->authority)},
-        {(const uint8_t *)":path", 5, (const uint8_t *)p, strlen(p)},
-        {(const uint8_t *)"user-agent", 10, (const uint8_t *)"mpquic-c-example", 16},
-    };
-    c->stream = mpquic_h3_send_request(c->h3, c->conn, hdrs, sizeof(hdrs) / sizeof(hdrs[0]), true);
-    if (c->stream < 0) {
-        fprintf(stderr, "send_request failed: %lld\n", (long long)c->stream);
-        c->failed = 1;
     }
 }
 
@@ -111,58 +82,38 @@ static void close_conn(struct client *c, uint64_t code) {
     mpquic_conn_close(c->conn, true, code, NULL, 0, now_ns());
 }
 
+/* The GET itself is mpquic's fetch state machine (the one its Rust client
+ * uses): it sends the request once the connection is established and hands
+ * back the status, body bytes and the end of the response. */
 static void process_h3(struct client *c) {
-    if (!c->h3) {
-        if (!mpquic_conn_is_established(c->conn)) return;
-        c->h3 = mpquic_h3_conn_new(c->conn);
-        if (!c->h3) {
-            fprintf(stderr, "cannot start HTTP/3\n");
-            c->failed = 1;
-            close_conn(c, 0x102);
-            return;
-        }
-        send_request(c);
-    }
+    if (!mpquic_conn_is_established(c->conn)) return;
     if (!c->finished) probe_paths(c);
     for (;;) {
-        mpquic_h3_event *ev = NULL;
-        int64_t id = mpquic_h3_conn_poll(c->h3, c->conn, &ev);
-        if (id == MPQUIC_ERROR_DONE) break;
-        if (id < 0) {
-            fprintf(stderr, "HTTP/3 error %lld\n", (long long)id);
+        uint8_t buf[16384];
+        struct mpquic_h3_fetch_event ev;
+        int rc = mpquic_h3_fetch_poll(c->fetch, c->conn, buf, sizeof(buf), &ev);
+        if (rc == MPQUIC_ERROR_DONE) break;
+        if (rc < 0) {
+            if (c->finished) break;
+            fprintf(stderr, "HTTP/3 fetch failed: %d\n", rc);
             c->failed = 1;
+            close_conn(c, 0x10c); /* H3_REQUEST_CANCELLED */
             break;
         }
-        switch (mpquic_h3_event_kind(ev)) {
-        case MPQUIC_H3_EVENT_HEADERS:
-            mpquic_h3_event_for_each_header(ev, header_cb, c);
+        switch (ev.kind) {
+        case MPQUIC_H3_FETCH_RESPONSE:
+            c->status = mpquic_h3_fetch_status(c->fetch, ev.request);
+            fprintf(stderr, "< :status: %d\n", c->status);
             break;
-        case MPQUIC_H3_EVENT_DATA: {
-            uint8_t buf[16384];
-            ssize_t n;
-            while ((n = mpquic_h3_recv_body(c->h3, c->conn, (uint64_t)id, buf, sizeof(buf))) > 0) {
-                fwrite(buf, 1, (size_t)n, c->out);
-                c->body_bytes += (uint64_t)n;
-            }
+        case MPQUIC_H3_FETCH_BODY:
+            fwrite(buf, 1, ev.len, c->out);
+            c->body_bytes += ev.len;
             break;
-        }
-        case MPQUIC_H3_EVENT_FINISHED:
-            if (id == c->stream) {
-                c->finished = 1;
-                close_conn(c, 0x100); /* H3_NO_ERROR */
-            }
-            break;
-        case MPQUIC_H3_EVENT_RESET:
-        case MPQUIC_H3_EVENT_STREAM_ERROR:
-            fprintf(stderr, "stream %lld aborted (code 0x%llx)\n", (long long)id,
-                    (unsigned long long)mpquic_h3_event_error_code(ev));
-            c->failed = 1;
-            close_conn(c, 0x10c);
-            break;
-        case MPQUIC_H3_EVENT_GOAWAY:
+        case MPQUIC_H3_FETCH_DONE:
+            c->finished = 1;
+            close_conn(c, 0x100); /* H3_NO_ERROR */
             break;
         }
-        mpquic_h3_event_free(ev);
     }
 }
 
@@ -272,7 +223,6 @@ int main(int argc, char **argv) {
     struct client c;
     memset(&c, 0, sizeof(c));
     c.out = stdout;
-    c.stream = -1;
     const char *locals[MAX_LOCALS];
     int nlocals = 0;
     const char *cc = "cubic", *sched = "minrtt", *ca = NULL, *outfile = NULL;
@@ -351,7 +301,14 @@ int main(int argc, char **argv) {
         fprintf(stderr, "mpquic_connect failed\n");
         return 1;
     }
+    c.fetch = mpquic_h3_fetch_new(c.authority, &c.path, 1, "mpquic-c-example");
+    if (!c.fetch) {
+        fprintf(stderr, "bad URL\n");
+        mpquic_conn_free(c.conn);
+        return 1;
+    }
     if (outfile && !(c.out = fopen(outfile, "wb"))) {
+        mpquic_h3_fetch_free(c.fetch);
         perror(outfile);
         mpquic_conn_free(c.conn);
         return 1;
@@ -376,7 +333,7 @@ int main(int argc, char **argv) {
     print_stats(&c);
     int ok = c.finished && !c.failed && c.status >= 200 && c.status < 300;
 
-    mpquic_h3_conn_free(c.h3);
+    mpquic_h3_fetch_free(c.fetch);
     mpquic_conn_free(c.conn);
     for (int i = 0; i < c.nsocks; i++) {
         ev_io_stop(c.loop, &c.socks[i].watcher);

@@ -61,6 +61,16 @@ typedef enum mpquic_incoming_kind {
   MPQUIC_INCOMING_DROPPED = 3,
 } mpquic_incoming_kind;
 
+// Kinds of fetch events.
+typedef enum mpquic_h3_fetch_event_type {
+  // The final response's headers arrived (mpquic_h3_fetch_status).
+  MPQUIC_H3_FETCH_RESPONSE = 0,
+  // `len` body bytes were read into the caller's buffer.
+  MPQUIC_H3_FETCH_BODY = 1,
+  // The response is complete.
+  MPQUIC_H3_FETCH_DONE = 2,
+} mpquic_h3_fetch_event_type;
+
 // Kinds of HTTP/3 events.
 typedef enum mpquic_h3_event_type {
   // A header section arrived (request, response or trailers): read it
@@ -177,6 +187,11 @@ typedef struct mpquic_h3_conn mpquic_h3_conn;
 // with mpquic_h3_event_free. Header pointers obtained from it stay valid
 // until then.
 typedef struct mpquic_h3_event mpquic_h3_event;
+
+// The GET requests of one connection (opaque). Create with
+// mpquic_h3_fetch_new, drive with mpquic_h3_fetch_poll once the connection
+// is established, free with mpquic_h3_fetch_free.
+typedef struct mpquic_h3_fetch mpquic_h3_fetch;
 
 // Stateless front end of a server (opaque): decides what to do with a
 // datagram that matched no connection. Create with mpquic_validator_new,
@@ -365,6 +380,16 @@ typedef struct mpquic_endpoint_counters {
   // Other datagrams dropped.
   uint64_t dropped;
 } mpquic_endpoint_counters;
+
+// What mpquic_h3_fetch_poll produced.
+typedef struct mpquic_h3_fetch_event {
+  // What happened.
+  enum mpquic_h3_fetch_event_type kind;
+  // Index of the request (order of the paths given to mpquic_h3_fetch_new).
+  size_t request;
+  // Body bytes in the buffer (MPQUIC_H3_FETCH_BODY), else 0.
+  size_t len;
+} mpquic_h3_fetch_event;
 
 // A header field: name and value as byte strings (not NUL-terminated).
 // Names must be lowercase; pseudo-headers (":method", ":path", ...) first.
@@ -856,6 +881,37 @@ void mpquic_endpoint_set_accept(struct mpquic_endpoint *ep, bool on);
 
 // The endpoint's counters. Returns 0, or MPQUIC_ERROR_INVALID_ARGUMENT.
 int32_t mpquic_endpoint_stats(struct mpquic_endpoint *ep, struct mpquic_endpoint_counters *out);
+
+// GETs of the `n` NUL-terminated `paths` on `authority`, with a `user-agent`
+// if `user_agent` is not NULL. Returns NULL on a NULL or non-UTF-8 argument.
+struct mpquic_h3_fetch *mpquic_h3_fetch_new(const char *authority,
+                                            const char *const *paths,
+                                            size_t n,
+                                            const char *user_agent);
+
+// Free a fetch (NULL is ignored).
+void mpquic_h3_fetch_free(struct mpquic_h3_fetch *f);
+
+// Advance the requests on established connection `conn` (sent by the first
+// call): 0 with `*ev` filled, MPQUIC_ERROR_DONE when nothing more can happen
+// until more datagrams arrive, or another negative mpquic_error when the
+// exchange failed (MPQUIC_ERROR_STREAM_RESET: a response was reset;
+// MPQUIC_ERROR_INVALID_STATE: a response without a status, or whose body
+// does not match its content-length). Body bytes go to `buf`.
+int32_t mpquic_h3_fetch_poll(struct mpquic_h3_fetch *f,
+                             struct mpquic_conn *conn,
+                             uint8_t *buf,
+                             size_t buf_len,
+                             struct mpquic_h3_fetch_event *ev);
+
+// The final response status of request `i`, 0 while none (or a bad index).
+uint16_t mpquic_h3_fetch_status(const struct mpquic_h3_fetch *f, size_t i);
+
+// Body bytes received for request `i` (0 for a bad index).
+uint64_t mpquic_h3_fetch_bytes(const struct mpquic_h3_fetch *f, size_t i);
+
+// Whether every response is complete (false for NULL).
+bool mpquic_h3_fetch_is_done(const struct mpquic_h3_fetch *f);
 
 // Start HTTP/3 on an established connection: opens the control and QPACK
 // streams (SETTINGS is sent with the next mpquic_conn_send). Returns NULL

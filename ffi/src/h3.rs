@@ -69,7 +69,7 @@ pub enum mpquic_h3_event_type {
     MPQUIC_H3_EVENT_GOAWAY = 5,
 }
 
-fn h3_error(e: &h3::Error) -> mpquic_error {
+pub(crate) fn h3_error(e: &h3::Error) -> mpquic_error {
     match e {
         h3::Error::Closed(_) => MPQUIC_ERROR_H3_CLOSED,
         h3::Error::Transport(t) => match t {

@@ -30,6 +30,7 @@ mod addr;
 mod config;
 mod conn;
 mod endpoint;
+mod fetch;
 mod h3;
 pub mod quiche;
 mod server;
@@ -39,6 +40,7 @@ mod tests;
 pub use config::*;
 pub use conn::*;
 pub use endpoint::*;
+pub use fetch::*;
 pub use h3::*;
 pub use server::*;
 

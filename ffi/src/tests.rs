@@ -135,6 +135,28 @@ fn null_and_bad_arguments_are_rejected() {
             MPQUIC_ERROR_NOT_MULTIPATH as i64
         );
         assert!(mpquic_h3_conn_new(c).is_null(), "HTTP/3 needs an established connection");
+        // Fetch: NULL or non-UTF-8 strings give no handle; polling before the
+        // handshake is refused.
+        let (auth, path) = (cstr("localhost"), cstr("/x"));
+        let paths = [path.as_ptr()];
+        assert!(mpquic_h3_fetch_new(null(), paths.as_ptr(), 1, null()).is_null());
+        assert!(mpquic_h3_fetch_new(auth.as_ptr(), null(), 1, null()).is_null());
+        let bad = [0xffu8, 0];
+        assert!(mpquic_h3_fetch_new(auth.as_ptr(), [bad.as_ptr().cast()].as_ptr(), 1, null()).is_null());
+        let f = mpquic_h3_fetch_new(auth.as_ptr(), paths.as_ptr(), 1, null());
+        assert!(!f.is_null() && !mpquic_h3_fetch_is_done(f));
+        let mut ev: mpquic_h3_fetch_event = std::mem::zeroed();
+        assert_eq!(
+            mpquic_h3_fetch_poll(f, c, buf.as_mut_ptr(), buf.len(), &mut ev),
+            MPQUIC_ERROR_INVALID_STATE as i32
+        );
+        assert_eq!(
+            mpquic_h3_fetch_poll(f, null_mut(), buf.as_mut_ptr(), 1, &mut ev),
+            MPQUIC_ERROR_INVALID_ARGUMENT as i32
+        );
+        assert_eq!((mpquic_h3_fetch_status(f, 0), mpquic_h3_fetch_bytes(f, 7)), (0, 0));
+        mpquic_h3_fetch_free(f);
+        mpquic_h3_fetch_free(null_mut());
         assert_eq!(mpquic_random_cid(buf.as_mut_ptr(), 21), MPQUIC_ERROR_INVALID_ARGUMENT as i32);
         mpquic_conn_free(c);
         mpquic_config_free(cfg);

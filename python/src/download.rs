@@ -8,7 +8,7 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use mpquic::h3::{self, quic::Quic, Header};
+use mpquic::h3::{self, quic::Quic};
 use mpquic::Connection;
 use mpquic_apps::net::{self, Outbox, Sockets};
 use mpquic_apps::stats::Samples;
@@ -151,13 +151,6 @@ pub(crate) fn download<'py>(
     Ok(d)
 }
 
-fn status_of(headers: &[Header]) -> Option<u16> {
-    headers
-        .iter()
-        .find(|h| h.name == b":status")
-        .and_then(|h| std::str::from_utf8(&h.value).ok()?.parse().ok())
-}
-
 fn describe_close(conn: &Connection) -> String {
     let info = conn.peer_error().map(|i| ("server", i)).or(conn.local_error().map(|i| ("local", i)));
     match info {
@@ -217,10 +210,8 @@ fn run(
         .map_err(|e| Failure::Transfer(format!("TLS setup: {e}")))?;
 
     let mut outbox = Outbox::default();
-    let mut h3c: Option<h3::Connection> = None;
-    let mut stream = None;
-    let mut status = None;
-    let mut bytes = 0u64;
+    let user_agent = concat!("mpquic-python/", env!("CARGO_PKG_VERSION"));
+    let mut fetch = h3::Fetch::get(&t.authority, &[&t.path], Some(user_agent));
     let mut done_at: Option<Instant> = None;
     let mut close_sent = false;
     let mut established_at: Option<Instant> = None;
@@ -275,21 +266,6 @@ fn run(
         ooo.push(conn.out_of_order_bytes());
         if conn.is_established() && established_at.is_none() {
             established_at = Some(now);
-            let mut h =
-                h3::Connection::with_transport(&mut Quic::new(&mut conn, now), &h3::Config::default())
-                    .map_err(|e| Failure::Transfer(format!("HTTP/3 setup: {e}")))?;
-            let req = [
-                Header::new(":method", "GET"),
-                Header::new(":scheme", "https"),
-                Header::new(":authority", &t.authority),
-                Header::new(":path", &t.path),
-                Header::new("user-agent", concat!("mpquic-python/", env!("CARGO_PKG_VERSION"))),
-            ];
-            stream = Some(
-                h.send_request(&mut Quic::new(&mut conn, now), &req, true)
-                    .map_err(|e| Failure::Transfer(format!("request {}: {e}", t.path)))?,
-            );
-            h3c = Some(h);
             // One extra path per further local socket (draft-ietf-quic-multipath-21);
             // a path the server refuses simply stays unused.
             if conn.is_multipath() {
@@ -298,52 +274,27 @@ fn run(
                 }
             }
         }
-        let Some(h) = h3c.as_mut() else { continue };
+        if established_at.is_none() {
+            continue;
+        }
         loop {
-            let ev = match h.poll(&mut Quic::new(&mut conn, now)) {
+            let ev = match fetch.poll(&mut Quic::new(&mut conn, now), &mut body) {
                 Ok(Some(ev)) => ev,
                 Ok(None) => break,
                 Err(_) if done_at.is_some() => break,
-                Err(e) => return Err(Failure::Transfer(format!("HTTP/3 error: {e}"))),
+                Err(e) => return Err(Failure::Transfer(format!("{}: {e}", t.path))),
             };
             match ev {
-                h3::Event::Headers { stream: s, headers, has_body } if Some(s) == stream => {
-                    if let Some(st) = status_of(&headers).filter(|&st| st >= 200) {
-                        if status.is_none() {
-                            status = Some(st);
-                            if !has_body {
-                                done_at = Some(now);
-                            }
-                        }
+                h3::FetchEvent::Response { .. } => {}
+                h3::FetchEvent::Body { len, .. } => {
+                    first_byte.get_or_insert(now);
+                    if let Some(o) = out.as_mut() {
+                        o.write_all(&body[..len]).map_err(|e| Failure::Io(format!("writing output: {e}")))?;
                     }
                 }
-                h3::Event::Data { stream: s } if Some(s) == stream => loop {
-                    let n = h
-                        .recv_body(&mut Quic::new(&mut conn, now), s, &mut body)
-                        .map_err(|e| Failure::Transfer(format!("reading {}: {e}", t.path)))?;
-                    if n == 0 {
-                        break;
-                    }
-                    first_byte.get_or_insert(now);
-                    bytes += n as u64;
-                    if let Some(o) = out.as_mut() {
-                        o.write_all(body.get(..n).unwrap_or_default())
-                            .map_err(|e| Failure::Io(format!("writing output: {e}")))?;
-                    }
-                },
-                h3::Event::Finished { stream: s } if Some(s) == stream => {
+                h3::FetchEvent::Done { .. } => {
                     done_at.get_or_insert(now);
                 }
-                h3::Event::Reset { stream: s, code } if Some(s) == stream => {
-                    return Err(Failure::Transfer(format!(
-                        "{}: stream reset by the server (code {code:#x})",
-                        t.path
-                    )));
-                }
-                h3::Event::StreamError { stream: s, error } if Some(s) == stream => {
-                    return Err(Failure::Transfer(format!("{}: {error}", t.path)));
-                }
-                _ => {}
             }
         }
         if done_at.is_some() && !close_sent {
@@ -351,11 +302,14 @@ fn run(
             if let Some(o) = out.as_mut() {
                 o.flush().map_err(|e| Failure::Io(format!("writing output: {e}")))?;
             }
-            let _ = h.send_goaway(&mut Quic::new(&mut conn, now));
+            if let Some(h) = fetch.h3() {
+                let _ = h.send_goaway(&mut Quic::new(&mut conn, now));
+            }
             conn.close(true, mpquic_apps::H3_NO_ERROR, b"", now);
         }
     }
     let end = done_at.unwrap_or_else(Instant::now);
+    let (status, bytes) = (fetch.requests()[0].status, fetch.requests()[0].bytes);
     if let Some(st) = status.filter(|&s| s >= 400) {
         return Err(Failure::Transfer(format!("https://{}{}: HTTP status {st}", t.authority, t.path)));
     }

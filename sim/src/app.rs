@@ -192,13 +192,11 @@ impl Video {
 /// with a generated body of N bytes and a content-length.
 #[derive(Debug, Default)]
 pub(crate) struct H3App {
-    client: Option<h3::Connection>,
+    client: Option<h3::Fetch>,
     server: Option<h3::Connection>,
-    request: Option<u64>,
     /// Responses the server is writing.
     responses: Vec<Response>,
     status: Option<u16>,
-    content_length: Option<u64>,
     rx: Receiver,
 }
 
@@ -394,14 +392,6 @@ fn parse_size(path: &[u8]) -> Result<Option<u64>, String> {
     rest.parse::<u64>().map(Some).map_err(|_| format!("bad size in request path {p:?}"))
 }
 
-fn header<'a>(headers: &'a [Header], name: &str) -> Option<&'a [u8]> {
-    headers.iter().find(|h| h.name == name.as_bytes()).map(|h| h.value.as_slice())
-}
-
-fn number(v: &[u8]) -> Option<u64> {
-    std::str::from_utf8(v).ok()?.parse().ok()
-}
-
 impl H3App {
     fn step(
         &mut self,
@@ -431,7 +421,7 @@ impl H3App {
         };
         while let Some(ev) = h.poll(&mut Quic::new(conn, now)).map_err(h3_err("server"))? {
             let h3::Event::Headers { stream, headers, .. } = ev else { continue };
-            let size = match parse_size(header(&headers, ":path").unwrap_or_default()) {
+            let size = match parse_size(h3::fetch::header(&headers, ":path").unwrap_or_default()) {
                 Ok(s) => s,
                 Err(e) => {
                     let resp = [Header::new(":status", "400")];
@@ -475,65 +465,29 @@ impl H3App {
         sink: &mut [u8],
         now: Instant,
     ) -> Result<Delivered, String> {
-        let cfg = h3::Config::default();
-        let h = match &mut self.client {
-            Some(h) => h,
-            None => self.client.insert(
-                h3::Connection::with_transport(&mut Quic::new(conn, now), &cfg).map_err(h3_err("client"))?,
-            ),
-        };
-        if self.request.is_none() {
+        let fetch = self.client.get_or_insert_with(|| {
             let path = size.map_or_else(|| "/bytes/unbounded".to_string(), |n| format!("/bytes/{n}"));
-            let req = [
-                Header::new(":method", "GET"),
-                Header::new(":scheme", "https"),
-                Header::new(":authority", "localhost"),
-                Header::new(":path", path),
-            ];
-            self.request =
-                Some(h.send_request(&mut Quic::new(conn, now), &req, true).map_err(h3_err("request"))?);
-        }
+            h3::Fetch::get("localhost", &[path], None)
+        });
         let mut out = Delivered::default();
-        while let Some(ev) = h.poll(&mut Quic::new(conn, now)).map_err(h3_err("client"))? {
+        let q = &mut Quic::new(conn, now);
+        while let Some(ev) = fetch.poll(q, sink).map_err(|e| e.to_string())? {
             match ev {
-                h3::Event::Headers { stream, headers, has_body } if Some(stream) == self.request => {
-                    let status = header(&headers, ":status").and_then(number);
-                    if self.status.is_some() || status.is_some_and(|s| s < 200) {
-                        continue; // trailers, or an interim response
-                    }
-                    let status = status.ok_or("response without a :status")?;
-                    self.status = Some(status as u16);
+                h3::FetchEvent::Response { request } => {
+                    let r = &fetch.requests()[request];
+                    let status = r.status.unwrap_or_default();
+                    self.status = Some(status);
                     if status != 200 {
                         return Err(format!("response status {status}"));
                     }
-                    self.content_length = header(&headers, "content-length").and_then(number);
-                    if let (Some(want), Some(got)) = (size, self.content_length) {
+                    if let (Some(want), Some(got)) = (size, r.content_length) {
                         if want != got {
                             return Err(format!("asked for {want} bytes, content-length is {got}"));
                         }
                     }
-                    out.finished |= !has_body;
                 }
-                h3::Event::Data { stream } if Some(stream) == self.request => loop {
-                    let n = h.recv_body(&mut Quic::new(conn, now), stream, sink).map_err(h3_err("body"))?;
-                    if n == 0 {
-                        break;
-                    }
-                    out.bytes += self.rx.take(body, &sink[..n]);
-                },
-                h3::Event::Finished { stream } if Some(stream) == self.request => {
-                    if let Some(l) = self.content_length.filter(|&l| l != self.rx.offset) {
-                        return Err(format!("body ended after {} bytes, content-length {l}", self.rx.offset));
-                    }
-                    out.finished = true;
-                }
-                h3::Event::Reset { stream, code } if Some(stream) == self.request => {
-                    return Err(format!("response stream reset (code {code:#x})"));
-                }
-                h3::Event::StreamError { error, .. } => {
-                    return Err(format!("HTTP/3 stream error: {error:?}"))
-                }
-                _ => {}
+                h3::FetchEvent::Body { len, .. } => out.bytes += self.rx.take(body, &sink[..len]),
+                h3::FetchEvent::Done { .. } => out.finished = true,
             }
         }
         Ok(out)

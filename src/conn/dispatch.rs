@@ -6,7 +6,9 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use crate::sched::{Decision, PathSnapshot, PendingInfo, SchedContext, Scheduler};
+use crate::sched::{
+    Counters, Decision, PathSnapshot, PendingInfo, SchedContext, SchedCounts, SchedMetrics, Scheduler, Sent,
+};
 use crate::stream::StreamId;
 use crate::PathId;
 
@@ -46,6 +48,8 @@ pub(super) struct Job {
     /// Where the next redundant copy starts (`Redundant`); advanced by the
     /// writer.
     pub(super) cursor: (StreamId, u64),
+    /// STREAM bytes the datagram carries (multipath only; for `on_sent`).
+    pub(super) stream_bytes: usize,
 }
 
 impl DataMode {
@@ -54,7 +58,7 @@ impl DataMode {
 
 impl Job {
     pub(super) fn new(mode: DataMode) -> Job {
-        Job { mode, ranges: CopyFrames::new(), cursor: (StreamId(0), 0) }
+        Job { mode, ranges: CopyFrames::new(), cursor: (StreamId(0), 0), stream_bytes: 0 }
     }
     /// The datagram repeats data already sent.
     pub(super) fn is_copy(&self) -> bool {
@@ -62,9 +66,11 @@ impl Job {
     }
 }
 
-/// The scheduler and the state its decisions leave behind.
+/// The scheduler, the state its decisions leave behind, and the counts of
+/// its decisions and of what they sent.
 pub(super) struct Dispatcher {
     pub(super) sched: Box<dyn Scheduler>,
+    counts: Counters,
     /// Redundant copies still to send: (path, the STREAM ranges to repeat).
     copies: VecDeque<(PathId, CopyFrames)>,
     /// Where the next copy of unacknowledged data starts (stream, offset).
@@ -84,6 +90,7 @@ impl Dispatcher {
     pub(super) fn new(sched: Box<dyn Scheduler>) -> Dispatcher {
         Dispatcher {
             sched,
+            counts: Counters::default(),
             copies: VecDeque::new(),
             cursor: (StreamId(0), 0),
             made_copies: false,
@@ -99,6 +106,22 @@ impl Dispatcher {
         self.made_copies = false;
     }
 
+    /// A datagram went out on `path` (multipath connections).
+    pub(super) fn on_sent(&mut self, path: PathId, sent: Sent) {
+        self.counts.sent(path, sent);
+        self.sched.on_sent(path, sent);
+    }
+
+    /// The scheduler's metrics with the engine's counts.
+    pub(super) fn metrics(&self) -> SchedMetrics {
+        self.counts.merge(self.sched.metrics())
+    }
+
+    /// What the scheduler did with `path`.
+    pub(super) fn counts(&self, path: PathId) -> SchedCounts {
+        self.counts.path(path)
+    }
+
     /// The wait the scheduler asked for is over.
     pub(super) fn on_timeout(&mut self, now: Instant) {
         if self.until.is_some_and(|t| t <= now) {
@@ -108,13 +131,13 @@ impl Dispatcher {
     }
 }
 
-type Sent = Option<(usize, SendInfo)>;
+type Datagram = Option<(usize, SendInfo)>;
 
 impl Connection {
     /// The next datagram on any path: copies owed, path validation and
     /// probes, then what the scheduler decides, then ACKs and control
     /// frames anywhere.
-    pub(super) fn send_next(&mut self, out: &mut [u8], now: Instant) -> Result<Sent, Error> {
+    pub(super) fn send_next(&mut self, out: &mut [u8], now: Instant) -> Result<Datagram, Error> {
         if self.paths.len() == 1 {
             return self.send_on_index(out, 0, &mut Job::new(DataMode::NORMAL), now);
         }
@@ -155,7 +178,7 @@ impl Connection {
     }
 
     /// Ask the scheduler and carry out its decision.
-    fn send_decided(&mut self, out: &mut [u8], now: Instant) -> Result<Sent, Error> {
+    fn send_decided(&mut self, out: &mut [u8], now: Instant) -> Result<Datagram, Error> {
         let (decision, pacing_wake) = self.decide(now);
         let (path, mode) = match decision {
             Decision::Send { path, also } => (path, DataMode::Normal { collect: !also.is_empty() }),
@@ -217,6 +240,7 @@ impl Connection {
             peer_recv_window: Some(self.streams.send_credit()),
         };
         let decision = d.sched.decide(&SchedContext::new(now, &d.snapshots, pending));
+        d.counts.decided(decision);
         d.made_copies |= match decision {
             Decision::Send { also, .. } => !also.is_empty(),
             Decision::Redundant { .. } => true,

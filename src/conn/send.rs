@@ -8,6 +8,7 @@ use crate::crypto::Level;
 use crate::frame::{self, Frame};
 use crate::packet::{self, ConnectionId};
 use crate::recovery::SentPacket;
+use crate::sched::Sent;
 use crate::stream::ControlFrame;
 use crate::PathId;
 
@@ -186,7 +187,9 @@ impl Connection {
         let at = if self.pacing { path.recovery.next_send_time(now).unwrap_or(now) } else { now };
         let info = SendInfo { from: path.local, to: path.peer, path_id: path.id, at };
         if self.multipath {
-            self.dispatch.sched.on_sent(info.path_id, written, job.is_copy());
+            let sent =
+                Sent { datagram_bytes: written, stream_bytes: job.stream_bytes, redundant: job.is_copy() };
+            self.dispatch.on_sent(info.path_id, sent);
         }
         Ok(Some((written, info)))
     }
@@ -303,6 +306,9 @@ impl Connection {
         let (keys, nonce_path) = self.seal_keys(level, pi)?;
         let pkt_len = b.finish(min_plain, keys, nonce_path)?;
         let in_flight = ack_eliciting || pad_to.is_some();
+        if self.multipath {
+            job.stream_bytes += super::sent::stream_bytes(&frames);
+        }
         let pkt = SentPacket::new(due.pn, now, pkt_len, ack_eliciting, in_flight, frames);
         self.on_packet_built(level, pi, pkt);
         Ok(Some((pkt_len, ack_eliciting)))

@@ -48,3 +48,12 @@ pub(crate) enum SentFrame {
 /// The frames of one sent packet. Two inline slots cover the bulk-transfer
 /// case (one STREAM frame plus an ACK) without a heap allocation.
 pub(crate) type SentFrames = SmallVec<[SentFrame; 2]>;
+
+/// STREAM data bytes in `frames` (new data, retransmissions and copies).
+pub(crate) fn stream_bytes(frames: &SentFrames) -> usize {
+    let len = |f: &SentFrame| match f {
+        SentFrame::Stream { len, .. } | SentFrame::StreamCopy { len, .. } => *len as usize,
+        _ => 0,
+    };
+    frames.iter().map(len).sum()
+}

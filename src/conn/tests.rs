@@ -1,4 +1,4 @@
-//! Connection tests over an in-memory wire with a virtual clock. The real
+//! Connection tests over `crate::testing::Pair` (emulated links, virtual clock). The real
 //! peers (quiche, noq) are exercised in tests/; these cover our own state
 //! machine end to end, deterministically.
 
@@ -7,271 +7,19 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 
 use crate::{accept, connect, packet, Config, Connection, RecvInfo};
 
-fn certs() -> (String, String, String) {
-    let d = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/certs");
-    (format!("{d}/cert.pem"), format!("{d}/key.pem"), format!("{d}/rootca.pem"))
-}
+pub(crate) use crate::testing::{Pair, C_ADDR, S_ADDR};
 
 pub(crate) fn config(server: bool) -> Config {
-    let (cert, key, ca) = certs();
-    let mut c = Config::new();
-    c.set_application_protos(&[b"test"]).unwrap();
-    if server {
-        c.load_cert_chain_from_pem_file(&cert).unwrap();
-        c.load_priv_key_from_pem_file(&key).unwrap();
-    } else {
-        c.load_verify_locations_from_file(&ca).unwrap();
-    }
-    c.set_initial_max_data(8 << 20);
-    c.set_initial_max_stream_data_bidi_local(4 << 20);
-    c.set_initial_max_stream_data_bidi_remote(4 << 20);
-    c
+    crate::testing::config(server, b"test")
 }
-
-/// The addresses of a [`Pair`]'s client and server.
-pub(crate) const C_ADDR: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(LOCALHOST, 1111));
-pub(crate) const S_ADDR: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(LOCALHOST, 2222));
-const LOCALHOST: std::net::Ipv4Addr = std::net::Ipv4Addr::new(127, 0, 0, 1);
-
-struct Datagram {
-    at: Instant,
-    data: Vec<u8>,
-    to_server: bool,
-    info: RecvInfo,
-}
-
-/// Client and server joined by a wire with a one-way delay and optional
-/// random loss and reordering, on a virtual clock.
-pub(crate) struct Pair {
-    pub(crate) c: Connection,
-    pub(crate) s: Connection,
-    pub(crate) now: Instant,
-    #[allow(dead_code)]
-    c_addr: SocketAddr,
-    s_addr: SocketAddr,
-    delay: Duration,
-    loss: f64,
-    reorder: f64,
-    rng: rand::rngs::StdRng,
-    in_flight: Vec<Datagram>,
-    pub(crate) delivered: u64,
-    /// Datagrams from or to these addresses are dropped.
-    pub(crate) blackhole: Vec<SocketAddr>,
-    /// Extra one-way delay for datagrams from or to an address.
-    pub(crate) slow: Vec<(SocketAddr, Duration)>,
-    /// Every datagram the client sent (before any loss), when `Some`.
-    pub(crate) client_sent: Option<Vec<Vec<u8>>>,
-    /// Decides (from the receiver's state and the datagram's addresses)
-    /// whether a datagram is dropped, besides `loss`.
-    pub(crate) drop_if: Option<DropFilter>,
-    /// A NAT rebinding: the client's datagrams from the first address reach
-    /// the server from the second, the server's to the second reach the
-    /// client's first, and the server's to the first are lost.
-    pub(crate) nat: Option<(SocketAddr, SocketAddr)>,
-}
-
-pub(crate) type DropFilter = Box<dyn FnMut(&Connection, &crate::SendInfo) -> bool>;
 
 impl Pair {
-    pub(crate) fn new(ccfg: &Config, scfg: &Config) -> Pair {
-        let now = Instant::now();
-        let c = connect(Some("localhost"), &crate::random_cid(8), C_ADDR, S_ADDR, ccfg, now).unwrap();
-        Pair::start(c, scfg, now)
-    }
-
-    /// A pair whose client `c` (from `C_ADDR` to `S_ADDR`) has sent nothing
-    /// yet: its first datagram creates the server.
-    pub(crate) fn start(mut c: Connection, scfg: &Config, now: Instant) -> Pair {
-        let (c_addr, s_addr) = (C_ADDR, S_ADDR);
-        let mut first = vec![0u8; 1500];
-        let (n, _) = c.send(&mut first, now).unwrap().unwrap();
-        let hdr = packet::parse_header(&first[..n], 0).unwrap();
-        let mut s = accept(&crate::random_cid(8), &hdr.dcid, None, s_addr, c_addr, scfg, now).unwrap();
-        s.recv(&mut first[..n], RecvInfo { from: c_addr, to: s_addr }, now).unwrap();
-        Pair::from_conns(c, s, now)
-    }
-
-    /// A pair of connections already started.
-    pub(crate) fn from_conns(c: Connection, s: Connection, now: Instant) -> Pair {
-        let (c_addr, s_addr) = (C_ADDR, S_ADDR);
-        Pair {
-            c,
-            s,
-            now,
-            c_addr,
-            s_addr,
-            delay: Duration::from_millis(10),
-            loss: 0.0,
-            reorder: 0.0,
-            rng: rand::rngs::StdRng::seed_from_u64(7),
-            in_flight: Vec::new(),
-            delivered: 0,
-            blackhole: Vec::new(),
-            slow: Vec::new(),
-            client_sent: None,
-            drop_if: None,
-            nat: None,
-        }
-    }
-
     pub(crate) fn default_pair() -> Pair {
         Pair::new(&config(false), &config(true))
-    }
-
-    fn flush(&mut self) -> usize {
-        let mut n = 0;
-        let mut buf = [0u8; 1500];
-        for to_server in [true, false] {
-            loop {
-                let conn = if to_server { &mut self.c } else { &mut self.s };
-                match conn.send(&mut buf, self.now) {
-                    Ok(Some((len, si))) => {
-                        n += 1;
-                        if let Some(log) = self.client_sent.as_mut().filter(|_| to_server) {
-                            log.push(buf[..len].to_vec());
-                        }
-                        // The receiver decides (by its own state) what it drops.
-                        let receiver = if to_server { &self.s } else { &self.c };
-                        let filtered = self.drop_if.as_mut().is_some_and(|f| f(receiver, &si));
-                        let (from, to) = match self.nat {
-                            Some((inside, outside)) if to_server && si.from == inside => (outside, si.to),
-                            Some((inside, outside)) if !to_server && si.to == outside => (si.from, inside),
-                            Some((inside, _)) if !to_server && si.to == inside => continue,
-                            _ => (si.from, si.to),
-                        };
-                        if self.rng.gen::<f64>() < self.loss
-                            || filtered
-                            || self.blackhole.contains(&from)
-                            || self.blackhole.contains(&to)
-                        {
-                            continue;
-                        }
-                        let mut extra =
-                            if self.rng.gen::<f64>() < self.reorder { self.delay } else { Duration::ZERO };
-                        for (a, d) in &self.slow {
-                            if *a == si.from || *a == si.to {
-                                extra += *d;
-                            }
-                        }
-                        self.in_flight.push(Datagram {
-                            at: self.now + self.delay + extra,
-                            data: buf[..len].to_vec(),
-                            to_server,
-                            info: RecvInfo { from, to },
-                        });
-                    }
-                    Ok(None) => break,
-                    Err(e) => panic!("send failed: {e}"),
-                }
-            }
-        }
-        n
-    }
-
-    /// Advance to the next event (datagram arrival or timer) and handle it.
-    /// Returns false when nothing is left to happen.
-    pub(crate) fn step(&mut self) -> bool {
-        self.step_until(None)
-    }
-
-    /// Run events until virtual time `d` from now has passed (never jumping
-    /// to a later timer, e.g. the idle timeout).
-    pub(crate) fn run_for(&mut self, d: Duration) {
-        let end = self.now + d;
-        while self.step_until(Some(end)) {}
-        self.now = self.now.max(end);
-    }
-
-    fn step_until(&mut self, limit: Option<Instant>) -> bool {
-        self.flush();
-        let next_dgram = self.in_flight.iter().map(|d| d.at).min();
-        let timers = [self.c.timeout(), self.s.timeout()];
-        let next_timer = timers.iter().flatten().min().copied();
-        let next = match (next_dgram, next_timer) {
-            (Some(a), Some(b)) => a.min(b),
-            (Some(a), None) | (None, Some(a)) => a,
-            (None, None) => return false,
-        };
-        if limit.is_some_and(|l| next > l) {
-            return false;
-        }
-        if next > self.now {
-            self.now = next;
-        }
-        let now = self.now;
-        let mut i = 0;
-        while i < self.in_flight.len() {
-            if self.in_flight[i].at <= now {
-                let mut d = self.in_flight.swap_remove(i);
-                self.delivered += 1;
-                let conn = if d.to_server { &mut self.s } else { &mut self.c };
-                let _ = conn.recv(&mut d.data, d.info, now);
-            } else {
-                i += 1;
-            }
-        }
-        if self.c.timeout().is_some_and(|t| t <= now) {
-            self.c.on_timeout(now);
-        }
-        if self.s.timeout().is_some_and(|t| t <= now) {
-            self.s.on_timeout(now);
-        }
-        true
-    }
-
-    pub(crate) fn handshake(&mut self) {
-        for _ in 0..10_000 {
-            if self.c.is_established() && self.s.is_established() {
-                return;
-            }
-            assert!(self.step(), "stalled during handshake");
-        }
-        panic!("handshake did not complete");
-    }
-
-    /// Server sends `data` on stream `id` (opened by the client first);
-    /// returns what the client read.
-    pub(crate) fn transfer(&mut self, id: u64, data: &[u8]) -> Vec<u8> {
-        self.transfer_with(id, data, |_, _| {})
-    }
-
-    /// Like `transfer`, calling `hook(pair, bytes received so far)` each step.
-    pub(crate) fn transfer_with(
-        &mut self,
-        id: u64,
-        data: &[u8],
-        mut hook: impl FnMut(&mut Pair, usize),
-    ) -> Vec<u8> {
-        self.c.stream_send(id, b"get", true).unwrap();
-        let mut got = Vec::new();
-        let mut sent = 0;
-        let mut req = [0u8; 16];
-        let mut buf = vec![0u8; 65536];
-        let start = self.now;
-        loop {
-            let _ = self.s.stream_recv(id, &mut req);
-            if sent < data.len() {
-                if let Ok(n) = self.s.stream_send(id, &data[sent..], true) {
-                    sent += n;
-                }
-            }
-            while let Ok((n, fin)) = self.c.stream_recv(id, &mut buf) {
-                got.extend_from_slice(&buf[..n]);
-                if fin {
-                    return got;
-                }
-                if n == 0 {
-                    break;
-                }
-            }
-            hook(self, got.len());
-            assert!(self.step(), "stalled after {} of {} bytes", got.len(), data.len());
-            assert!(self.now - start < Duration::from_secs(600), "transfer too slow");
-        }
     }
 }
 
@@ -367,7 +115,7 @@ fn every_client_datagram_with_an_initial_is_padded() {
 fn application_close_reaches_peer() {
     let mut p = Pair::default_pair();
     p.handshake();
-    p.c.close(true, 42, b"bye", p.now);
+    p.c.close(true, 42, b"bye", p.now());
     while p.step() {}
     let e = p.s.peer_error().expect("server saw the close");
     assert!(e.is_app);
@@ -437,7 +185,7 @@ fn quiet_connection_waits_on_its_idle_timer_and_data_arms_loss_detection() {
     // Data in flight: its loss-detection timer on path 0 comes first.
     p.c.stream_send(0, b"hello", false).unwrap();
     let mut buf = [0u8; 1500];
-    let now = p.now;
+    let now = p.now();
     assert!(p.c.send(&mut buf, now).unwrap().is_some());
     let (key, t) = p.c.next_timer().expect("a loss timer");
     assert_eq!(key, (Some(PathId::ZERO), TimerKind::Loss));
@@ -543,7 +291,7 @@ impl Pair {
     /// Client opens a second path from C2; waits for its validation.
     fn open_second_path(&mut self) -> PathId {
         let local: SocketAddr = C2.parse().unwrap();
-        let id = self.c.probe_path(local, self.s_addr, self.now).expect("probe_path");
+        let id = self.c.probe_path(local, self.s_addr, self.now()).expect("probe_path");
         for _ in 0..1000 {
             self.run_for(Duration::from_millis(10));
             while let Some(e) = self.c.path_event_next() {
@@ -613,13 +361,13 @@ fn lost_first_challenge(len: usize) -> (Duration, u64) {
         dropped |= first;
         first
     }));
-    let start = p.now;
-    let id = p.c.probe_path(c2, p.s_addr, p.now).unwrap();
+    let start = p.now();
+    let id = p.c.probe_path(c2, p.s_addr, p.now()).unwrap();
     let mut validated = None;
     let data = pattern(len);
     let got = p.transfer_with(0, &data, |p, _| {
         if validated.is_none() && Pair::drain_events(&mut p.c).contains(&PathEvent::Validated(id)) {
-            validated = Some(p.now - start);
+            validated = Some(p.now() - start);
         }
     });
     assert!(got == data);
@@ -643,21 +391,21 @@ fn path_challenges_carry_fresh_data_and_any_echo_validates() {
     // client sends challenges again before the first answer can arrive.
     let c2: SocketAddr = C2.parse().unwrap();
     p.slow.push((c2, Duration::from_millis(100)));
-    let start = p.now;
-    let id = p.c.probe_path(c2, p.s_addr, p.now).unwrap();
+    let start = p.now();
+    let id = p.c.probe_path(c2, p.s_addr, p.now()).unwrap();
     let pi = p.c.path_index(id).unwrap();
     let mut seen: Vec<[u8; 8]> = Vec::new();
     let validated = loop {
         p.run_for(Duration::from_millis(1));
         if Pair::drain_events(&mut p.c).contains(&PathEvent::Validated(id)) {
-            break p.now - start;
+            break p.now() - start;
         }
         for d in p.c.paths[pi].challenges.sent() {
             if !seen.contains(d) {
                 seen.push(*d);
             }
         }
-        assert!(p.now - start < Duration::from_secs(3), "not validated; challenges {seen:?}");
+        assert!(p.now() - start < Duration::from_secs(3), "not validated; challenges {seen:?}");
     };
     // Every retry had new data (RFC 9000 §8.2.1)...
     let sent = seen.len();
@@ -680,18 +428,18 @@ fn path_probed_before_the_handshake_is_confirmed_waits_for_it() {
         seen.set(seen.get() + u32::from(si.from == c2));
         false
     }));
-    let id = p.c.probe_path(c2, p.s_addr, p.now).unwrap();
+    let id = p.c.probe_path(c2, p.s_addr, p.now()).unwrap();
     p.run_for(Duration::from_millis(500));
     assert_eq!(from_c2.get(), 0, "the new path was used before the handshake was confirmed");
     assert!(!Pair::drain_events(&mut p.c).contains(&PathEvent::Validated(id)));
     p.c.confirm_handshake();
-    let start = p.now;
+    let start = p.now();
     let validated = loop {
         p.run_for(Duration::from_millis(1));
         if Pair::drain_events(&mut p.c).contains(&PathEvent::Validated(id)) {
-            break p.now - start;
+            break p.now() - start;
         }
-        assert!(p.now - start < Duration::from_secs(3), "not validated after confirmation");
+        assert!(p.now() - start < Duration::from_secs(3), "not validated after confirmation");
     };
     // One challenge, answered within a round trip or two.
     assert!(validated < Duration::from_millis(50), "validated {validated:?} after confirmation");
@@ -712,7 +460,7 @@ fn path_validation_failure_is_reported_and_path_closed() {
     let mut p = Pair::mp_pair();
     let local: SocketAddr = C2.parse().unwrap();
     p.blackhole.push(local);
-    let id = p.c.probe_path(local, p.s_addr, p.now).unwrap();
+    let id = p.c.probe_path(local, p.s_addr, p.now()).unwrap();
     let mut failed = false;
     for _ in 0..2000 {
         p.run_for(Duration::from_millis(10));
@@ -730,7 +478,7 @@ fn path_validation_failure_is_reported_and_path_closed() {
     assert_eq!(p.c.paths().count(), 1);
     p.blackhole.clear();
     let local3: SocketAddr = "127.0.0.1:4444".parse().unwrap();
-    let id2 = p.c.probe_path(local3, p.s_addr, p.now).unwrap();
+    let id2 = p.c.probe_path(local3, p.s_addr, p.now()).unwrap();
     assert!(id2.0 > id.0, "path IDs are not reused");
 }
 
@@ -743,14 +491,14 @@ fn abandon_by_api_mid_transfer_keeps_data() {
     let got = p.transfer_with(0, &data, |p, n| {
         if !done && n > 1 << 20 {
             done = true;
-            p.c.abandon_path(id, ErrorCode::APPLICATION_ABANDON_PATH.0, p.now).unwrap();
+            p.c.abandon_path(id, ErrorCode::APPLICATION_ABANDON_PATH.0, p.now()).unwrap();
         }
     });
     assert!(got == data);
     let ev = Pair::drain_events(&mut p.s);
     assert!(ev.contains(&PathEvent::Abandoned(id)), "server saw {ev:?}");
-    assert_eq!(p.c.abandon_path(id, 0, p.now), Err(crate::PathError::UnknownPath));
-    assert_eq!(p.c.abandon_path(PathId(0), 0, p.now), Err(crate::PathError::LastPath));
+    assert_eq!(p.c.abandon_path(id, 0, p.now()), Err(crate::PathError::UnknownPath));
+    assert_eq!(p.c.abandon_path(PathId(0), 0, p.now()), Err(crate::PathError::LastPath));
 }
 
 #[test]
@@ -763,7 +511,7 @@ fn abandon_by_peer_mid_transfer_keeps_data() {
         if !done && n > 1 << 20 {
             done = true;
             // The server (the sender) abandons path 0, the original one.
-            p.s.abandon_path(PathId(0), ErrorCode::APPLICATION_ABANDON_PATH.0, p.now).unwrap();
+            p.s.abandon_path(PathId(0), ErrorCode::APPLICATION_ABANDON_PATH.0, p.now()).unwrap();
         }
     });
     assert!(got == data);
@@ -820,7 +568,7 @@ fn blackholed_first_path_is_abandoned_and_the_transfer_completes() {
 fn backup_status_is_honoured_by_scheduler() {
     let mut p = Pair::mp_pair();
     let id = p.open_second_path();
-    p.c.set_path_status(id, PathStatus::Backup, p.now).unwrap();
+    p.c.set_path_status(id, PathStatus::Backup, p.now()).unwrap();
     p.run_for(Duration::from_millis(100));
     assert!(Pair::drain_events(&mut p.s).contains(&PathEvent::StatusChanged(id, PathStatus::Backup)));
     let before = stream_bytes(&p.s, id);
@@ -954,7 +702,7 @@ fn multipath_not_offered_by_peer_is_single_path() {
     p.handshake();
     assert!(!p.c.is_multipath() && !p.s.is_multipath());
     let local: SocketAddr = C2.parse().unwrap();
-    assert_eq!(p.c.probe_path(local, p.s_addr, p.now), Err(crate::PathError::NotMultipath));
+    assert_eq!(p.c.probe_path(local, p.s_addr, p.now()), Err(crate::PathError::NotMultipath));
     let data = pattern(500_000);
     assert!(p.transfer(0, &data) == data);
 }
@@ -1103,7 +851,7 @@ fn server_that_lost_state_resets_the_client() {
     // server that can only answer with a Stateless Reset.
     p.c.stream_send(4, b"more", false).unwrap();
     let mut out = vec![0u8; 1500];
-    let (n, _) = p.c.send(&mut out, p.now).unwrap().unwrap();
+    let (n, _) = p.c.send(&mut out, p.now()).unwrap().unwrap();
     let mut reset = vec![0u8; 1500];
     let len = crate::server::stateless_reset(&key, &out[..n], 8, &mut reset).unwrap();
     assert!(len < n && len >= crate::server::MIN_STATELESS_RESET);
@@ -1112,9 +860,9 @@ fn server_that_lost_state_resets_the_client() {
     let other = crate::server::StatelessResetKey::random();
     let mut wrong = vec![0u8; 1500];
     let wl = crate::server::stateless_reset(&other, &out[..n], 8, &mut wrong).unwrap();
-    let _ = p.c.recv(&mut wrong[..wl], RecvInfo { from: p.s_addr, to: p.c_addr }, p.now);
+    let _ = p.c.recv(&mut wrong[..wl], RecvInfo { from: p.s_addr, to: p.c_addr }, p.now());
     assert!(!p.c.is_closed());
-    let _ = p.c.recv(&mut reset[..len], RecvInfo { from: p.s_addr, to: p.c_addr }, p.now);
+    let _ = p.c.recv(&mut reset[..len], RecvInfo { from: p.s_addr, to: p.c_addr }, p.now());
     assert!(p.c.is_closed(), "client did not take the reset");
     assert_eq!(p.c.peer_error().map(|e| e.reason.clone()), Some(b"stateless reset".to_vec()));
 }
@@ -1127,13 +875,25 @@ fn key_updates_every_thousand_packets_keep_data_intact() {
         let mut p = Pair::new(&config(false), &scfg);
         p.loss = loss;
         p.reorder = reorder;
+        // A 24 Mbit/s bottleneck with a 50-packet queue: the transfer lasts
+        // a couple of seconds, long enough for updates three PTOs apart.
+        let mut link = emu::link::LinkConfig::new(std::sync::Arc::new(emu::trace::Trace::constant(2)));
+        link.queue =
+            emu::queue::QueueConfig { kind: emu::queue::QueueKind::DropTail, packets: Some(50), bytes: None };
+        p.wire.bottleneck = Some(link);
         p.handshake();
+        let t0 = p.now();
         let data = pattern(6_000_000);
         assert_eq!(p.transfer(0, &data), data);
         let (s, c) = (p.s.stats(), p.c.stats());
         // ~5000 packets from the server: an update per 1000 once the previous
         // one is acknowledged and three PTOs old.
-        assert!(s.key_updates >= 3, "server updated keys {} times (loss {loss})", s.key_updates);
+        assert!(
+            s.key_updates >= 3,
+            "server updated keys {} times (loss {loss}) in {:?}",
+            s.key_updates,
+            p.now() - t0
+        );
         assert_eq!(c.key_updates, s.key_updates, "the client follows every update");
         assert_eq!((s.key_updates_initiated, c.key_updates_initiated), (s.key_updates, 0));
         assert!(!p.c.is_closed() && !p.s.is_closed());
@@ -1146,14 +906,14 @@ fn key_update_waits_for_the_current_phase_to_be_acknowledged() {
     p.handshake();
     // Once the handshake settles, the client's packets were acknowledged.
     p.run_for(Duration::from_millis(200));
-    let now = p.now;
+    let now = p.now();
     assert!(p.c.update_keys(now), "client may update once its packets were acknowledged");
     // Unanswered: no second update.
     assert!(!p.c.update_keys(now));
     assert_eq!(p.transfer(0, &pattern(100_000)), pattern(100_000));
     assert_eq!((p.c.stats().key_updates, p.s.stats().key_updates), (1, 1));
     p.run_for(Duration::from_secs(2));
-    assert!(p.c.update_keys(p.now), "answered and acknowledged: a second update may start");
+    assert!(p.c.update_keys(p.now()), "answered and acknowledged: a second update may start");
     assert_eq!(p.transfer(4, &pattern(100_000)), pattern(100_000));
     assert_eq!((p.c.stats().key_updates, p.s.stats().key_updates), (2, 2));
 }
@@ -1188,8 +948,8 @@ fn second_peer_key_update_in_a_row_is_a_key_update_error() {
     // in between, so it never acknowledges the first update.
     let mut deliver = |p: &mut Pair, n: u64| {
         p.c.stream_send(n * 4, b"x", true).unwrap();
-        let (len, _) = p.c.send(&mut buf, p.now).unwrap().expect("client packet");
-        let _ = p.s.recv(&mut buf[..len], RecvInfo { from: c_addr, to: s_addr }, p.now);
+        let (len, _) = p.c.send(&mut buf, p.now()).unwrap().expect("client packet");
+        let _ = p.s.recv(&mut buf[..len], RecvInfo { from: c_addr, to: s_addr }, p.now());
     };
     assert!(p.c.levels.initiate_update());
     deliver(&mut p, 0);
@@ -1234,16 +994,16 @@ fn aead_limit_without_a_possible_update_closes() {
     let mut p = Pair::default_pair();
     p.handshake();
     p.run_for(Duration::from_millis(200));
-    assert!(p.c.update_keys(p.now));
+    assert!(p.c.update_keys(p.now()));
     // The update is unanswered, so no other may start: at the confidentiality
     // limit the connection must stop (RFC 9001 §6.6).
     p.c.levels.ku.packets_in_phase = crate::config::AEAD_CONFIDENTIALITY_LIMIT;
     p.c.stream_send(0, b"x", false).unwrap();
     let mut out = [0u8; 1500];
-    let (n, _) = p.c.send(&mut out, p.now).unwrap().unwrap();
+    let (n, _) = p.c.send(&mut out, p.now()).unwrap().unwrap();
     assert_eq!(p.c.local_error().map(|e| e.code), Some(ErrorCode::AEAD_LIMIT_REACHED.0));
     // That packet is the CONNECTION_CLOSE.
-    p.s.recv(&mut out[..n], RecvInfo { from: p.c_addr, to: p.s_addr }, p.now).unwrap();
+    p.s.recv(&mut out[..n], RecvInfo { from: p.c_addr, to: p.s_addr }, p.now()).unwrap();
     assert_eq!(p.s.peer_error().map(|e| e.code), Some(ErrorCode::AEAD_LIMIT_REACHED.0));
 }
 
@@ -1267,12 +1027,12 @@ fn new_token_lets_the_next_connection_skip_retry() {
     let initial = |token: Option<&[u8]>, from: &str| {
         let from: SocketAddr = from.parse().unwrap();
         let mut c =
-            connect(Some("localhost"), &crate::random_cid(8), from, s_addr, &config(false), p.now).unwrap();
+            connect(Some("localhost"), &crate::random_cid(8), from, s_addr, &config(false), p.now()).unwrap();
         if let Some(t) = token {
             assert!(c.set_token(t));
         }
         let mut buf = vec![0u8; 1500];
-        let (n, _) = c.send(&mut buf, p.now).unwrap().unwrap();
+        let (n, _) = c.send(&mut buf, p.now()).unwrap().unwrap();
         assert!(!c.set_token(b"late"), "a token must come before the first Initial");
         buf.truncate(n);
         (buf, from)

@@ -85,79 +85,40 @@ impl Transport for Quic<'_> {
 }
 
 #[cfg(test)]
-#[allow(clippy::disallowed_methods)] // tests take one real Instant as a base
 mod tests {
     use super::*;
     use crate::h3;
-    use crate::{Config, RecvInfo};
-    use std::net::SocketAddr;
+    use crate::testing::{config, Pair};
+    use std::time::Duration;
 
-    fn certs() -> String {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/certs").to_string()
+    fn pair() -> Pair {
+        let mut p = Pair::new(&config(false, b"h3"), &config(true, b"h3"));
+        p.handshake();
+        p
     }
 
-    fn pair(now: Instant) -> (Connection, Connection) {
-        let d = certs();
-        let mut cc = Config::new();
-        cc.set_application_protos(&[b"h3"]).unwrap();
-        cc.load_verify_locations_from_file(&format!("{d}/rootca.pem")).unwrap();
-        let mut sc = Config::new();
-        sc.set_application_protos(&[b"h3"]).unwrap();
-        sc.load_cert_chain_from_pem_file(&format!("{d}/cert.pem")).unwrap();
-        sc.load_priv_key_from_pem_file(&format!("{d}/key.pem")).unwrap();
-        let ca: SocketAddr = "127.0.0.1:1000".parse().unwrap();
-        let sa: SocketAddr = "127.0.0.1:2000".parse().unwrap();
-        let mut c = crate::connect(Some("localhost"), &crate::random_cid(16), ca, sa, &cc, now).unwrap();
-        let mut buf = [0u8; 1500];
-        let (n, _) = c.send(&mut buf, now).unwrap().unwrap();
-        // The server's ODCID is the DCID of the client's first Initial.
-        let odcid = crate::packet::parse_header(&buf[..n], 0).unwrap().dcid;
-        let mut s = crate::accept(&crate::random_cid(16), &odcid, None, sa, ca, &sc, now).unwrap();
-        s.recv(&mut buf[..n], RecvInfo { from: ca, to: sa }, now).unwrap();
-        (c, s)
-    }
-
-    /// Move every datagram each way until both sides are quiet.
-    fn pump(c: &mut Connection, s: &mut Connection, now: Instant) {
-        let ca: SocketAddr = "127.0.0.1:1000".parse().unwrap();
-        let sa: SocketAddr = "127.0.0.1:2000".parse().unwrap();
-        let mut buf = [0u8; 1500];
-        loop {
-            let mut moved = false;
-            while let Ok(Some((n, _))) = c.send(&mut buf, now) {
-                let _ = s.recv(&mut buf[..n], RecvInfo { from: ca, to: sa }, now);
-                moved = true;
-            }
-            while let Ok(Some((n, _))) = s.send(&mut buf, now) {
-                let _ = c.recv(&mut buf[..n], RecvInfo { from: sa, to: ca }, now);
-                moved = true;
-            }
-            if !moved {
-                break;
-            }
-        }
+    /// Lets every datagram in flight arrive (and be answered).
+    fn settle(p: &mut Pair) {
+        p.run_for(Duration::from_millis(100));
     }
 
     #[test]
     fn request_and_response_over_mpquic() {
-        let now = Instant::now();
-        let (mut c, mut s) = pair(now);
-        pump(&mut c, &mut s, now);
-        assert!(c.is_established() && s.is_established());
+        let mut p = pair();
         let cfg = h3::Config::default();
-        let mut hc = h3::Connection::with_transport(&mut Quic::new(&mut c, now), &cfg).unwrap();
-        let mut hs = h3::Connection::with_transport(&mut Quic::new(&mut s, now), &cfg).unwrap();
+        let mut hc = h3::Connection::with_transport(&mut Quic::new(&mut p.c, p.clock.now()), &cfg).unwrap();
+        let mut hs = h3::Connection::with_transport(&mut Quic::new(&mut p.s, p.clock.now()), &cfg).unwrap();
         let req = [
             h3::Header::new(":method", "GET"),
             h3::Header::new(":scheme", "https"),
             h3::Header::new(":authority", "localhost"),
             h3::Header::new(":path", "/x"),
         ];
-        let id = hc.send_request(&mut Quic::new(&mut c, now), &req, true).unwrap();
+        let id = hc.send_request(&mut Quic::new(&mut p.c, p.clock.now()), &req, true).unwrap();
         assert_eq!(id, 0);
-        pump(&mut c, &mut s, now);
+        settle(&mut p);
         let mut got = None;
-        while let Some(ev) = hs.poll(&mut Quic::new(&mut s, now)).unwrap() {
+        while let Some(ev) = hs.poll(&mut Quic::new(&mut p.s, p.clock.now())).unwrap() {
             if let h3::Event::Headers { stream, headers, .. } = ev {
                 got = Some((stream, headers));
             }
@@ -166,19 +127,20 @@ mod tests {
         assert_eq!(stream, 0);
         assert!(headers.iter().any(|h| h.name == b":path" && h.value == b"/x"));
         let resp = [h3::Header::new(":status", "200")];
-        hs.send_response(&mut Quic::new(&mut s, now), stream, &resp, false).unwrap();
+        hs.send_response(&mut Quic::new(&mut p.s, p.clock.now()), stream, &resp, false).unwrap();
         let body = vec![7u8; 5000];
         let mut off = 0;
         while off < body.len() {
-            off += hs.send_body(&mut Quic::new(&mut s, now), stream, &body[off..], true).unwrap();
-            pump(&mut c, &mut s, now);
+            off += hs.send_body(&mut Quic::new(&mut p.s, p.clock.now()), stream, &body[off..], true).unwrap();
+            settle(&mut p);
         }
-        pump(&mut c, &mut s, now);
+        settle(&mut p);
+        let now = p.clock.now();
         let mut recvd = Vec::new();
         let mut finished = false;
         let mut status = None;
         for _ in 0..100 {
-            let Some(ev) = hc.poll(&mut Quic::new(&mut c, now)).unwrap() else { break };
+            let Some(ev) = hc.poll(&mut Quic::new(&mut p.c, now)).unwrap() else { break };
             match ev {
                 h3::Event::Headers { headers, .. } => {
                     status = headers.iter().find(|h| h.name == b":status").map(|h| h.value.clone())
@@ -186,7 +148,7 @@ mod tests {
                 h3::Event::Data { stream } => {
                     let mut b = [0u8; 1024];
                     loop {
-                        let n = hc.recv_body(&mut Quic::new(&mut c, now), stream, &mut b).unwrap();
+                        let n = hc.recv_body(&mut Quic::new(&mut p.c, now), stream, &mut b).unwrap();
                         if n == 0 {
                             break;
                         }
@@ -204,10 +166,10 @@ mod tests {
 
     #[test]
     fn stream_ids_advance_and_close_reaches_engine() {
-        let now = Instant::now();
-        let (mut c, mut s) = pair(now);
-        pump(&mut c, &mut s, now);
-        let mut q = Quic::new(&mut c, now);
+        let mut p = pair();
+        let now = p.now();
+        let c = &mut p.c;
+        let mut q = Quic::new(&mut *c, now);
         assert_eq!(q.open_uni_stream().unwrap(), 2);
         assert_eq!(q.open_uni_stream().unwrap(), 6);
         assert_eq!(q.open_bidi_stream().unwrap(), 0);
@@ -218,6 +180,6 @@ mod tests {
         q.close(0x100, b"bye");
         assert!(c.is_draining());
         assert_eq!(c.local_error().map(|e| (e.is_app, e.code)), Some((true, 0x100)));
-        assert_eq!(Quic::new(&mut c, now).stream_send(0, b"x", false), Err(StreamError::Closed));
+        assert_eq!(Quic::new(c, now).stream_send(0, b"x", false), Err(StreamError::Closed));
     }
 }

@@ -362,6 +362,7 @@ impl Path {
             pacing_gain: cc.metrics().pacing_gain,
             cc_state: cc.metrics().state,
             group: self.id.0,
+            sched: Default::default(),
         }
     }
 }

@@ -22,9 +22,7 @@
 use std::time::{Duration, Instant};
 
 use super::simple::RrScheduler;
-use super::{
-    secs, Counters, Decision, PathRole, PathSnapshot, PerPath, SchedContext, SchedMetrics, Scheduler,
-};
+use super::{secs, Decision, PathRole, PathSnapshot, PerPath, SchedContext, SchedMetrics, Scheduler, Sent};
 use crate::PathId;
 
 /// Alg. 2's in-flight floor: fewer packets in flight cannot trigger fast
@@ -159,7 +157,6 @@ pub struct ArpScheduler {
     /// Until when a path of N is in trouble (it lost packets recently), so
     /// that R's copies may fill R's windows.
     trouble_until: Option<Instant>,
-    c: Counters,
 }
 
 impl ArpScheduler {
@@ -307,7 +304,7 @@ impl Scheduler for ArpScheduler {
             self.st.get_or_insert(p.id).rate.tick(ctx.now, p.srtt);
         }
         let all_slow_start = ctx.paths.iter().filter(|p| ctx.eligible(p)).all(|p| p.in_slow_start);
-        let d = if all_slow_start {
+        if all_slow_start {
             // Rates are unreliable in slow start: round-robin, all paths in N.
             for p in ctx.paths {
                 let role = if ctx.eligible(p) { PathRole::NonRedundant } else { PathRole::Unused };
@@ -331,15 +328,14 @@ impl Scheduler for ArpScheduler {
                     None => Decision::WAIT,
                 },
             }
-        };
-        self.c.record(d)
+        }
     }
 
-    fn on_sent(&mut self, path: PathId, bytes: usize, redundant: bool) {
+    fn on_sent(&mut self, path: PathId, sent: Sent) {
+        // The rate meter measures what the path carries: whole datagrams.
         if let Some(s) = self.st.get_mut(path) {
-            s.rate.on_sent(bytes);
+            s.rate.on_sent(sent.datagram_bytes);
         }
-        self.c.sent(path, bytes, redundant);
     }
 
     fn on_path_closed(&mut self, path: PathId) {
@@ -347,14 +343,9 @@ impl Scheduler for ArpScheduler {
     }
 
     fn metrics(&self) -> SchedMetrics {
-        let mut m = self.c.metrics(self.name());
+        let mut m = SchedMetrics::named(self.name());
         for (id, s) in self.st.iter() {
-            if !m.paths.iter().any(|x| x.id == *id) {
-                m.paths.push(super::PathSchedMetrics::new(*id));
-            }
-            if let Some(pm) = m.paths.iter_mut().find(|x| x.id == *id) {
-                pm.role = s.role;
-            }
+            m.path_mut(*id).role = s.role;
         }
         m
     }

@@ -8,9 +8,7 @@
 //! ssthresh; after a loss the snapshot's cwnd (already reduced by the
 //! controller) stands for it.
 
-use super::{
-    Counters, Decision, PathSchedMetrics, PathSnapshot, PerPath, SchedContext, SchedMetrics, Scheduler,
-};
+use super::{Decision, PathSnapshot, PerPath, SchedContext, SchedMetrics, Scheduler};
 use crate::PathId;
 
 /// The initial "large constant" capacity, in packets.
@@ -63,14 +61,13 @@ pub struct CapacityScheduler {
     gamma: f64,
     delta: f64,
     est: PerPath<CapacityEstimate>,
-    c: Counters,
 }
 
 impl CapacityScheduler {
     /// A scheduler with thresholds γ (uncongested) and δ (usable); the
     /// paper's defaults are 0.5 and 1.0.
     pub fn new(gamma: f64, delta: f64) -> Self {
-        Self { gamma, delta, est: PerPath::default(), c: Counters::default() }
+        Self { gamma, delta, est: PerPath::default() }
     }
 
     /// The estimate for a path, if it has been seen.
@@ -121,15 +118,10 @@ impl Scheduler for CapacityScheduler {
                 least = Some((p.id, occ));
             }
         }
-        let d = match (uncongested, least) {
+        match (uncongested, least) {
             (Some((id, _)), _) | (None, Some((id, _))) => Decision::send(id),
             (None, None) => Decision::WAIT,
-        };
-        self.c.record(d)
-    }
-
-    fn on_sent(&mut self, path: PathId, bytes: usize, redundant: bool) {
-        self.c.sent(path, bytes, redundant);
+        }
     }
 
     fn on_loss(&mut self, path: PathId, _bytes: usize) {
@@ -141,14 +133,9 @@ impl Scheduler for CapacityScheduler {
     }
 
     fn metrics(&self) -> SchedMetrics {
-        let mut m = self.c.metrics(self.name());
+        let mut m = SchedMetrics::named(self.name());
         for (id, e) in self.est.iter() {
-            if !m.paths.iter().any(|x| x.id == *id) {
-                m.paths.push(PathSchedMetrics::new(*id));
-            }
-            if let Some(pm) = m.paths.iter_mut().find(|x| x.id == *id) {
-                pm.capacity_estimate = Some(e.estimate);
-            }
+            m.path_mut(*id).capacity_estimate = Some(e.estimate);
         }
         m
     }

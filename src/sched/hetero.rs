@@ -4,8 +4,7 @@
 //! next-fastest path with space should be used now or whether waiting for the
 //! fast path finishes sooner.
 
-use super::{secs, Counters, Decision, PathSnapshot, SchedContext, SchedMetrics, Scheduler};
-use crate::PathId;
+use super::{secs, Decision, PathSnapshot, SchedContext, Scheduler};
 use std::time::{Duration, Instant};
 
 /// BLEST's test: should the sender wait for the fast path `f` instead of
@@ -39,7 +38,6 @@ fn fast_and_candidate<'a>(ctx: &SchedContext<'a>) -> (Option<&'a PathSnapshot>, 
 pub struct BlestScheduler {
     lambda: f64,
     last_adapt: Option<Instant>,
-    c: Counters,
 }
 
 /// λ bounds and steps (the Linux MPTCP implementation's 1.0..1.3 range).
@@ -51,7 +49,7 @@ const LAMBDA_DOWN: f64 = 0.01;
 impl BlestScheduler {
     /// BLEST starting at scaling factor `lambda` (1.2 by default).
     pub fn new(lambda: f64) -> Self {
-        Self { lambda, last_adapt: None, c: Counters::default() }
+        Self { lambda, last_adapt: None }
     }
     /// Current λ.
     pub fn lambda(&self) -> f64 {
@@ -70,7 +68,7 @@ impl Scheduler for BlestScheduler {
         "blest"
     }
     fn decide(&mut self, ctx: &SchedContext<'_>) -> Decision {
-        let d = match fast_and_candidate(ctx) {
+        match fast_and_candidate(ctx) {
             (_, None) => Decision::WAIT,
             (Some(f), Some(c)) if f.id == c.id => Decision::send(c.id),
             (Some(f), Some(s)) => {
@@ -94,14 +92,7 @@ impl Scheduler for BlestScheduler {
                 }
             }
             (None, Some(c)) => Decision::send(c.id),
-        };
-        self.c.record(d)
-    }
-    fn on_sent(&mut self, path: PathId, bytes: usize, redundant: bool) {
-        self.c.sent(path, bytes, redundant);
-    }
-    fn metrics(&self) -> SchedMetrics {
-        self.c.metrics(self.name())
+        }
     }
 }
 
@@ -141,13 +132,12 @@ pub fn ecf_decide(f: &PathSnapshot, s: &PathSnapshot, k: u64, waiting: bool, bet
 pub struct EcfScheduler {
     beta: f64,
     waiting: bool,
-    c: Counters,
 }
 
 impl EcfScheduler {
     /// ECF with hysteresis β (0.25 by default).
     pub fn new(beta: f64) -> Self {
-        Self { beta, waiting: false, c: Counters::default() }
+        Self { beta, waiting: false }
     }
     /// The hysteresis flag.
     pub fn waiting(&self) -> bool {
@@ -166,7 +156,7 @@ impl Scheduler for EcfScheduler {
         "ecf"
     }
     fn decide(&mut self, ctx: &SchedContext<'_>) -> Decision {
-        let d = match fast_and_candidate(ctx) {
+        match fast_and_candidate(ctx) {
             (_, None) => Decision::WAIT,
             (Some(f), Some(c)) if f.id == c.id => Decision::send(c.id),
             (Some(f), Some(s)) => {
@@ -184,14 +174,7 @@ impl Scheduler for EcfScheduler {
                 }
             }
             (None, Some(c)) => Decision::send(c.id),
-        };
-        self.c.record(d)
-    }
-    fn on_sent(&mut self, path: PathId, bytes: usize, redundant: bool) {
-        self.c.sent(path, bytes, redundant);
-    }
-    fn metrics(&self) -> SchedMetrics {
-        self.c.metrics(self.name())
+        }
     }
 }
 
@@ -200,6 +183,7 @@ mod tests {
     use super::super::test_util::*;
     use super::super::PendingInfo;
     use super::*;
+    use crate::PathId;
 
     // Hand case shared by both: fast path 0 at 10 ms with its 10-packet
     // window full; slow path 1 at 100 ms, 10-packet window, empty.

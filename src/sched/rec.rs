@@ -20,9 +20,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{
-    secs, Counters, Decision, PathRole, PathSchedMetrics, PerPath, SchedContext, SchedMetrics, Scheduler,
-};
+use super::{secs, Decision, PathRole, PerPath, SchedContext, SchedMetrics, Scheduler};
 use crate::PathId;
 
 /// Number of receive-window samples the jitter is computed over (m in eq. 6).
@@ -141,7 +139,6 @@ pub struct RecScheduler {
     prev_jitter: Option<f64>,
     last_round: Option<Instant>,
     removals: u64,
-    c: Counters,
 }
 
 impl RecScheduler {
@@ -245,12 +242,7 @@ impl Scheduler for RecScheduler {
             self.round(ctx);
         }
         let best = ctx.best_by(|p| ctx.eligible(p) && p.has_space() && !self.is_unused(p.id), |p| p.srtt);
-        let d = best.map_or(Decision::WAIT, |p| Decision::send(p.id));
-        self.c.record(d)
-    }
-
-    fn on_sent(&mut self, path: PathId, bytes: usize, redundant: bool) {
-        self.c.sent(path, bytes, redundant);
+        best.map_or(Decision::WAIT, |p| Decision::send(p.id))
     }
 
     fn on_rate_feedback(&mut self, path: PathId, bytes_per_sec: u64) {
@@ -262,15 +254,11 @@ impl Scheduler for RecScheduler {
     }
 
     fn metrics(&self) -> SchedMetrics {
-        let mut m = self.c.metrics(self.name());
+        let mut m = SchedMetrics::named(self.name());
         for (id, s) in self.st.iter() {
-            if !m.paths.iter().any(|x| x.id == *id) {
-                m.paths.push(PathSchedMetrics::new(*id));
-            }
-            if let Some(pm) = m.paths.iter_mut().find(|x| x.id == *id) {
-                pm.dsr = s.dsr;
-                pm.role = Some(if s.unused { PathRole::Unused } else { PathRole::NonRedundant });
-            }
+            let pm = m.path_mut(*id);
+            pm.dsr = s.dsr;
+            pm.role = Some(if s.unused { PathRole::Unused } else { PathRole::NonRedundant });
         }
         m
     }

@@ -1,31 +1,22 @@
 //! The stateless schedulers: minRTT (LRF), round-robin, redundant, LPC and LET
 //! (seed 002 §IV). All consider only eligible paths with cwnd space.
 
-use super::{Counters, Decision, PathList, SchedContext, SchedMetrics, Scheduler};
+use super::{Decision, PathList, SchedContext, Scheduler};
 use crate::PathId;
 
 /// Low RTT First: the eligible path with free window and the lowest srtt.
 #[derive(Debug, Default)]
-pub struct MinRttScheduler {
-    c: Counters,
-}
+pub struct MinRttScheduler {}
 
 impl Scheduler for MinRttScheduler {
     fn name(&self) -> &'static str {
         "minrtt"
     }
     fn decide(&mut self, ctx: &SchedContext<'_>) -> Decision {
-        let d = match ctx.lowest_rtt_with_space() {
+        match ctx.lowest_rtt_with_space() {
             Some(p) => Decision::send(p.id),
             None => Decision::WAIT,
-        };
-        self.c.record(d)
-    }
-    fn on_sent(&mut self, path: PathId, bytes: usize, redundant: bool) {
-        self.c.sent(path, bytes, redundant);
-    }
-    fn metrics(&self) -> SchedMetrics {
-        self.c.metrics(self.name())
+        }
     }
 }
 
@@ -34,7 +25,6 @@ impl Scheduler for MinRttScheduler {
 #[derive(Debug, Default)]
 pub struct RrScheduler {
     last: Option<PathId>,
-    c: Counters,
 }
 
 impl RrScheduler {
@@ -52,36 +42,27 @@ impl Scheduler for RrScheduler {
         "rr"
     }
     fn decide(&mut self, ctx: &SchedContext<'_>) -> Decision {
-        let d = match Self::next(self.last, ctx) {
+        match Self::next(self.last, ctx) {
             Some(id) => {
                 self.last = Some(id);
                 Decision::send(id)
             }
             None => Decision::WAIT,
-        };
-        self.c.record(d)
-    }
-    fn on_sent(&mut self, path: PathId, bytes: usize, redundant: bool) {
-        self.c.sent(path, bytes, redundant);
-    }
-    fn metrics(&self) -> SchedMetrics {
-        self.c.metrics(self.name())
+        }
     }
 }
 
 /// Every packet on every path: the lowest-RTT path with space carries it and
 /// every other eligible path with space gets a copy.
 #[derive(Debug, Default)]
-pub struct RedundantScheduler {
-    c: Counters,
-}
+pub struct RedundantScheduler {}
 
 impl Scheduler for RedundantScheduler {
     fn name(&self) -> &'static str {
         "redundant"
     }
     fn decide(&mut self, ctx: &SchedContext<'_>) -> Decision {
-        let d = match ctx.lowest_rtt_with_space() {
+        match ctx.lowest_rtt_with_space() {
             Some(first) => {
                 let mut also = PathList::new();
                 for p in ctx.paths {
@@ -92,22 +73,13 @@ impl Scheduler for RedundantScheduler {
                 Decision::Send { path: first.id, also }
             }
             None => Decision::WAIT,
-        };
-        self.c.record(d)
-    }
-    fn on_sent(&mut self, path: PathId, bytes: usize, redundant: bool) {
-        self.c.sent(path, bytes, redundant);
-    }
-    fn metrics(&self) -> SchedMetrics {
-        self.c.metrics(self.name())
+        }
     }
 }
 
 /// Largest Packet Credits: the path with the most free window.
 #[derive(Debug, Default)]
-pub struct LpcScheduler {
-    c: Counters,
-}
+pub struct LpcScheduler {}
 
 impl Scheduler for LpcScheduler {
     fn name(&self) -> &'static str {
@@ -116,22 +88,13 @@ impl Scheduler for LpcScheduler {
     fn decide(&mut self, ctx: &SchedContext<'_>) -> Decision {
         // Largest space = smallest negated space; ties go to the lower srtt.
         let best = ctx.best_by(|p| ctx.eligible(p) && p.has_space(), |p| (-(p.cwnd_space() as f64), p.srtt));
-        let d = best.map_or(Decision::WAIT, |p| Decision::send(p.id));
-        self.c.record(d)
-    }
-    fn on_sent(&mut self, path: PathId, bytes: usize, redundant: bool) {
-        self.c.sent(path, bytes, redundant);
-    }
-    fn metrics(&self) -> SchedMetrics {
-        self.c.metrics(self.name())
+        best.map_or(Decision::WAIT, |p| Decision::send(p.id))
     }
 }
 
 /// Largest Estimated Throughput: the path with the largest cwnd/srtt.
 #[derive(Debug, Default)]
-pub struct LetScheduler {
-    c: Counters,
-}
+pub struct LetScheduler {}
 
 /// cwnd/srtt in bytes/s (seed 002's throughput estimate).
 pub(crate) fn cwnd_throughput(p: &super::PathSnapshot) -> f64 {
@@ -144,14 +107,7 @@ impl Scheduler for LetScheduler {
     }
     fn decide(&mut self, ctx: &SchedContext<'_>) -> Decision {
         let best = ctx.best_by(|p| ctx.eligible(p) && p.has_space(), |p| -cwnd_throughput(p));
-        let d = best.map_or(Decision::WAIT, |p| Decision::send(p.id));
-        self.c.record(d)
-    }
-    fn on_sent(&mut self, path: PathId, bytes: usize, redundant: bool) {
-        self.c.sent(path, bytes, redundant);
-    }
-    fn metrics(&self) -> SchedMetrics {
-        self.c.metrics(self.name())
+        best.map_or(Decision::WAIT, |p| Decision::send(p.id))
     }
 }
 
@@ -226,15 +182,5 @@ mod tests {
         // Path 1 full: tie 1 MB/s between 0 and 2, first in slice order wins.
         let paths = [path(0, 10, 10, 0), path(1, 20, 30, 30), path(2, 80, 80, 0)];
         assert_eq!(decide(&mut s, &paths), Decision::send(PathId(0)));
-    }
-
-    #[test]
-    fn metrics_count_sent_bytes() {
-        let mut s = MinRttScheduler::default();
-        s.on_sent(PathId(0), 1000, false);
-        s.on_sent(PathId(0), 500, true);
-        let m = s.metrics();
-        assert_eq!(m.paths[0].sent_bytes, 1000);
-        assert_eq!(m.paths[0].redundant_bytes, 500);
     }
 }

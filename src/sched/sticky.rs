@@ -13,7 +13,7 @@
 //! again from LRF.
 
 use super::simple::cwnd_throughput;
-use super::{Counters, Decision, PathSnapshot, SchedContext, SchedMetrics, Scheduler};
+use super::{Decision, PathSnapshot, SchedContext, Scheduler};
 use crate::PathId;
 
 /// Which switching rule a [`StickyScheduler`] applies.
@@ -33,13 +33,12 @@ pub struct StickyScheduler {
     kind: StickyKind,
     current: Option<PathId>,
     switches: u64,
-    c: Counters,
 }
 
 impl StickyScheduler {
     /// A sticky scheduler with the given rule.
     pub fn new(kind: StickyKind) -> Self {
-        Self { kind, current: None, switches: 0, c: Counters::default() }
+        Self { kind, current: None, switches: 0 }
     }
 
     /// The path currently stuck to.
@@ -101,19 +100,12 @@ impl Scheduler for StickyScheduler {
         }
     }
     fn decide(&mut self, ctx: &SchedContext<'_>) -> Decision {
-        let d = self.choose(ctx).map_or(Decision::WAIT, Decision::send);
-        self.c.record(d)
-    }
-    fn on_sent(&mut self, path: PathId, bytes: usize, redundant: bool) {
-        self.c.sent(path, bytes, redundant);
+        self.choose(ctx).map_or(Decision::WAIT, Decision::send)
     }
     fn on_path_closed(&mut self, path: PathId) {
         if self.current == Some(path) {
             self.current = None;
         }
-    }
-    fn metrics(&self) -> SchedMetrics {
-        self.c.metrics(self.name())
     }
 }
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use mpquic::h3::{self, quic::Quic, Header};
+use mpquic::h3::{self, quic::Quic};
 use mpquic::Connection;
 use mpquic_apps::net::{self, LocalSpec, Outbox, Sockets};
 use mpquic_apps::pem;
@@ -93,11 +93,6 @@ struct Download {
     target: Target,
     out: Box<dyn Write>,
     out_name: String,
-    stream: Option<u64>,
-    status: Option<u16>,
-    content_length: Option<u64>,
-    bytes: u64,
-    done: bool,
 }
 
 /// Resolve `--local`: `ADDR@NETNS` (ADDR an IP or IP:PORT inside the network
@@ -258,17 +253,11 @@ fn main() {
             },
             None => (Box::new(BufWriter::new(std::io::stdout())), "-".into()),
         };
-        downloads.push(Download {
-            target: t,
-            out,
-            out_name,
-            stream: None,
-            status: None,
-            content_length: None,
-            bytes: 0,
-            done: false,
-        });
+        downloads.push(Download { target: t, out, out_name });
     }
+    let paths: Vec<&str> = downloads.iter().map(|d| d.target.path.as_str()).collect();
+    let user_agent = concat!("mpquic-client/", env!("CARGO_PKG_VERSION"));
+    let fetch = h3::Fetch::get(&first.authority, &paths, Some(user_agent));
     let local0 = socks.local_addrs()[0];
     // A missing or unreadable session file just means a full handshake.
     let session = args.session_file.as_ref().and_then(|p| std::fs::read(p).ok());
@@ -298,7 +287,7 @@ fn main() {
     let show_bar = !args.quiet && !args.json && std::io::stderr().is_terminal();
     let mut c = Client {
         conn,
-        h3: None,
+        fetch,
         socks,
         out: Outbox::default(),
         downloads,
@@ -338,7 +327,7 @@ fn main() {
 
 struct Client {
     conn: Connection,
-    h3: Option<h3::Connection>,
+    fetch: h3::Fetch,
     socks: Sockets,
     out: Outbox,
     downloads: Vec<Download>,
@@ -351,20 +340,6 @@ struct Client {
     /// needs a connection ID from the server for each first).
     extra_paths: Vec<SocketAddr>,
     peer: SocketAddr,
-}
-
-fn status_of(headers: &[Header]) -> Option<u16> {
-    headers
-        .iter()
-        .find(|h| h.name == b":status")
-        .and_then(|h| std::str::from_utf8(&h.value).ok()?.parse().ok())
-}
-
-fn content_length(headers: &[Header]) -> Option<u64> {
-    headers
-        .iter()
-        .find(|h| h.name.eq_ignore_ascii_case(b"content-length"))
-        .and_then(|h| std::str::from_utf8(&h.value).ok()?.parse().ok())
 }
 
 /// TLS alerts travel as CRYPTO_ERROR transport codes 0x100..=0x1ff.
@@ -381,7 +356,7 @@ impl Client {
         loop {
             let now = Instant::now();
             // With 0-RTT keys the requests leave with the first flight.
-            if self.h3.is_none() && self.conn.is_in_early_data() {
+            if self.fetch.h3().is_none() && self.conn.is_in_early_data() {
                 if let Err(code) = self.start(now) {
                     return code;
                 }
@@ -427,7 +402,7 @@ impl Client {
             self.ooo.push(self.conn.out_of_order_bytes());
             if self.conn.is_established() && self.established_at.is_none() {
                 self.established_at = Some(now);
-                if self.h3.is_none() {
+                if self.fetch.h3().is_none() {
                     if let Err(code) = self.start(now) {
                         return code;
                     }
@@ -437,14 +412,14 @@ impl Client {
             if let Err(code) = self.on_h3(now) {
                 return code;
             }
-            if self.done_at.is_none() && self.downloads.iter().all(|d| d.done) {
+            if self.done_at.is_none() && self.fetch.is_done() {
                 self.done_at = Some(now);
                 for d in &mut self.downloads {
                     if let Err(e) = d.out.flush() {
                         fail(exit::IO, format!("writing {}: {e}", d.out_name));
                     }
                 }
-                if let Some(h) = self.h3.as_mut() {
+                if let Some(h) = self.fetch.h3() {
                     let _ = h.send_goaway(&mut Quic::new(&mut self.conn, now));
                 }
                 self.conn.close(true, H3_NO_ERROR, b"", now);
@@ -455,27 +430,7 @@ impl Client {
     /// Open HTTP/3 and send every request.
     fn start(&mut self, now: Instant) -> Result<(), i32> {
         self.extra_paths = self.socks.local_addrs().iter().skip(1).copied().collect();
-        let mut h =
-            h3::Connection::with_transport(&mut Quic::new(&mut self.conn, now), &h3::Config::default())
-                .map_err(|e| self.fail_transport(&format!("HTTP/3 setup: {e}")))?;
-        for d in &mut self.downloads {
-            let req = [
-                Header::new(":method", "GET"),
-                Header::new(":scheme", "https"),
-                Header::new(":authority", &d.target.authority),
-                Header::new(":path", &d.target.path),
-                Header::new("user-agent", concat!("mpquic-client/", env!("CARGO_PKG_VERSION"))),
-            ];
-            match h.send_request(&mut Quic::new(&mut self.conn, now), &req, true) {
-                Ok(id) => d.stream = Some(id),
-                Err(e) => {
-                    eprintln!("mpquic-client: request {}: {e}", d.target.path);
-                    return Err(exit::TRANSPORT);
-                }
-            }
-        }
-        self.h3 = Some(h);
-        Ok(())
+        self.on_h3(now)
     }
 
     /// Open one path per extra `--local` once the engine can.
@@ -493,85 +448,58 @@ impl Client {
         });
     }
 
+    /// Runs the downloads' HTTP/3 exchange (once established): bodies go to
+    /// their outputs and the progress bar.
     fn on_h3(&mut self, now: Instant) -> Result<(), i32> {
-        let Some(h) = self.h3.as_mut() else { return Ok(()) };
+        // Before the handshake only with 0-RTT keys (the requests go early).
+        if self.established_at.is_none() && !self.conn.is_in_early_data() {
+            return Ok(());
+        }
         let mut body = vec![0u8; 256 * 1024];
+        let q = &mut Quic::new(&mut self.conn, now);
         loop {
-            let ev = match h.poll(&mut Quic::new(&mut self.conn, now)) {
+            let ev = match self.fetch.poll(q, &mut body) {
                 Ok(Some(ev)) => ev,
                 Ok(None) => return Ok(()),
                 Err(_) if self.done_at.is_some() => return Ok(()),
-                Err(e) => {
-                    eprintln!("mpquic-client: HTTP/3 error: {e}");
-                    return Err(exit::TRANSPORT);
-                }
+                Err(e) => return Err(self.fetch_failed(&e)),
             };
             match ev {
-                h3::Event::Headers { stream, headers, has_body } => {
-                    let Some(d) = self.downloads.iter_mut().find(|d| d.stream == Some(stream)) else {
-                        continue;
-                    };
-                    let Some(st) = status_of(&headers) else { continue };
-                    if st < 200 || d.status.is_some() {
-                        continue; // interim response or trailers
-                    }
-                    d.status = Some(st);
-                    d.content_length = content_length(&headers);
-                    if let (Some(b), Some(l)) = (&self.bar, d.content_length) {
+                h3::FetchEvent::Response { request } => {
+                    let length = self.fetch.requests()[request].content_length;
+                    if let (Some(b), Some(l)) = (&self.bar, length) {
                         b.inc_length(l);
                     }
-                    if !has_body {
-                        d.done = true;
+                }
+                h3::FetchEvent::Body { request, len } => {
+                    self.first_byte.get_or_insert(now);
+                    let d = &mut self.downloads[request];
+                    if let Err(e) = d.out.write_all(&body[..len]) {
+                        fail(exit::IO, format!("writing {}: {e}", d.out_name));
+                    }
+                    if let Some(b) = &self.bar {
+                        b.inc(len as u64);
                     }
                 }
-                h3::Event::Data { stream } => {
-                    let Some(d) = self.downloads.iter_mut().find(|d| d.stream == Some(stream)) else {
-                        continue;
-                    };
-                    loop {
-                        let n = match h.recv_body(&mut Quic::new(&mut self.conn, now), stream, &mut body) {
-                            Ok(0) => break,
-                            Ok(n) => n,
-                            Err(e) => {
-                                eprintln!("mpquic-client: reading {}: {e}", d.target.path);
-                                return Err(exit::TRANSPORT);
-                            }
-                        };
-                        self.first_byte.get_or_insert(now);
-                        if let Err(e) = d.out.write_all(body.get(..n).unwrap_or_default()) {
-                            fail(exit::IO, format!("writing {}: {e}", d.out_name));
-                        }
-                        d.bytes += n as u64;
-                        if let Some(b) = &self.bar {
-                            b.inc(n as u64);
-                        }
-                    }
-                }
-                h3::Event::Finished { stream } => {
-                    if let Some(d) = self.downloads.iter_mut().find(|d| d.stream == Some(stream)) {
-                        d.done = true;
-                        if let Some(l) = d.content_length.filter(|&l| l != d.bytes) {
-                            eprintln!(
-                                "mpquic-client: {}: got {} bytes, content-length said {l}",
-                                d.target.path, d.bytes
-                            );
-                            return Err(exit::TRANSPORT);
-                        }
-                    }
-                }
-                h3::Event::Reset { stream, code }
-                | h3::Event::StreamError { stream, error: h3::H3Error { code: h3::H3Code(code), .. } } => {
-                    let path = self
-                        .downloads
-                        .iter()
-                        .find(|d| d.stream == Some(stream))
-                        .map(|d| d.target.path.clone());
-                    eprintln!("mpquic-client: {}: stream reset (code {code:#x})", path.unwrap_or_default());
-                    return Err(exit::TRANSPORT);
-                }
-                h3::Event::GoAway { .. } => {}
+                h3::FetchEvent::Done { .. } => {}
             }
         }
+    }
+
+    fn fetch_failed(&self, e: &h3::FetchError) -> i32 {
+        let request = match e {
+            h3::FetchError::Request(i, _)
+            | h3::FetchError::Body(i, _)
+            | h3::FetchError::Reset(i, _)
+            | h3::FetchError::NoStatus(i)
+            | h3::FetchError::Length { request: i, .. } => Some(*i),
+            h3::FetchError::H3(_) | h3::FetchError::Stream(..) => None,
+        };
+        match request.and_then(|i| self.downloads.get(i)) {
+            Some(d) => eprintln!("mpquic-client: {}: {e}", d.target.path),
+            None => eprintln!("mpquic-client: {e}"),
+        }
+        exit::TRANSPORT
     }
 
     fn fail_transport(&self, msg: &str) -> i32 {
@@ -581,8 +509,8 @@ impl Client {
 
     fn final_code(&self) -> i32 {
         let mut code = exit::OK;
-        for d in &self.downloads {
-            if let Some(s) = d.status.filter(|&s| s >= 400) {
+        for (d, r) in self.downloads.iter().zip(self.fetch.requests()) {
+            if let Some(s) = r.status.filter(|&s| s >= 400) {
                 eprintln!("mpquic-client: https://{}{}: HTTP status {s}", d.target.authority, d.target.path);
                 code = exit::HTTP_STATUS;
             }
@@ -637,7 +565,7 @@ impl Client {
 
     fn summary(&self, started: Instant, args: &Args) {
         let end = self.done_at.unwrap_or_else(Instant::now);
-        let total: u64 = self.downloads.iter().map(|d| d.bytes).sum();
+        let total: u64 = self.fetch.requests().iter().map(|r| r.bytes).sum();
         let elapsed = end.saturating_duration_since(started);
         let transfer = self.first_byte.map(|f| end.saturating_duration_since(f)).unwrap_or_default();
         let handshake = self.established_at.map(|e| e.saturating_duration_since(started)).unwrap_or_default();
@@ -655,9 +583,9 @@ impl Client {
                 "transfer_goodput_mbps": goodput(transfer), "cc": args.cc, "scheduler": args.scheduler,
                 "multipath": self.conn.is_multipath(), "retry": self.conn.retried(),
                 "resumed": self.conn.is_resumed(), "early_data": self.conn.is_early_data_accepted(),
-                "downloads": self.downloads.iter().map(|d| json!({
-                    "url": format!("https://{}{}", d.target.authority, d.target.path), "status": d.status,
-                    "bytes": d.bytes, "output": d.out_name })).collect::<Vec<_>>(),
+                "downloads": self.downloads.iter().zip(self.fetch.requests()).map(|(d, r)| json!({
+                    "url": format!("https://{}{}", d.target.authority, d.target.path), "status": r.status,
+                    "bytes": r.bytes, "output": d.out_name })).collect::<Vec<_>>(),
                 "paths": paths.iter().map(|p| json!({
                     "id": p.id.0, "local": p.local.to_string(), "peer": p.peer.to_string(), "active": p.active,
                     "recv_bytes": p.recv_bytes, "sent_bytes": p.sent_bytes, "share": p.recv_bytes as f64 / recv_total as f64,
