@@ -304,7 +304,10 @@ impl Pair {
             Some((inside, _)) if !to_server && si.to == inside => return,
             _ => (si.from, si.to),
         };
-        if self.rng.gen::<f64>() < self.loss || filtered || self.blackhole.contains(&from) || self.blackhole.contains(&to)
+        if self.rng.gen::<f64>() < self.loss
+            || filtered
+            || self.blackhole.contains(&from)
+            || self.blackhole.contains(&to)
         {
             return;
         }

@@ -736,4 +736,3 @@ impl Connection {
         Ok(())
     }
 }
-

@@ -84,6 +84,12 @@ impl Connection {
     /// Server: our transport parameters for every version we could switch
     /// to; TLS picks one when the ClientHello is in.
     fn offer_versions(&mut self) {
+        self.tls_versions_offered = true;
+        if self.versions == [Version::V1] {
+            // Nothing to negotiate: the parameters stay as they were before
+            // v2 (no version_information), as in `Connection::new`.
+            return;
+        }
         let offers = self
             .versions
             .iter()
@@ -96,7 +102,6 @@ impl Connection {
             })
             .collect();
         self.tls.offer_versions(offers);
-        self.tls_versions_offered = true;
     }
 
     /// Server, after TLS ran: the version its ClientHello callback chose.
