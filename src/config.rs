@@ -315,8 +315,9 @@ impl Config {
         self.key_update_interval = packets.clamp(1000, AEAD_CONFIDENTIALITY_LIMIT);
     }
     /// The QUIC versions this endpoint accepts, most preferred first
-    /// (default: v1 only). Both sides send them in version_information
-    /// (RFC 9368); a server switches a client to the first of them the
+    /// (default: v1 only). With more than v1 both sides send them in
+    /// version_information (RFC 9368; a v1-only endpoint sends none, so its
+    /// handshake is as it was before v2); a server switches a client to the first of them the
     /// client lists as available (compatible version negotiation), and
     /// answers a version it does not accept with Version Negotiation. A
     /// client starts with the first unless
