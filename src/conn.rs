@@ -331,9 +331,7 @@ impl Connection {
         let mut cids = CidState::new(*scid, config.active_cid_limit, reset_key, config.cid_prefix);
         let version = config.first_version();
         let mut params = local_params(config, scid, &cids, is_server.then_some((dcid, retry_scid)));
-        // Only an endpoint with a version to negotiate says so (RFC 9368
-        // §3): a v1-only one keeps its handshake as it was before v2.
-        if config.versions != [crate::Version::V1] {
+        if crate::version::negotiates(&config.versions) {
             params.version_information = Some(VersionInfo::new(version, &config.versions));
         }
         let mut encoded = Vec::with_capacity(128);

@@ -198,6 +198,13 @@ pub struct VersionInfo {
     pub available: Vec<u32>,
 }
 
+/// Whether an endpoint accepting `versions` takes part in compatible version
+/// negotiation, so sends version_information (RFC 9368 §3): anything but
+/// v1 alone. A v1-only endpoint's handshake stays as it was before v2.
+pub(crate) fn negotiates(versions: &[Version]) -> bool {
+    versions != [Version::V1]
+}
+
 impl VersionInfo {
     /// Ours: `chosen` and the versions we accept.
     pub fn new(chosen: Version, available: &[Version]) -> VersionInfo {

@@ -190,6 +190,13 @@ impl mpquic_endpoint {
             .as_ptr()
     }
 
+    /// The handle of `conn` if it is one of this endpoint's connections.
+    fn handle_of(&self, conn: *mut mpquic_conn) -> Option<Handle> {
+        // SAFETY: NULL or a live connection, as the C functions require.
+        let h = unsafe { conn.as_ref() }?.in_endpoint()?;
+        self.conns.get(&h).is_some_and(|c| c.as_ptr() == conn).then_some(h)
+    }
+
     /// Forget `h`'s mpquic_conn and free it.
     fn drop_conn(&mut self, h: Handle) {
         if let Some(c) = self.conns.remove(&h) {
@@ -283,14 +290,10 @@ pub unsafe extern "C" fn mpquic_endpoint_rearm(
     conn: *mut mpquic_conn,
     wake_ns: u64,
 ) -> i32 {
-    // SAFETY: NULL or a live connection.
-    let h = unsafe { conn.as_ref() }.and_then(|c| c.in_endpoint());
     // SAFETY: see with_ep.
     unsafe {
         with_ep(ep, MPQUIC_ERROR_INTERNAL.code(), |e| {
-            let Some(h) = h.filter(|h| e.conns.get(h).is_some_and(|c| c.as_ptr() == conn)) else {
-                return MPQUIC_ERROR_INVALID_ARGUMENT.code();
-            };
+            let Some(h) = e.handle_of(conn) else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() };
             let wake = (wake_ns != u64::MAX).then(|| e.clock.at(wake_ns));
             if e.ep.rearm(h, wake).is_some() {
                 e.drop_conn(h);
@@ -306,14 +309,10 @@ pub unsafe extern "C" fn mpquic_endpoint_rearm(
 /// that is not this endpoint's.
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_endpoint_remove(ep: *mut mpquic_endpoint, conn: *mut mpquic_conn) -> i32 {
-    // SAFETY: NULL or a live connection.
-    let h = unsafe { conn.as_ref() }.and_then(|c| c.in_endpoint());
     // SAFETY: see with_ep.
     unsafe {
         with_ep(ep, MPQUIC_ERROR_INTERNAL.code(), |e| {
-            let Some(h) = h.filter(|h| e.conns.get(h).is_some_and(|c| c.as_ptr() == conn)) else {
-                return MPQUIC_ERROR_INVALID_ARGUMENT.code();
-            };
+            let Some(h) = e.handle_of(conn) else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() };
             e.ep.remove(h);
             e.drop_conn(h);
             0

@@ -360,11 +360,6 @@ impl Flow {
         let client = if self.spec.workload.is_download() { ps.peer } else { ps.local };
         self.addrs.iter().position(|a| a.0 == client || rebound_addr(a.0) == client)
     }
-
-    /// The client address the server sees on flow path `k` at `t`.
-    fn seen_client(&self, k: usize, t: Duration) -> SocketAddr {
-        seen_client(&self.addrs, &self.rebind_at, k, t)
-    }
 }
 
 /// The client address the server sees on flow path `k` at `t`.
@@ -810,7 +805,7 @@ impl Sim {
                     }
                 }
             }
-            let from = f.seen_client(k, self.now);
+            let from = seen_client(&f.addrs, &f.rebind_at, k, self.now);
             if let Some(s) = f.server.as_mut() {
                 let _ = s.conn.recv(&mut pkt.data, RecvInfo { from, to: saddr }, now);
             }

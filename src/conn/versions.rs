@@ -85,9 +85,7 @@ impl Connection {
     /// to; TLS picks one when the ClientHello is in.
     fn offer_versions(&mut self) {
         self.tls_versions_offered = true;
-        if self.versions == [Version::V1] {
-            // Nothing to negotiate: the parameters stay as they were before
-            // v2 (no version_information), as in `Connection::new`.
+        if !crate::version::negotiates(&self.versions) {
             return;
         }
         let offers = self
