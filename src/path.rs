@@ -56,7 +56,7 @@ pub struct PathSnapshot {
     pub rttvar: Duration,
     /// Congestion window in bytes.
     pub cwnd: usize,
-    /// Bytes in flight.
+    /// Bytes in flight (the recovery's count, not adjusted).
     pub bytes_in_flight: usize,
     /// Packets in flight.
     pub packets_in_flight: usize,
@@ -67,9 +67,10 @@ pub struct PathSnapshot {
     pub bandwidth: u64,
     /// In slow start / BBR Startup.
     pub in_slow_start: bool,
-    /// Bytes queued behind the pacer, not yet released.
-    pub pacing_backlog: usize,
-    /// When the pacer releases the next packet, if it is holding one back.
+    /// When the pacer lets the next full packet go, if that is later than
+    /// the engine's pacing horizon (1 ms from the decision): until then the
+    /// path cannot send. `None` when the pacer is not holding one back that
+    /// long, or pacing is off.
     pub next_release: Option<Instant>,
     /// Packets declared lost on this path so far.
     pub lost_packets: u64,
@@ -97,7 +98,6 @@ impl PathSnapshot {
             mss: 1200,
             bandwidth: 0,
             in_slow_start: true,
-            pacing_backlog: 0,
             next_release: None,
             lost_packets: 0,
             lost_bytes: 0,
@@ -110,10 +110,11 @@ impl PathSnapshot {
         self.cwnd.saturating_sub(self.bytes_in_flight)
     }
 
-    /// The window has room for another packet (RFC 9002 §7: sending is
-    /// allowed while bytes in flight are below the window).
-    pub fn has_space(&self) -> bool {
-        self.bytes_in_flight < self.cwnd
+    /// The one rule for whether the path can take a packet now: the window
+    /// has room for a full one (so that a sub-MSS remainder does not draw
+    /// a runt packet) and the pacer releases it within the horizon.
+    pub fn can_send(&self) -> bool {
+        self.cwnd_space() >= self.mss && self.next_release.is_none()
     }
 
     /// Sending rate x_i in bytes/s: `bandwidth` when known, else cwnd/srtt.
@@ -279,3 +280,22 @@ impl std::fmt::Display for PathError {
     }
 }
 impl std::error::Error for PathError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn can_send_needs_room_for_a_full_packet_and_no_pacing_hold() {
+        let t = crate::testing::Clock::new().now();
+        let p =
+            PathSnapshot { cwnd: 12_000, bytes_in_flight: 10_800, mss: 1200, ..PathSnapshot::new(PathId(0)) };
+        assert!(p.can_send(), "exactly one packet of room");
+        let runt = PathSnapshot { bytes_in_flight: 10_801, ..p };
+        assert!(!runt.can_send(), "1199 bytes of room is none");
+        assert_eq!(runt.bytes_in_flight, 10_801, "the count is not adjusted");
+        let paced = PathSnapshot { next_release: Some(t + Duration::from_millis(5)), ..p };
+        assert!(!paced.can_send(), "held by the pacer");
+        assert_eq!(paced.cwnd_space(), 1200, "window room still reported as it is");
+    }
+}

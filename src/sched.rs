@@ -30,7 +30,7 @@
 //!     fn decide(&mut self, ctx: &SchedContext<'_>) -> Decision {
 //!         ctx.paths
 //!             .iter()
-//!             .filter(|p| ctx.eligible(p) && p.has_space())
+//!             .filter(|p| ctx.eligible(p) && p.can_send())
 //!             .max_by_key(|p| p.cwnd_space())
 //!             .map(|p| Decision::Send { path: p.id, also: PathList::new() })
 //!             .unwrap_or(Decision::Wait { until: None })
@@ -59,8 +59,11 @@
 //! ```
 //!
 //! The engine asks only while stream data waits (or data is in flight, for
-//! redundant copies). A path whose pacer would hold a packet for more than
-//! a millisecond is shown without window space. `Wait` is honoured: nothing
+//! redundant copies). Whether a path can take a packet now is one rule,
+//! [`PathSnapshot::can_send`]: room in the window for a full packet and no
+//! pacer hold past a millisecond (the hold shows as
+//! [`PathSnapshot::next_release`]; window and in-flight figures are the
+//! recovery's own, never adjusted). `Wait` is honoured: nothing
 //! but ACKs and control frames leave until the scheduler says otherwise (or
 //! `until` passes, which [`Connection::timeout`](crate::Connection::timeout)
 //! includes).
@@ -149,7 +152,7 @@ impl<'a> SchedContext<'a> {
 
     /// Eligible path with cwnd space and the lowest srtt (ties: lowest ID).
     pub fn lowest_rtt_with_space(&self) -> Option<&'a PathSnapshot> {
-        self.best_by(|p| self.eligible(p) && p.has_space(), |p| p.srtt)
+        self.best_by(|p| self.eligible(p) && p.can_send(), |p| p.srtt)
     }
 
     /// The eligible path matching `filter` with the smallest `key`, first

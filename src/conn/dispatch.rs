@@ -212,19 +212,19 @@ impl Connection {
     }
 
     /// Ask the scheduler, describing what is pending. A path whose pacer
-    /// would hold a new packet beyond [`PACING_HORIZON`] is shown without
-    /// window space, so that every scheduler sends where a packet can leave
-    /// now instead of queueing behind one path's pacer; the second value is
-    /// when the first such path frees up.
+    /// would hold a new packet beyond [`PACING_HORIZON`] carries that
+    /// release time and cannot send ([`crate::PathSnapshot::can_send`]), so
+    /// that every scheduler sends where a packet can leave now instead of
+    /// queueing behind one path's pacer; the second value is when the first
+    /// such path frees up.
     fn decide(&mut self, now: Instant) -> (Decision, Option<Instant>) {
         let d = &mut self.dispatch;
         d.snapshots.clear();
         let mut pacing_wake: Option<Instant> = None;
         let mut unacked = 0u64;
         for p in self.paths.iter().filter(|p| !p.abandoned) {
-            let mut s = p.snapshot(now);
-            if let Some(t) = s.next_release.filter(|&t| self.pacing && t > now + PACING_HORIZON) {
-                s.bytes_in_flight = s.bytes_in_flight.max(s.cwnd);
+            let s = p.snapshot(now, self.pacing.then_some(PACING_HORIZON));
+            if let Some(t) = s.next_release {
                 let wake = t - PACING_HORIZON;
                 pacing_wake = Some(pacing_wake.map_or(wake, |w| w.min(wake)));
             }

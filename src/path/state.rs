@@ -302,8 +302,9 @@ impl Path {
         }
     }
 
-    /// Fill a scheduler snapshot.
-    pub(crate) fn snapshot(&self, now: Instant) -> super::PathSnapshot {
+    /// Fill a scheduler snapshot. `horizon`: how far ahead of `now` a paced
+    /// packet still counts as sendable (`None`: pacing is off).
+    pub(crate) fn snapshot(&self, now: Instant, horizon: Option<Duration>) -> super::PathSnapshot {
         let rtt = self.recovery.rtt();
         let cc = self.recovery.cc();
         let mut s = super::PathSnapshot::new(self.id);
@@ -314,15 +315,12 @@ impl Path {
         s.rttvar = rtt.var();
         s.cwnd = self.recovery.cwnd();
         s.bytes_in_flight = self.recovery.bytes_in_flight();
-        // The sender needs room for a full packet: report less as none.
-        if s.cwnd.saturating_sub(s.bytes_in_flight) < self.mss {
-            s.bytes_in_flight = s.bytes_in_flight.max(s.cwnd);
-        }
         s.packets_in_flight = self.space.ack_eliciting_in_flight();
         s.bandwidth = cc.bandwidth_estimate().unwrap_or(0);
         s.in_slow_start = cc.in_slow_start();
         s.mss = self.mss;
-        s.next_release = self.recovery.pacer().next_release(now, s.mss).filter(|t| *t > now);
+        s.next_release =
+            horizon.and_then(|h| self.recovery.pacer().next_release(now, s.mss).filter(|&t| t > now + h));
         s.lost_packets = self.st.lost;
         s.lost_bytes = self.recovery.lost_bytes();
         s.retransmitted_bytes = self.st.retrans_bytes;

@@ -225,7 +225,7 @@ impl ArpScheduler {
         let in_n = |p: &&PathSnapshot| ctx.eligible(p) && self.in_n(p.id);
         if ctx.pending.retransmit_bytes > 0 {
             // Lost data goes first whatever the decision; it is not predicted.
-            let p = ctx.best_by(|p| in_n(&p) && p.has_space(), |p| p.srtt)?;
+            let p = ctx.best_by(|p| in_n(&p) && p.can_send(), |p| p.srtt)?;
             return Some(Decision::send(p.id));
         }
         let pending = ctx.pending.new_bytes;
@@ -239,7 +239,7 @@ impl ArpScheduler {
         }
         let window = ((secs(max_rtt) * bw_sum) as u64).min(pending);
         let mut best: Option<(&PathSnapshot, u64)> = None;
-        for p in ctx.paths.iter().filter(in_n).filter(|p| p.has_space()) {
+        for p in ctx.paths.iter().filter(in_n).filter(|p| p.can_send()) {
             let others = ctx.paths.iter().filter(in_n).filter(|k| k.id != p.id);
             let skip = bytes_arriving_first(p.srtt, others.map(|k| (self.x(k), k.srtt)));
             if skip > 0 && skip >= window {
@@ -283,7 +283,7 @@ impl ArpScheduler {
         ctx.best_by(
             |p| {
                 ctx.eligible(p)
-                    && p.has_space()
+                    && p.can_send()
                     && self.role(p.id) == Some(PathRole::Redundant)
                     && (p.bytes_in_flight as u64) < ctx.pending.unacked_bytes
                     && (trouble || p.packets_in_flight < MIN_INFLIGHT_FOR_N)

@@ -104,7 +104,7 @@ impl Scheduler for CapacityScheduler {
             let cwnd = p.cwnd_packets();
             let e = self.est.get_or_insert(p.id);
             e.update(p.packets_in_flight as f64, cwnd, cwnd);
-            if avoid == Some(p.id) || !p.has_space() {
+            if avoid == Some(p.id) || !p.can_send() {
                 continue;
             }
             let occ = Self::occupied(p, e);

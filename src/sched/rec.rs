@@ -241,7 +241,7 @@ impl Scheduler for RecScheduler {
             self.last_round = Some(ctx.now);
             self.round(ctx);
         }
-        let best = ctx.best_by(|p| ctx.eligible(p) && p.has_space() && !self.is_unused(p.id), |p| p.srtt);
+        let best = ctx.best_by(|p| ctx.eligible(p) && p.can_send() && !self.is_unused(p.id), |p| p.srtt);
         best.map_or(Decision::WAIT, |p| Decision::send(p.id))
     }
 

@@ -31,7 +31,7 @@ impl RrScheduler {
     /// The next path after `last` in ID order (wrapping) among paths that are
     /// eligible and have window space.
     pub(crate) fn next(last: Option<PathId>, ctx: &SchedContext<'_>) -> Option<PathId> {
-        let ok = |p: &&super::PathSnapshot| ctx.eligible(p) && p.has_space();
+        let ok = |p: &&super::PathSnapshot| ctx.eligible(p) && p.can_send();
         let after = last.and_then(|l| ctx.paths.iter().filter(ok).filter(|p| p.id > l).map(|p| p.id).min());
         after.or_else(|| ctx.paths.iter().filter(ok).map(|p| p.id).min())
     }
@@ -66,7 +66,7 @@ impl Scheduler for RedundantScheduler {
             Some(first) => {
                 let mut also = PathList::new();
                 for p in ctx.paths {
-                    if p.id != first.id && ctx.eligible(p) && p.has_space() {
+                    if p.id != first.id && ctx.eligible(p) && p.can_send() {
                         also.push(p.id);
                     }
                 }
@@ -87,7 +87,7 @@ impl Scheduler for LpcScheduler {
     }
     fn decide(&mut self, ctx: &SchedContext<'_>) -> Decision {
         // Largest space = smallest negated space; ties go to the lower srtt.
-        let best = ctx.best_by(|p| ctx.eligible(p) && p.has_space(), |p| (-(p.cwnd_space() as f64), p.srtt));
+        let best = ctx.best_by(|p| ctx.eligible(p) && p.can_send(), |p| (-(p.cwnd_space() as f64), p.srtt));
         best.map_or(Decision::WAIT, |p| Decision::send(p.id))
     }
 }
@@ -106,7 +106,7 @@ impl Scheduler for LetScheduler {
         "let"
     }
     fn decide(&mut self, ctx: &SchedContext<'_>) -> Decision {
-        let best = ctx.best_by(|p| ctx.eligible(p) && p.has_space(), |p| -cwnd_throughput(p));
+        let best = ctx.best_by(|p| ctx.eligible(p) && p.can_send(), |p| -cwnd_throughput(p));
         best.map_or(Decision::WAIT, |p| Decision::send(p.id))
     }
 }

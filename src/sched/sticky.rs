@@ -55,7 +55,7 @@ impl StickyScheduler {
     fn may_switch(&self, cur: &PathSnapshot, cand: &PathSnapshot) -> bool {
         match self.kind {
             // Greedy switches only when the current path is congested.
-            StickyKind::Greedy => !cur.has_space(),
+            StickyKind::Greedy => !cur.can_send(),
             StickyKind::Throughput => cwnd_throughput(cand) > cwnd_throughput(cur),
             StickyKind::ThroughputRtt => cwnd_throughput(cand) > cwnd_throughput(cur) && cand.srtt < cur.srtt,
         }
@@ -69,23 +69,23 @@ impl StickyScheduler {
             self.current = Some(first);
             return Some(first);
         };
-        if self.kind == StickyKind::Greedy && cur.has_space() {
+        if self.kind == StickyKind::Greedy && cur.can_send() {
             return Some(cur.id);
         }
         // The LRF candidate among the other paths.
-        let cand = ctx.best_by(|p| p.id != cur.id && ctx.eligible(p) && p.has_space(), |p| p.srtt);
+        let cand = ctx.best_by(|p| p.id != cur.id && ctx.eligible(p) && p.can_send(), |p| p.srtt);
         // For TP/TR-STY the candidate is what LRF would choose overall: if the
         // current path has space and the lowest srtt, there is nothing to do.
         match cand {
             Some(c)
                 if self.may_switch(cur, c)
-                    && (self.kind == StickyKind::Greedy || !cur.has_space() || c.srtt < cur.srtt) =>
+                    && (self.kind == StickyKind::Greedy || !cur.can_send() || c.srtt < cur.srtt) =>
             {
                 self.current = Some(c.id);
                 self.switches += 1;
                 Some(c.id)
             }
-            _ if cur.has_space() => Some(cur.id),
+            _ if cur.can_send() => Some(cur.id),
             _ => None,
         }
     }
