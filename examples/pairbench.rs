@@ -136,7 +136,7 @@ mod two_paths {
             }
         }
         for d in &mut bufs[..n] {
-            let _ = to.recv(&mut d.buf[..d.len], RecvInfo { from: d.from, to: d.to }, Instant::now());
+            let _ = to.recv(&mut d.buf[..d.len], RecvInfo::new(d.from, d.to), Instant::now());
         }
         n
     }
@@ -179,7 +179,7 @@ mod two_paths {
         let hdr = mpquic::packet::parse_header(&bufs[0].buf[..n], 16).unwrap();
         let mut server =
             mpquic::accept(&mpquic::random_cid(16), &hdr.dcid, None, sv, c1, &scfg, Instant::now()).unwrap();
-        server.recv(&mut bufs[0].buf[..n], RecvInfo { from: c1, to: sv }, Instant::now()).unwrap();
+        server.recv(&mut bufs[0].buf[..n], RecvInfo::new(c1, sv), Instant::now()).unwrap();
         let mut probed = false;
         for _ in 0..10_000 {
             turn(&mut bufs, &mut server, &mut client);

@@ -181,6 +181,15 @@ pub trait CongestionController: Send + fmt::Debug {
     fn on_ack(&mut self, ev: &AckEvent, rtt: &RttEstimator, paths: &[PathView]);
     /// Packets were declared lost.
     fn on_loss(&mut self, ev: &LossEvent, rtt: &RttEstimator, paths: &[PathView]);
+    /// The peer reported new ECN-CE marks on this path (RFC 9002 §7.1 and
+    /// B.7): congestion without loss. `ev` carries no lost bytes;
+    /// `largest_lost_sent` is the send time of the newest packet the
+    /// reporting ACK acknowledged, for the recovery-period test. Loss-based
+    /// controllers react as to a loss (the default); the BBR family ignores
+    /// it, as BBR v1 does.
+    fn on_ecn_ce(&mut self, ev: &LossEvent, rtt: &RttEstimator, paths: &[PathView]) {
+        self.on_loss(ev, rtt, paths);
+    }
     /// The sender had nothing to send while below its window.
     fn on_app_limited(&mut self, _bytes_in_flight: usize) {}
     /// Numbers for stats.

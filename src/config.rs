@@ -78,6 +78,7 @@ pub struct Config {
     pub(crate) send_buffer_limit: usize,
     pub(crate) send_unsent_limit: usize,
     pub(crate) pacing: bool,
+    pub(crate) ecn: bool,
     pub(crate) key_update_interval: u64,
     pub(crate) qlog: bool,
     /// QUIC versions accepted, most preferred first (RFC 9368).
@@ -142,6 +143,7 @@ impl Config {
             send_buffer_limit: 4 << 20,
             send_unsent_limit: usize::MAX,
             pacing: true,
+            ecn: true,
             key_update_interval: DEFAULT_KEY_UPDATE_INTERVAL,
             qlog: false,
             versions: vec![Version::V1],
@@ -408,6 +410,14 @@ impl Config {
     /// Whether `SendInfo::at` carries pacing release times.
     pub fn enable_pacing(&mut self, v: bool) {
         self.pacing = v;
+    }
+    /// Whether paths mark their packets ECT(0) (`SendInfo::ecn`) and
+    /// validate ECN (RFC 9000 §13.4.2; default on). Received codepoints
+    /// (`RecvInfo::ecn`) are counted in ACK frames either way. An application
+    /// whose sockets cannot set or read the codepoint loses nothing: the
+    /// peer's ACKs then carry no counts and the path stops marking.
+    pub fn enable_ecn(&mut self, v: bool) {
+        self.ecn = v;
     }
     /// Queue qlog-style events in each connection (see [`crate::qlog`]);
     /// drain them with [`Connection::qlog_next`](crate::Connection::qlog_next).

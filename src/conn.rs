@@ -10,6 +10,8 @@
 mod builder;
 mod dispatch;
 mod early;
+#[cfg(test)]
+mod ecn_tests;
 mod handshake;
 mod multipath;
 mod recv;
@@ -40,6 +42,7 @@ use crate::PathId;
 
 use crate::path::{CidState, MpState, Path, PathConfig};
 pub use crate::path::{PathError, PathEvent, PathStats, PathStatus};
+pub use crate::recovery::Ecn;
 use spaces::{CryptoLevels, HsSpace};
 
 /// Where a datagram came from and went to.
@@ -49,6 +52,16 @@ pub struct RecvInfo {
     pub from: SocketAddr,
     /// Our local address it arrived on.
     pub to: SocketAddr,
+    /// The ECN codepoint of its IP header ([`Ecn::from_tos`]; `NotEct`
+    /// where the socket does not report it).
+    pub ecn: Ecn,
+}
+
+impl RecvInfo {
+    /// A datagram from `from` to `to`, without ECN information.
+    pub fn new(from: SocketAddr, to: SocketAddr) -> RecvInfo {
+        RecvInfo { from, to, ecn: Ecn::NotEct }
+    }
 }
 
 /// How to send a datagram produced by [`Connection::send`].
@@ -62,6 +75,9 @@ pub struct SendInfo {
     pub path_id: PathId,
     /// Pacing: do not put the datagram on the wire before this time.
     pub at: Instant,
+    /// The ECN codepoint to put in its IP header ([`Ecn::tos_bits`]):
+    /// ECT(0) while the path tests or has validated ECN (RFC 9000 §13.4.2).
+    pub ecn: Ecn,
 }
 
 /// Connection-level errors returned by the API.

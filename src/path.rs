@@ -7,9 +7,11 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 mod cids;
+mod ecn;
 mod state;
 
 pub(crate) use cids::{CidState, PeerCid};
+pub use ecn::EcnState;
 pub(crate) use state::{Challenges, MpState, Path, PathConfig};
 
 /// A path's wire identifier (draft-ietf-quic-multipath-21 §2). Path 0 is the
@@ -232,6 +234,10 @@ pub struct PathStats {
     pub suspicions: u64,
     /// Bytes of packets sent on this path and acknowledged.
     pub acked_bytes: u64,
+    /// Where ECN validation stands ([`EcnState`]).
+    pub ecn: EcnState,
+    /// ECN-CE marks the peer reported for this path's packets.
+    pub ecn_ce: u64,
     /// Bytes of packets sent on this path and declared lost.
     pub lost_bytes: u64,
     /// The controller's current pacing gain (BBR family), e.g. Coupled

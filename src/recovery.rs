@@ -108,6 +108,8 @@ pub struct SentPacket<T> {
     pub is_app_limited: bool,
     /// Bytes in flight on the path including this packet.
     pub tx_in_flight: usize,
+    /// Sent with the ECT(0) codepoint (ECN validation counts these).
+    pub ect: bool,
     /// The connection's record of what the packet carried.
     pub data: T,
 }
@@ -135,6 +137,7 @@ impl<T> SentPacket<T> {
             first_sent_time: time_sent,
             is_app_limited: false,
             tx_in_flight: 0,
+            ect: false,
             data,
         }
     }

@@ -18,7 +18,7 @@ use emu::link::{Link, LinkConfig};
 use emu::stage::{DelayStage, Packet, Stage};
 use rand::{Rng, SeedableRng};
 
-use crate::{accept, connect, packet, Config, Connection, RecvInfo, SendInfo};
+use crate::{accept, connect, packet, Config, Connection, Ecn, RecvInfo, SendInfo};
 
 /// Virtual time: an epoch (one real `Instant`, taken once) plus a offset the
 /// test moves forward.
@@ -111,13 +111,13 @@ impl Wire {
         }
     }
 
-    /// Sends `data` from `from` to `to` at emulator time `now`, arriving after
-    /// `delay` (plus the bottleneck's service, if any) with `tag` (e.g. the
-    /// receiver).
+    /// Sends `data` with ECN codepoint `ecn` from `from` to `to` at
+    /// emulator time `now`, arriving after `delay` (plus the bottleneck's
+    /// service, if any) with `tag` (e.g. the receiver).
     pub fn send(
         &mut self,
         (from, to): (SocketAddr, SocketAddr),
-        data: &[u8],
+        (data, ecn): (&[u8], Ecn),
         delay: Duration,
         tag: u64,
         now: Duration,
@@ -132,6 +132,7 @@ impl Wire {
         };
         let mut pkt = Packet::new(data.to_vec());
         pkt.tag = tag;
+        pkt.ecn = ecn.tos_bits();
         self.links[i].1.enqueue(now, pkt);
     }
 
@@ -146,8 +147,12 @@ impl Wire {
         let mut out: Vec<(Duration, RecvInfo, u64, Vec<u8>)> = Vec::new();
         for ((from, to, _), link) in &mut self.links {
             link.dequeue_ready(now, &mut self.scratch);
-            let info = RecvInfo { from: *from, to: *to };
-            out.extend(self.scratch.drain(..).map(|p| (p.time, info, p.tag, p.data)));
+            let info = RecvInfo::new(*from, *to);
+            out.extend(
+                self.scratch
+                    .drain(..)
+                    .map(|p| (p.time, RecvInfo { ecn: Ecn::from_tos(p.ecn), ..info }, p.tag, p.data)),
+            );
         }
         out.sort_by_key(|d| d.0);
         self.delivered += out.len() as u64;
@@ -203,6 +208,10 @@ pub struct Pair {
     pub loss: f64,
     /// Probability that a datagram is held back by one more `delay`.
     pub reorder: f64,
+    /// Probability that the network marks an ECT(0) datagram CE.
+    pub ce: f64,
+    /// Datagrams from or to these addresses lose their ECN bits.
+    pub bleach_ecn: Vec<SocketAddr>,
     /// Draws loss and reordering.
     pub rng: rand::rngs::StdRng,
     /// Datagrams from or to these addresses are dropped.
@@ -241,7 +250,7 @@ impl Pair {
         let (n, _) = c.send(&mut first, now).unwrap().unwrap();
         let hdr = packet::parse_header(&first[..n], 0).unwrap();
         let mut s = accept(&crate::random_cid(8), &hdr.dcid, None, S_ADDR, C_ADDR, scfg, now).unwrap();
-        s.recv(&mut first[..n], RecvInfo { from: C_ADDR, to: S_ADDR }, now).unwrap();
+        s.recv(&mut first[..n], RecvInfo::new(C_ADDR, S_ADDR), now).unwrap();
         Pair::from_conns(c, s, now)
     }
 
@@ -257,6 +266,8 @@ impl Pair {
             delay: Duration::from_millis(10),
             loss: 0.0,
             reorder: 0.0,
+            ce: 0.0,
+            bleach_ecn: Vec::new(),
             rng: rand::rngs::StdRng::seed_from_u64(7),
             blackhole: Vec::new(),
             slow: Vec::new(),
@@ -320,7 +331,16 @@ impl Pair {
                 delay += *d;
             }
         }
-        self.wire.send((from, to), dgram, delay, u64::from(to_server), self.clock.elapsed());
+        // The network marks congestion on ECN-capable packets (ECT(0) only:
+        // mpquic sends nothing else).
+        let ce = self.ce > 0.0 && si.ecn == Ecn::Ect0 && self.rng.gen::<f64>() < self.ce;
+        let bleached = self.bleach_ecn.contains(&from) || self.bleach_ecn.contains(&to);
+        let ecn = match (ce, bleached) {
+            (_, true) => Ecn::NotEct,
+            (true, false) => Ecn::Ce,
+            (false, false) => si.ecn,
+        };
+        self.wire.send((from, to), (dgram, ecn), delay, u64::from(to_server), self.clock.elapsed());
     }
 
     /// Advances to the next event (datagram arrival or timer) and handles it.

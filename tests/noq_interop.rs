@@ -145,7 +145,7 @@ impl Driver {
                             continue;
                         }
                         let _ =
-                            self.conn.recv(&mut self.buf[..n], RecvInfo { from, to: local }, Instant::now());
+                            self.conn.recv(&mut self.buf[..n], RecvInfo::new(from, local), Instant::now());
                     }
                     Err(_) => break,
                 }
@@ -360,7 +360,7 @@ fn noq_client_mpquic_server(
     };
     let mut d = Driver { conn, socks: vec![s1, s2], dead: Vec::new(), buf };
     let mut first_buf = d.buf[..first].to_vec();
-    d.conn.recv(&mut first_buf, RecvInfo { from, to: a1 }, Instant::now()).unwrap();
+    d.conn.recv(&mut first_buf, RecvInfo::new(from, a1), Instant::now()).unwrap();
     let mut sent = 0usize;
     let mut chunk = vec![0u8; 64 * 1024];
     let mut req = [0u8; 16];
@@ -493,7 +493,7 @@ fn noq_client_is_reset_by_mpquic_server_without_state() {
     };
     let mut d = Driver { conn, socks: vec![sock], dead: Vec::new(), buf };
     let mut first_buf = d.buf[..first].to_vec();
-    d.conn.recv(&mut first_buf, RecvInfo { from, to: addr }, Instant::now()).unwrap();
+    d.conn.recv(&mut first_buf, RecvInfo::new(from, addr), Instant::now()).unwrap();
     // Serve until the request is in, then forget the connection.
     let mut req = [0u8; 16];
     loop {
@@ -554,7 +554,7 @@ fn noq_client_reuses_our_new_token_and_skips_retry() {
         assert!(start.elapsed() < Duration::from_secs(20), "timed out");
         let now = Instant::now();
         while let Ok((n, from)) = sock.recv_from(&mut buf) {
-            let info = RecvInfo { from, to: addr };
+            let info = RecvInfo::new(from, addr);
             // Offer the datagram to each connection; a new Initial goes to the validator.
             let taken = conns.iter_mut().any(|c| {
                 let before = c.stats().recv;

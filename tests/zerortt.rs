@@ -28,7 +28,7 @@ trait Conn {
 
 impl Conn for mpquic::Connection {
     fn recv(&mut self, buf: &mut [u8], from: SocketAddr, to: SocketAddr) {
-        let _ = mpquic::Connection::recv(self, buf, mpquic::RecvInfo { from, to }, Instant::now());
+        let _ = mpquic::Connection::recv(self, buf, mpquic::RecvInfo::new(from, to), Instant::now());
     }
     fn send(&mut self, out: &mut [u8]) -> Option<usize> {
         mpquic::Connection::send(self, out, Instant::now()).ok().flatten().map(|(n, _)| n)

@@ -235,6 +235,7 @@ mod tests {
             to: rx.local_addr().unwrap(),
             path_id: mpquic::PathId::ZERO,
             at: std::time::Instant::now(),
+            ecn: mpquic::Ecn::NotEct,
         };
         for gso in [Gso::default(), Gso(Cell::new(false))] {
             let mut b = Batch::default();

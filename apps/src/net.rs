@@ -157,7 +157,7 @@ impl Sockets {
                 match crate::batch::recv(s, buf) {
                     Ok((n, from, segment)) => {
                         for d in buf.get_mut(..n).unwrap_or_default().chunks_mut(segment) {
-                            f(d, RecvInfo { from, to: *local });
+                            f(d, RecvInfo::new(from, *local));
                         }
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,

@@ -232,8 +232,13 @@ impl Server {
         let now = Instant::now();
         let r = socks.recv_all(buf, |d, info| match ep.recv(d, info, now, out) {
             Incoming::Reply(n) => {
-                let si =
-                    mpquic::SendInfo { from: info.to, to: info.from, path_id: mpquic::PathId::ZERO, at: now };
+                let si = mpquic::SendInfo {
+                    from: info.to,
+                    to: info.from,
+                    path_id: mpquic::PathId::ZERO,
+                    at: now,
+                    ecn: mpquic::Ecn::NotEct,
+                };
                 let _ = socks.send(out.get(..n).unwrap_or_default(), &si);
             }
             Incoming::Accepted(h) => accepted.push((h, info)),

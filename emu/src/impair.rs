@@ -157,7 +157,7 @@ mod tests {
         let mut s = ImpairStage::new(cfg, 7);
         let mut out = Vec::new();
         for i in 0..n {
-            s.enqueue(ms(i), Packet { data: vec![0; 100], size: 100, tag: i, time: ms(i) });
+            s.enqueue(ms(i), Packet { data: vec![0; 100], size: 100, tag: i, time: ms(i), ecn: 0 });
             s.dequeue_ready(ms(i), &mut out);
         }
         s.dequeue_ready(ms(n + 1000), &mut out);

@@ -28,18 +28,21 @@ pub struct Packet {
     /// Time of the packet's last transition: set by a stage to the exact departure time
     /// when it hands the packet out (which may be earlier than the `now` of the call).
     pub time: Duration,
+    /// The ECN bits of its IP header (RFC 3168: 0 Not-ECT, 1 ECT(1), 2 ECT(0),
+    /// 3 CE), carried unchanged.
+    pub ecn: u8,
 }
 
 impl Packet {
     /// A packet whose charged size is its length.
     pub fn new(data: Vec<u8>) -> Packet {
         let size = u32::try_from(data.len()).unwrap_or(u32::MAX);
-        Packet { data, size, tag: 0, time: Duration::ZERO }
+        Packet { data, size, tag: 0, time: Duration::ZERO, ecn: 0 }
     }
 
     /// A packet of `size` charged bytes with no contents (for load generation).
     pub fn sized(size: u32, tag: u64) -> Packet {
-        Packet { data: Vec::new(), size, tag, time: Duration::ZERO }
+        Packet { data: Vec::new(), size, tag, time: Duration::ZERO, ecn: 0 }
     }
 }
 

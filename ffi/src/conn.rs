@@ -455,7 +455,7 @@ pub unsafe extern "C" fn mpquic_conn_recv(
                     return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
                 };
                 let now = c.now(now_ns);
-                match c.inner.recv(buf, RecvInfo { from, to }, now) {
+                match c.inner.recv(buf, RecvInfo::new(from, to), now) {
                     Ok(n) => n as ssize_t,
                     Err(e) => conn_error(&e).code() as ssize_t,
                 }

@@ -240,7 +240,7 @@ pub unsafe extern "C" fn mpquic_endpoint_recv(
                 conn: std::ptr::null_mut(),
                 reply_len: 0,
             };
-            match e.ep.recv(buf, RecvInfo { from, to }, now, out) {
+            match e.ep.recv(buf, RecvInfo::new(from, to), now, out) {
                 Incoming::Routed(h) => {
                     res.kind = mpquic_incoming_kind::MPQUIC_INCOMING_ROUTED;
                     res.conn = e.conn_of(h, now);

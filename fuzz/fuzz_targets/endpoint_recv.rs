@@ -68,7 +68,7 @@ impl World {
     fn deliver(&mut self, dgram: &mut [u8], from: SocketAddr) {
         *self.recv_from.entry(from).or_default() += dgram.len();
         let mut out = [0u8; 1500];
-        let info = RecvInfo { from, to: SERVER.into() };
+        let info = RecvInfo::new(from, SERVER.into());
         if let Incoming::Reply(n) = self.ep.recv(dgram, info, self.now, &mut out) {
             assert!(n <= out.len());
             self.sent(from, &out[..n]);
@@ -112,7 +112,7 @@ impl World {
     /// Real handshake progress: the client reads what it got and answers.
     fn step_client(&mut self) {
         for mut d in std::mem::take(&mut self.to_client) {
-            let _ = self.client.recv(&mut d, RecvInfo { from: SERVER.into(), to: addr(0) }, self.now);
+            let _ = self.client.recv(&mut d, RecvInfo::new(SERVER.into(), addr(0)), self.now);
         }
         if self.client.timeout().is_some_and(|t| t <= self.now) {
             self.client.on_timeout(self.now);

@@ -100,7 +100,7 @@ impl Streams for Client {
 
 impl Engine for Client {
     fn recv(&mut self, buf: &mut [u8], from: SocketAddr, to: SocketAddr) {
-        let _ = self.conn.recv(buf, RecvInfo { from, to }, Instant::now());
+        let _ = self.conn.recv(buf, RecvInfo::new(from, to), Instant::now());
     }
     fn send(&mut self, out: &mut [u8]) -> Option<(usize, SocketAddr, SocketAddr)> {
         match self.conn.send(out, Instant::now()) {
@@ -253,7 +253,7 @@ fn serve(mut ep: Endpoint<hq::Server>, mut socks: Sockets, stop: &AtomicBool) ->
     let mut replies = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         socks.input(|buf, from, to| {
-            if let Incoming::Reply(n) = ep.recv(buf, RecvInfo { from, to }, Instant::now(), &mut reply) {
+            if let Incoming::Reply(n) = ep.recv(buf, RecvInfo::new(from, to), Instant::now(), &mut reply) {
                 replies.push((reply[..n].to_vec(), from, to));
             }
         });

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use emu::link::{PathLinks, Route};
 use emu::scenario::Scenario;
 use emu::stage::{Packet, Stage};
-use mpquic::{Config, Connection, PathError, RecvInfo};
+use mpquic::{Config, Connection, Ecn, PathError, RecvInfo};
 
 use crate::app::{App, Body, CHUNK};
 use crate::report::{quantile, FlowSummary, LinkSummary, PathSample, PathSummary, Report, Sample};
@@ -104,6 +104,9 @@ pub struct FlowSpec {
     pub recv_window: Option<u64>,
     /// A background flow: reported, but the run does not wait for it to complete.
     pub background: bool,
+    /// Both endpoints mark ECT(0) and validate ECN (`Config::enable_ecn`);
+    /// off by default, so runs stay what they were before ECN existed.
+    pub ecn: bool,
 }
 
 impl FlowSpec {
@@ -118,6 +121,7 @@ impl FlowSpec {
             workload: Workload::H3,
             recv_window: None,
             background: false,
+            ecn: false,
         }
     }
 
@@ -160,6 +164,12 @@ impl FlowSpec {
     /// Sets the scheduler (builder style).
     pub fn scheduler(mut self, s: &str) -> FlowSpec {
         self.scheduler = s.into();
+        self
+    }
+
+    /// Turns ECN on for both endpoints (builder style).
+    pub fn ecn(mut self) -> FlowSpec {
+        self.ecn = true;
         self
     }
 }
@@ -432,6 +442,7 @@ fn make_config(server: bool, spec: &FlowSpec, max_udp_payload: usize) -> Result<
     }
     c.set_cc(&spec.cc).map_err(err)?;
     c.set_scheduler(&spec.scheduler).map_err(err)?;
+    c.enable_ecn(spec.ecn);
     // Windows large enough that flow control never limits 200 Mbit/s at 250 ms RTT.
     c.set_initial_max_data(64 << 20);
     c.set_initial_max_stream_data_bidi_local(32 << 20);
@@ -807,14 +818,16 @@ impl Sim {
             }
             let from = seen_client(&f.addrs, &f.rebind_at, k, self.now);
             if let Some(s) = f.server.as_mut() {
-                let _ = s.conn.recv(&mut pkt.data, RecvInfo { from, to: saddr }, now);
+                let info = RecvInfo { ecn: Ecn::from_tos(pkt.ecn), ..RecvInfo::new(from, saddr) };
+                let _ = s.conn.recv(&mut pkt.data, info, now);
             }
         } else {
             if f.spec.workload.is_download() {
                 f.st.data_bytes[k] += len;
             }
             if let Some(c) = f.client.as_mut() {
-                let _ = c.conn.recv(&mut pkt.data, RecvInfo { from: saddr, to: caddr }, now);
+                let info = RecvInfo { ecn: Ecn::from_tos(pkt.ecn), ..RecvInfo::new(saddr, caddr) };
+                let _ = c.conn.recv(&mut pkt.data, info, now);
             }
         }
         let ooo = f.receiver().map(|c| c.out_of_order_bytes()).unwrap_or(0);
@@ -911,7 +924,8 @@ impl Sim {
                     };
                     let route = f.spec.paths[k];
                     let tag = Tag { flow: fi, path: k, hop: 0, to_server: client }.encode();
-                    let pkt = Packet { size: len as u32 + HEADER_BYTES, data: buf, tag, time: self.now };
+                    let ecn = info.ecn.tos_bits();
+                    let pkt = Packet { size: len as u32 + HEADER_BYTES, data: buf, tag, time: self.now, ecn };
                     let at = info.at.saturating_duration_since(self.base);
                     if at > self.now {
                         let limit = ep.hold_limit();

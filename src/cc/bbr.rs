@@ -605,6 +605,9 @@ impl CongestionController for Bbr {
         self.set_cwnd(ev);
     }
 
+    /// BBR v1 has no ECN response; this BBRv3 leaves out the draft's
+    /// optional one.
+    fn on_ecn_ce(&mut self, _: &LossEvent, _: &RttEstimator, _: &[PathView]) {}
     fn on_loss(&mut self, ev: &LossEvent, rtt: &RttEstimator, _paths: &[PathView]) {
         if rtt.has_sample() {
             self.srtt = Some(rtt.smoothed());

@@ -608,6 +608,9 @@ impl CongestionController for Bbr3 {
         self.log.prune(ev.largest_acked_sent, keep);
     }
 
+    /// BBR v1 has no ECN response; this BBRv3 leaves out the draft's
+    /// optional one.
+    fn on_ecn_ce(&mut self, _: &LossEvent, _: &RttEstimator, _: &[PathView]) {}
     fn on_loss(&mut self, ev: &LossEvent, rtt: &RttEstimator, _paths: &[PathView]) {
         if rtt.has_sample() {
             self.srtt = Some(rtt.smoothed());

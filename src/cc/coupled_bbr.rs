@@ -261,6 +261,9 @@ impl CongestionController for CoupledBbr {
         }
         self.recouple(paths);
     }
+    /// BBR v1 has no ECN response; this BBRv3 leaves out the draft's
+    /// optional one.
+    fn on_ecn_ce(&mut self, _: &LossEvent, _: &RttEstimator, _: &[PathView]) {}
     fn on_loss(&mut self, ev: &LossEvent, rtt: &RttEstimator, paths: &[PathView]) {
         self.follow(paths);
         self.bbr.on_loss(ev, rtt, paths);

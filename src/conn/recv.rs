@@ -4,15 +4,15 @@ use std::time::{Duration, Instant};
 
 use crate::crypto::{self, Level};
 use crate::error::{ErrorCode, TransportError};
-use crate::frame::{self, Frame};
+use crate::frame::{self, EcnCounts, Frame};
 use crate::packet::{self, ConnectionId, PacketType};
-use crate::recovery::{Ecn, HandshakeStatus, PacketFate};
+use crate::recovery::{Ecn, HandshakeStatus, PacketFate, SentPacket};
 use crate::stream::StreamId;
 use crate::version::Version;
 use crate::PathId;
 
 use super::builder::{level_of, packet_type};
-use super::sent::SentFrame;
+use super::sent::{SentFrame, SentFrames};
 use super::spaces::level_index;
 use super::{CloseInfo, Connection, Error, PathEvent, RecvInfo, State};
 use crate::path::PathStatus;
@@ -24,11 +24,13 @@ pub(super) enum Drop {
     Datagram,
 }
 
-/// What we learned from one packet's frames.
+/// What we learned from one packet: its frames, and its datagram's ECN
+/// codepoint.
 #[derive(Default)]
 struct PacketFacts {
     ack_eliciting: bool,
     non_probing: bool,
+    ecn: Ecn,
 }
 
 impl Connection {
@@ -151,12 +153,13 @@ impl Connection {
         let newest = acks.largest_received().is_none_or(|l| pn > l);
         self.on_peer_packet(level, scid);
         let payload = &pkt[payload];
-        let facts = self.on_frames(payload, level, path_id, info, now).map_err(Err)?;
+        let facts =
+            PacketFacts { ecn: info.ecn, ..self.on_frames(payload, level, path_id, info, now).map_err(Err)? };
         let pidx = self.path_index(path_id).unwrap_or(0);
         if level == Level::OneRtt && self.is_server && newest && facts.non_probing {
             self.follow_peer_address(pidx, info, now);
         }
-        self.on_packet_received(level, pidx, pn, plen, facts.ack_eliciting, now);
+        self.on_packet_received(level, pidx, pn, plen, &facts, now);
         Ok(plen)
     }
 
@@ -284,11 +287,11 @@ impl Connection {
         pidx: usize,
         pn: u64,
         plen: usize,
-        ack_eliciting: bool,
+        facts: &PacketFacts,
         now: Instant,
     ) {
         if let Some(acks) = self.recv_acks(level, self.paths[pidx].id) {
-            acks.on_packet_received(pn, now, ack_eliciting, Ecn::NotEct);
+            acks.on_packet_received(pn, now, facts.ack_eliciting, facts.ecn);
         }
         self.paths[pidx].amp_recv += plen as u64;
         if level == Level::OneRtt {
@@ -359,13 +362,13 @@ impl Connection {
     ) -> Result<(), TransportError> {
         match f {
             Frame::Padding { .. } | Frame::Ping => {}
-            Frame::Ack { path_id: ack_path, ack_delay, ranges, .. } => {
+            Frame::Ack { path_id: ack_path, ack_delay, ranges, ecn } => {
                 // ACK frames acknowledge path 0 (draft-21 §2.3).
                 let Some(target) = self.frame_path_or_zero(ack_path)? else { return Ok(()) };
                 let exp = self.peer_params.as_ref().map(|p| p.ack_delay_exponent).unwrap_or(3);
                 let delay =
                     Duration::from_micros(ack_delay.checked_shl(exp as u32).unwrap_or(u64::MAX).min(1 << 40));
-                self.on_ack(level, target, ranges.iter(), delay, now)?;
+                self.on_ack(level, target, (ranges.iter(), ecn), delay, now)?;
             }
             Frame::Crypto { offset, data } => self.on_crypto_frame(level, offset, data, now)?,
             // The hot path of a download: straight to the stream.
@@ -507,7 +510,7 @@ impl Connection {
         &mut self,
         level: Level,
         path: PathId,
-        ranges: I,
+        (ranges, ecn): (I, Option<EcnCounts>),
         delay: Duration,
         now: Instant,
     ) -> Result<(), TransportError>
@@ -576,6 +579,9 @@ impl Connection {
                 self.check_silent_paths(pi, newest, now);
             }
         }
+        if level == Level::OneRtt && res.is_ok() {
+            self.on_ack_ecn(pi, (&acked, &lost), ecn, now);
+        }
         for pkt in acked.drain(..) {
             if mp {
                 self.dispatch.sched.on_ack(pid, pkt.size);
@@ -609,6 +615,27 @@ impl Connection {
         self.scratch_acked = acked;
         self.scratch_lost = lost;
         res.map(|_| ())
+    }
+
+    /// ECN validation and feedback for one ACK of path `pi`'s packets
+    /// (RFC 9000 §13.4.2): the marked packets it acknowledged and the
+    /// marked ones it made lost, against the counts it carried; new CE
+    /// marks go to the path's controller.
+    fn on_ack_ecn(
+        &mut self,
+        pi: usize,
+        (acked, lost): (&[SentPacket<SentFrames>], &[SentPacket<SentFrames>]),
+        counts: Option<EcnCounts>,
+        now: Instant,
+    ) {
+        let marked = |v: &[SentPacket<SentFrames>]| v.iter().filter(|p| p.ect).count() as u64;
+        let views = self.path_views();
+        let p = &mut self.paths[pi];
+        p.ecn.on_marked_lost(marked(lost));
+        let ce = p.ecn.on_ack(marked(acked), counts);
+        if let Some(newest) = acked.iter().map(|p| p.time_sent).max().filter(|_| ce > 0) {
+            p.recovery.on_ecn_ce(now, newest, &views);
+        }
     }
 
     pub(super) fn on_frame_acked(&mut self, f: SentFrame, level: Level, pi: usize) {

@@ -132,6 +132,8 @@ impl Connection {
         // Whether the last packet written has a long header (a 1-RTT packet
         // runs to the end of the datagram: nothing may follow it).
         let mut last_long = false;
+        // The datagram is marked ECT(0) if its 1-RTT packet is.
+        let mut ecn = crate::Ecn::NotEct;
         for level in [Level::Initial, Level::ZeroRtt, Level::Handshake, Level::OneRtt] {
             if !self.levels.has_send_keys(level) || (level == Level::ZeroRtt && !self.sends_early_data()) {
                 continue;
@@ -162,6 +164,9 @@ impl Connection {
                         ack_eliciting_initial |= eliciting;
                     }
                     last_long = level != Level::OneRtt;
+                    if level == Level::OneRtt && self.paths[pi].ecn.last_marked() {
+                        ecn = crate::Ecn::Ect0;
+                    }
                     written += n;
                 }
                 None => continue,
@@ -185,7 +190,7 @@ impl Connection {
         self.stats.sent += 1;
         self.stats.sent_bytes += written as u64;
         let at = if self.pacing { path.recovery.next_send_time(now).unwrap_or(now) } else { now };
-        let info = SendInfo { from: path.local, to: path.peer, path_id: path.id, at };
+        let info = SendInfo { from: path.local, to: path.peer, path_id: path.id, at, ecn };
         if self.multipath {
             let sent =
                 Sent { datagram_bytes: written, stream_bytes: job.stream_bytes, redundant: job.is_copy() };
@@ -309,7 +314,8 @@ impl Connection {
         if self.multipath {
             job.stream_bytes += super::sent::stream_bytes(&frames);
         }
-        let pkt = SentPacket::new(due.pn, now, pkt_len, ack_eliciting, in_flight, frames);
+        let mut pkt = SentPacket::new(due.pn, now, pkt_len, ack_eliciting, in_flight, frames);
+        pkt.ect = level == Level::OneRtt && self.paths[pi].ecn.marks();
         self.on_packet_built(level, pi, pkt);
         Ok(Some((pkt_len, ack_eliciting)))
     }
@@ -389,7 +395,8 @@ impl Connection {
         let mut written = false;
         if let Some(sp) = self.space_mut(level, pi).filter(|sp| !sp.acks.ranges().is_empty()) {
             let delay = sp.acks.ack_delay_field(now);
-            if frame::encode_ack_max(b.w(), path_id, sp.acks.ranges(), delay, None, room).is_ok() {
+            let ecn = sp.acks.ecn_frame_counts();
+            if frame::encode_ack_max(b.w(), path_id, sp.acks.ranges(), delay, ecn.as_ref(), room).is_ok() {
                 if let Some(largest) = sp.acks.ranges().max() {
                     frames.push(SentFrame::Ack { largest });
                 }
@@ -485,6 +492,7 @@ impl Connection {
             }
             self.levels.ku.on_sent(own, pn);
             self.paths[pi].st.sent += 1;
+            self.paths[pi].ecn.on_sent(pkt.ect);
         }
         if let Some(sp) = self.space_mut(level, pi) {
             sp.sent.on_packet_sent(sp.recovery, pkt);
@@ -856,7 +864,10 @@ impl Connection {
             *sp.next_pn += 1;
         }
         let p = &self.paths[pi];
-        Ok(Some((pkt_len, SendInfo { from: p.local, to: p.peer, path_id: p.id, at: now })))
+        Ok(Some((
+            pkt_len,
+            SendInfo { from: p.local, to: p.peer, path_id: p.id, at: now, ecn: crate::Ecn::NotEct },
+        )))
     }
 
     #[cfg(test)]
@@ -918,7 +929,10 @@ impl Connection {
                 break;
             }
             let delay = p.acks.ack_delay_field(now);
-            if frame::encode_ack_max(w, Some(p.id.0 as u64), p.acks.ranges(), delay, None, room).is_ok() {
+            let ecn = p.acks.ecn_frame_counts();
+            if frame::encode_ack_max(w, Some(p.id.0 as u64), p.acks.ranges(), delay, ecn.as_ref(), room)
+                .is_ok()
+            {
                 if let Some(largest) = p.acks.ranges().max() {
                     frames.push(SentFrame::PathAck { path: p.id, largest });
                 }

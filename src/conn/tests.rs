@@ -322,6 +322,25 @@ fn rr_configs() -> (Config, Config) {
     (ccfg, scfg)
 }
 
+/// ECN is validated per path (PATH_ACK_ECN carries each path's counts): a
+/// second path through a network that clears the bits stops marking, the
+/// first keeps on.
+#[test]
+fn ecn_validation_is_per_path() {
+    let (ccfg, scfg) = rr_configs();
+    let mut p = Pair::new(&ccfg, &scfg);
+    p.bleach_ecn.push(C2.parse().unwrap());
+    p.handshake();
+    p.run_for(Duration::from_millis(100));
+    let id = p.open_second_path();
+    let data = pattern(2 << 20);
+    assert!(p.transfer(0, &data) == data);
+    let ecn = |id| p.s.path_stats().find(|s| s.id == id).map(|s| s.ecn);
+    assert_eq!(ecn(PathId(0)), Some(crate::EcnState::Capable));
+    assert_eq!(ecn(id), Some(crate::EcnState::Failed));
+    assert!(stream_bytes(&p.s, id) > 0, "the bleached path still carried data");
+}
+
 #[test]
 fn two_path_transfer_uses_both_paths() {
     let (ccfg, scfg) = rr_configs();
@@ -860,9 +879,9 @@ fn server_that_lost_state_resets_the_client() {
     let other = crate::server::StatelessResetKey::random();
     let mut wrong = vec![0u8; 1500];
     let wl = crate::server::stateless_reset(&other, &out[..n], 8, &mut wrong).unwrap();
-    let _ = p.c.recv(&mut wrong[..wl], RecvInfo { from: p.s_addr, to: p.c_addr }, p.now());
+    let _ = p.c.recv(&mut wrong[..wl], RecvInfo::new(p.s_addr, p.c_addr), p.now());
     assert!(!p.c.is_closed());
-    let _ = p.c.recv(&mut reset[..len], RecvInfo { from: p.s_addr, to: p.c_addr }, p.now());
+    let _ = p.c.recv(&mut reset[..len], RecvInfo::new(p.s_addr, p.c_addr), p.now());
     assert!(p.c.is_closed(), "client did not take the reset");
     assert_eq!(p.c.peer_error().map(|e| e.reason.clone()), Some(b"stateless reset".to_vec()));
 }
@@ -949,7 +968,7 @@ fn second_peer_key_update_in_a_row_is_a_key_update_error() {
     let mut deliver = |p: &mut Pair, n: u64| {
         p.c.stream_send(n * 4, b"x", true).unwrap();
         let (len, _) = p.c.send(&mut buf, p.now()).unwrap().expect("client packet");
-        let _ = p.s.recv(&mut buf[..len], RecvInfo { from: c_addr, to: s_addr }, p.now());
+        let _ = p.s.recv(&mut buf[..len], RecvInfo::new(c_addr, s_addr), p.now());
     };
     assert!(p.c.levels.initiate_update());
     deliver(&mut p, 0);
@@ -1003,7 +1022,7 @@ fn aead_limit_without_a_possible_update_closes() {
     let (n, _) = p.c.send(&mut out, p.now()).unwrap().unwrap();
     assert_eq!(p.c.local_error().map(|e| e.code), Some(ErrorCode::AEAD_LIMIT_REACHED.0));
     // That packet is the CONNECTION_CLOSE.
-    p.s.recv(&mut out[..n], RecvInfo { from: p.c_addr, to: p.s_addr }, p.now()).unwrap();
+    p.s.recv(&mut out[..n], RecvInfo::new(p.c_addr, p.s_addr), p.now()).unwrap();
     assert_eq!(p.s.peer_error().map(|e| e.code), Some(ErrorCode::AEAD_LIMIT_REACHED.0));
 }
 
@@ -1087,7 +1106,7 @@ fn lost_client_hello_is_resent_by_the_pto_probe() {
     let hdr = packet::parse_header(&probes[0], 0).unwrap();
     let mut s = accept(&crate::random_cid(8), &hdr.dcid, None, s_addr, c_addr, &config(true), pto).unwrap();
     for mut p in probes {
-        s.recv(&mut p, RecvInfo { from: c_addr, to: s_addr }, pto).unwrap();
+        s.recv(&mut p, RecvInfo::new(c_addr, s_addr), pto).unwrap();
     }
     let mut answered = 0;
     let mut out = vec![0u8; 1500];

@@ -108,7 +108,7 @@ fn unaccepted_version_gets_version_negotiation() {
     let Accept::Reply(len) = v.handle(&first[..n], &ca, 0, &mut out) else { panic!("no VN") };
     let vn = packet::parse_header(&out[..len], 0).unwrap();
     assert_eq!(vn.supported_versions().collect::<Vec<_>>(), [1]);
-    c.recv(&mut out[..len], RecvInfo { from: sa, to: ca }, now).ok();
+    c.recv(&mut out[..len], RecvInfo::new(sa, ca), now).ok();
     assert!(c.is_closed());
     // A server that accepts v2 takes it.
     let mut v2 = Validator::new(false).unwrap();

@@ -61,7 +61,7 @@ impl World {
 
     fn send_to_endpoint(&mut self, d: &mut [u8], from: SocketAddr, to: SocketAddr) -> Incoming {
         let mut out = [0u8; 1500];
-        let r = self.ep.recv(d, RecvInfo { from, to }, self.now, &mut out);
+        let r = self.ep.recv(d, RecvInfo::new(from, to), self.now, &mut out);
         if let Incoming::Reply(n) = r {
             *self.sent_to.entry(from).or_default() += n;
             self.deliver(&mut out[..n], server_addr(), from);
@@ -71,7 +71,7 @@ impl World {
 
     fn deliver(&mut self, d: &mut [u8], from: SocketAddr, to: SocketAddr) {
         if let Some(c) = self.clients.iter_mut().find(|c| c.paths().any(|(_, l, _)| l == to)) {
-            let _ = c.recv(d, RecvInfo { from, to }, self.now);
+            let _ = c.recv(d, RecvInfo::new(from, to), self.now);
         }
     }
 

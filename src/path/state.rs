@@ -12,6 +12,7 @@ use crate::PathId;
 
 use crate::conn::sent::SentFrames;
 
+use super::ecn::EcnPath;
 use super::{PathStats, PathStatus};
 
 /// What a new path needs from the configuration (kept by the connection so
@@ -27,6 +28,8 @@ pub(crate) struct PathConfig {
     pub(crate) initial_rtt: Duration,
     /// The peer's max_ack_delay once known.
     pub(crate) peer_max_ack_delay: Option<Duration>,
+    /// Mark packets ECT(0) and validate ECN.
+    pub(crate) ecn: bool,
 }
 
 impl PathConfig {
@@ -39,6 +42,7 @@ impl PathConfig {
             ack_delay_exponent: c.ack_delay_exponent as u8,
             initial_rtt: c.initial_rtt,
             peer_max_ack_delay: None,
+            ecn: c.ecn,
         }
     }
 
@@ -113,6 +117,8 @@ pub(crate) struct Path {
     /// (NAT rebinding, RFC 9000 §9.3): the address before, and whether it
     /// was validated, to return to if validation fails.
     pub(crate) moved_from: Option<(SocketAddr, bool)>,
+    /// ECN marking and validation (RFC 9000 §13.4.2).
+    pub(crate) ecn: EcnPath,
 }
 
 /// The data of the PATH_CHALLENGEs sent on a path, newest last. Only the
@@ -238,6 +244,7 @@ impl Path {
             dsr: crate::sched::DsrEstimator::default(),
             dsr_round_end: None,
             dsr_pending: None,
+            ecn: EcnPath::new(config.ecn),
             mss,
             moved_from: None,
         }
@@ -356,6 +363,8 @@ impl Path {
             redundant_bytes: self.st.redundant_bytes,
             suspicions: self.st.suspicions,
             acked_bytes: self.st.acked_bytes,
+            ecn: self.ecn.state(),
+            ecn_ce: self.ecn.ce_reported(),
             lost_bytes: self.recovery.lost_bytes(),
             pacing_gain: cc.metrics().pacing_gain,
             cc_state: cc.metrics().state,

@@ -22,6 +22,29 @@ pub enum Ecn {
     Ce,
 }
 
+impl Ecn {
+    /// The codepoint in the low two bits of an IPv4 TOS / IPv6 Traffic
+    /// Class byte (RFC 3168 §5).
+    pub fn from_tos(tos: u8) -> Ecn {
+        match tos & 0b11 {
+            0b10 => Ecn::Ect0,
+            0b01 => Ecn::Ect1,
+            0b11 => Ecn::Ce,
+            _ => Ecn::NotEct,
+        }
+    }
+
+    /// The two ECN bits of the TOS / Traffic Class byte.
+    pub fn tos_bits(self) -> u8 {
+        match self {
+            Ecn::NotEct => 0b00,
+            Ecn::Ect1 => 0b01,
+            Ecn::Ect0 => 0b10,
+            Ecn::Ce => 0b11,
+        }
+    }
+}
+
 /// Received packet numbers of one space and the ACK-sending decision.
 #[derive(Clone, Debug)]
 pub struct AckTracker {
@@ -162,6 +185,13 @@ impl AckTracker {
     /// ECT(0), ECT(1) and CE counts for an ACK_ECN frame.
     pub fn ecn_counts(&self) -> [u64; 3] {
         self.ecn
+    }
+
+    /// The counts an ACK frame carries: once any ECN-marked packet arrived
+    /// in this space (RFC 9000 §19.3.2), else none (a plain ACK).
+    pub fn ecn_frame_counts(&self) -> Option<crate::frame::EcnCounts> {
+        let [ect0, ect1, ce] = self.ecn;
+        (ect0 | ect1 | ce != 0).then_some(crate::frame::EcnCounts { ect0, ect1, ce })
     }
 
     /// The ACK Delay field for an ACK sent at `now` (RFC 9000 §13.2.5):

@@ -165,6 +165,21 @@ impl PathRecovery {
         self.delivered
     }
 
+    /// The peer reported new ECN-CE marks in an ACK whose newest
+    /// acknowledged packet was sent at `largest_acked_sent`: a congestion
+    /// event for the controller ([`CongestionController::on_ecn_ce`]).
+    pub fn on_ecn_ce(&mut self, now: Instant, largest_acked_sent: Instant, paths: &[PathView]) {
+        let ev = crate::cc::LossEvent {
+            now,
+            largest_lost_sent: largest_acked_sent,
+            lost_bytes: 0,
+            lost_packets: 0,
+            bytes_in_flight: self.bytes_in_flight,
+            persistent_congestion: false,
+        };
+        self.cc.on_ecn_ce(&ev, &self.rtt, paths);
+    }
+
     /// Total bytes declared lost on this path.
     pub fn lost_bytes(&self) -> u64 {
         self.lost

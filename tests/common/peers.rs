@@ -148,8 +148,7 @@ pub mod mp {
                         Instant::now(),
                     )
                     .expect("mpquic accept");
-                    conn.recv(dgram, RecvInfo { from, to: self.local }, Instant::now())
-                        .expect("first Initial");
+                    conn.recv(dgram, RecvInfo::new(from, self.local), Instant::now()).expect("first Initial");
                     Ok(Ep { conn, local: self.local, peer: from })
                 }
                 Accept::Reply(n) => Err(Some(out[..n].to_vec())),
@@ -163,7 +162,7 @@ pub mod mp {
             Some(self.conn.stats().key_updates)
         }
         fn recv(&mut self, buf: &mut [u8]) {
-            let _ = self.conn.recv(buf, RecvInfo { from: self.peer, to: self.local }, Instant::now());
+            let _ = self.conn.recv(buf, RecvInfo::new(self.peer, self.local), Instant::now());
         }
         fn send(&mut self, out: &mut [u8]) -> Option<usize> {
             match self.conn.send(out, Instant::now()) {

@@ -304,7 +304,7 @@ pub unsafe extern "C" fn quiche_conn_recv(
             return e as ssize_t;
         }
         let Some(live) = c.live_mut() else { return QUICHE_ERR_INVALID_STATE.ss() };
-        let res = live.recv(b, RecvInfo { from, to }, now());
+        let res = live.recv(b, RecvInfo::new(from, to), now());
         c.log_established();
         match res {
             Ok(n) => n as ssize_t,

@@ -150,7 +150,7 @@ fn early_data_is_accepted_and_read_before_the_handshake_ends() {
     let hdr = packet::parse_header(&sent[0], 0).unwrap();
     let mut s = accept(&crate::random_cid(8), &hdr.dcid, None, S_ADDR, C_ADDR, &scfg, now).unwrap();
     for d in &mut sent {
-        s.recv(d, RecvInfo { from: C_ADDR, to: S_ADDR }, now).unwrap();
+        s.recv(d, RecvInfo::new(C_ADDR, S_ADDR), now).unwrap();
     }
     assert!(s.is_in_early_data());
     let mut p = Pair::from_conns(c, s, now);
@@ -212,7 +212,7 @@ fn zero_rtt_packets_ahead_of_their_keys_are_buffered() {
     assert!(!zero_only.is_empty(), "some datagrams hold only 0-RTT");
     let hdr = packet::parse_header(&sent[0], 0).unwrap();
     let mut s = accept(&crate::random_cid(8), &hdr.dcid, None, S_ADDR, C_ADDR, &scfg, now).unwrap();
-    let info = RecvInfo { from: C_ADDR, to: S_ADDR };
+    let info = RecvInfo::new(C_ADDR, S_ADDR);
     s.recv(&mut sent[0], info, now).unwrap();
     // (BoringSSL's post-quantum key share makes the ClientHello two datagrams.)
     assert!(!s.is_in_early_data(), "the 0-RTT keys wait for the whole ClientHello");
