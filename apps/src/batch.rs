@@ -9,7 +9,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 
-use mpquic::SendInfo;
+use mpquic::{Ecn, SendInfo};
 
 /// Most segments in one GSO send (the kernel's limit is 64).
 pub const MAX_SEGMENTS: usize = 64;
@@ -32,6 +32,7 @@ impl Batch {
         let Some(cur) = &self.info else { return true };
         cur.from == info.from
             && cur.to == info.to
+            && cur.ecn == info.ecn
             && len <= self.segment
             && self.buf.len() % self.segment == 0
             && self.count < MAX_SEGMENTS
@@ -68,34 +69,75 @@ impl Batch {
     }
 }
 
-/// Whether GSO is still worth trying on a socket.
-pub struct Gso(Cell<bool>);
+/// What a socket still takes: GSO, and the ECN codepoint per datagram (a
+/// `cmsg` on `sendmsg`). Each turns off for good the first time the kernel
+/// refuses it, and the datagrams go out without it.
+pub struct Gso {
+    gso: Cell<bool>,
+    ecn: Cell<bool>,
+}
 
 impl Default for Gso {
     fn default() -> Self {
-        Gso(Cell::new(cfg!(target_os = "linux")))
+        Gso { gso: Cell::new(cfg!(target_os = "linux")), ecn: Cell::new(cfg!(target_os = "linux")) }
     }
 }
 
+/// Errors that mean "this option is not supported here" (old kernel, no
+/// checksum offload on the device, an option the socket refuses).
+fn unsupported(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EIO | libc::EINVAL | libc::ENOPROTOOPT))
+}
+
 impl Gso {
-    /// Send `buf` as `segment`-byte datagrams to `to` from `sock`; with GSO
-    /// when it works, else one `sendto` per datagram.
-    pub fn send(&self, sock: &impl AsRawFd, buf: &[u8], segment: usize, to: SocketAddr) -> io::Result<()> {
-        if self.0.get() && buf.len() > segment {
-            match send_gso(sock.as_raw_fd(), buf, segment, to) {
+    /// Without GSO (each datagram in its own `sendmsg`).
+    pub fn without_gso() -> Gso {
+        Gso { gso: Cell::new(false), ..Gso::default() }
+    }
+
+    /// Send `buf` as `segment`-byte datagrams to `to` from `sock`, each with
+    /// the ECN codepoint `ecn`; with GSO when it works, else one `sendmsg`
+    /// per datagram.
+    pub fn send(
+        &self,
+        sock: &impl AsRawFd,
+        buf: &[u8],
+        segment: usize,
+        to: SocketAddr,
+        ecn: Ecn,
+    ) -> io::Result<()> {
+        let fd = sock.as_raw_fd();
+        if self.gso.get() && buf.len() > segment {
+            match self.send_msg(fd, buf, Some(segment), to, ecn) {
                 Ok(()) => return Ok(()),
-                // Not supported here (old kernel, no checksum offload on
-                // the device, an option the socket refuses): fall back.
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EIO | libc::EINVAL | libc::ENOPROTOOPT)) => {
-                    self.0.set(false);
-                }
+                Err(e) if unsupported(&e) => self.gso.set(false),
                 Err(e) => return Err(e),
             }
         }
         for d in buf.chunks(segment) {
-            send_one(sock.as_raw_fd(), d, to)?;
+            self.send_msg(fd, d, None, to, ecn)?;
         }
         Ok(())
+    }
+
+    /// One `sendmsg`; an ECN mark the kernel refuses is dropped, and not
+    /// tried again on this socket.
+    fn send_msg(
+        &self,
+        fd: i32,
+        buf: &[u8],
+        segment: Option<usize>,
+        to: SocketAddr,
+        ecn: Ecn,
+    ) -> io::Result<()> {
+        let tos = if self.ecn.get() { ecn.tos_bits() } else { 0 };
+        match send_msg(fd, buf, segment, to, tos) {
+            Err(e) if tos != 0 && unsupported(&e) && segment.is_none() => {
+                self.ecn.set(false);
+                send_msg(fd, buf, None, to, 0)
+            }
+            r => r,
+        }
     }
 }
 
@@ -105,41 +147,58 @@ fn sockaddr(to: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     (unsafe { *sa.as_ptr().cast::<libc::sockaddr_storage>() }, sa.len())
 }
 
-fn send_one(fd: i32, d: &[u8], to: SocketAddr) -> io::Result<()> {
-    let (sa, len) = sockaddr(to);
-    // SAFETY: valid fd, buffer and address of the stated lengths.
-    let n = unsafe {
-        libc::sendto(fd, d.as_ptr().cast(), d.len(), 0, (&sa as *const libc::sockaddr_storage).cast(), len)
-    };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-#[cfg(target_os = "linux")]
-fn send_gso(fd: i32, buf: &[u8], segment: usize, to: SocketAddr) -> io::Result<()> {
+/// `sendmsg` of `buf` to `to`, cut into `segment`-byte datagrams by the
+/// kernel (`UDP_SEGMENT`) when given, with the TOS / Traffic Class ECN
+/// bits `tos` when not zero.
+fn send_msg(fd: i32, buf: &[u8], segment: Option<usize>, to: SocketAddr, tos: u8) -> io::Result<()> {
     const UDP_SEGMENT: libc::c_int = 103;
+    #[cfg(not(target_os = "linux"))]
+    if segment.is_some() {
+        return Err(io::Error::from_raw_os_error(libc::ENOPROTOOPT));
+    }
     let (mut sa, sa_len) = sockaddr(to);
     let mut iov = libc::iovec { iov_base: buf.as_ptr() as *mut libc::c_void, iov_len: buf.len() };
-    // Room for one cmsg carrying a u16, aligned as cmsghdr wants.
-    let mut control = [0u64; 4];
+    // Room for two cmsgs (a u16 and a c_int), aligned as cmsghdr wants.
+    let mut control = [0u64; 8];
+    let int = std::mem::size_of::<libc::c_int>() as u32;
     // SAFETY: a zeroed msghdr is valid; every pointer set below outlives
-    // the sendmsg call, and the cmsg written fits `control` (CMSG_SPACE(2)
-    // is 24 bytes on 64-bit, 16 on 32-bit).
+    // the sendmsg call; the cmsgs written fit `control` (CMSG_SPACE of a
+    // u16 and of a c_int are 16 bytes each on 64-bit), and msg_controllen
+    // is their total, so CMSG_NXTHDR finds the second where it is written.
     unsafe {
         let mut msg: libc::msghdr = std::mem::zeroed();
         msg.msg_name = (&mut sa as *mut libc::sockaddr_storage).cast();
         msg.msg_namelen = sa_len;
         msg.msg_iov = &mut iov;
         msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<u16>() as u32) as _;
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
-        (*cmsg).cmsg_level = libc::SOL_UDP;
-        (*cmsg).cmsg_type = UDP_SEGMENT;
-        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<u16>() as u32) as _;
-        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), segment as u16);
+        let seg_space = segment.map_or(0, |_| libc::CMSG_SPACE(2));
+        let tos_space = if tos != 0 { libc::CMSG_SPACE(int) } else { 0 };
+        if seg_space + tos_space > 0 {
+            msg.msg_control = control.as_mut_ptr().cast();
+            msg.msg_controllen = (seg_space + tos_space) as _;
+            let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+            if let Some(seg) = segment {
+                (*cmsg).cmsg_level = libc::SOL_UDP;
+                (*cmsg).cmsg_type = UDP_SEGMENT;
+                (*cmsg).cmsg_len = libc::CMSG_LEN(2) as _;
+                std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), seg as u16);
+                cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+            }
+            if tos != 0 {
+                let (level, ty) = if to.is_ipv6() {
+                    (libc::IPPROTO_IPV6, libc::IPV6_TCLASS)
+                } else {
+                    (libc::IPPROTO_IP, libc::IP_TOS)
+                };
+                (*cmsg).cmsg_level = level;
+                (*cmsg).cmsg_type = ty;
+                (*cmsg).cmsg_len = libc::CMSG_LEN(int) as _;
+                std::ptr::write_unaligned(
+                    libc::CMSG_DATA(cmsg).cast::<libc::c_int>(),
+                    libc::c_int::from(tos),
+                );
+            }
+        }
         if libc::sendmsg(fd, &msg, 0) < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -147,9 +206,29 @@ fn send_gso(fd: i32, buf: &[u8], segment: usize, to: SocketAddr) -> io::Result<(
     Ok(())
 }
 
-#[cfg(not(target_os = "linux"))]
-fn send_gso(_: i32, _: &[u8], _: usize, _: SocketAddr) -> io::Result<()> {
-    Err(io::Error::from_raw_os_error(libc::ENOPROTOOPT))
+/// Ask the kernel to report each received datagram's TOS / Traffic Class
+/// byte (its ECN bits); returns whether it agreed.
+pub fn enable_ecn_recv(sock: &impl AsRawFd, v6: bool) -> bool {
+    let on: libc::c_int = 1;
+    let set = |level, opt| {
+        // SAFETY: a valid fd and a pointer to a live c_int of the stated size.
+        unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                level,
+                opt,
+                (&on as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            ) == 0
+        }
+    };
+    // An IPv6 socket may also receive IPv4 datagrams (mapped addresses).
+    let v4 = set(libc::IPPROTO_IP, libc::IP_RECVTOS);
+    if v6 {
+        set(libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS)
+    } else {
+        v4
+    }
 }
 
 /// Ask the kernel to coalesce received datagrams of one flow (Linux
@@ -179,13 +258,26 @@ pub fn enable_gro(sock: &impl AsRawFd) -> bool {
     }
 }
 
-/// Receive into `buf`: returns the byte count, the sender and the size of
-/// each datagram in it (the last may be shorter): with GRO on, several
-/// datagrams of one sender arrive in one call.
-pub fn recv(sock: &impl AsRawFd, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, usize)> {
+/// What one [`recv`] call read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Received {
+    /// Bytes read.
+    pub len: usize,
+    /// The sender.
+    pub from: SocketAddr,
+    /// The size of each datagram in them (the last may be shorter): with
+    /// GRO on, several datagrams of one sender arrive in one call.
+    pub segment: usize,
+    /// Their ECN codepoint (`NotEct` unless [`enable_ecn_recv`] is on).
+    pub ecn: Ecn,
+}
+
+/// Receive into `buf`.
+pub fn recv(sock: &impl AsRawFd, buf: &mut [u8]) -> io::Result<Received> {
     let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
     let mut control = [0u64; 8];
     let mut segment = None;
+    let mut tos = 0u8;
     // SAFETY: try_init hands valid storage for the address; the msghdr's
     // pointers (iov, control) outlive the recvmsg call, and cmsgs are read
     // only within msg_controllen as the kernel set it.
@@ -205,10 +297,19 @@ pub fn recv(sock: &impl AsRawFd, buf: &mut [u8]) -> io::Result<(usize, SocketAdd
             *len = msg.msg_namelen;
             let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
             while !cmsg.is_null() {
+                let (level, ty) = ((*cmsg).cmsg_level, (*cmsg).cmsg_type);
                 #[cfg(target_os = "linux")]
-                if (*cmsg).cmsg_level == libc::SOL_UDP && (*cmsg).cmsg_type == 104 {
+                if level == libc::SOL_UDP && ty == 104 {
                     segment =
                         Some(std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>()) as usize);
+                }
+                // IPv4 reports the TOS byte as one byte, IPv6 the Traffic
+                // Class as an int.
+                if level == libc::IPPROTO_IP && ty == libc::IP_TOS {
+                    tos = *libc::CMSG_DATA(cmsg);
+                }
+                if level == libc::IPPROTO_IPV6 && ty == libc::IPV6_TCLASS {
+                    tos = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>()) as u8;
                 }
                 cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
             }
@@ -216,7 +317,8 @@ pub fn recv(sock: &impl AsRawFd, buf: &mut [u8]) -> io::Result<(usize, SocketAdd
         })?
     };
     let from = addr.as_socket().ok_or_else(|| io::Error::other("not an IP sender"))?;
-    Ok((n, from, segment.filter(|&s| s > 0).unwrap_or(n.max(1))))
+    let segment = segment.filter(|&s| s > 0).unwrap_or(n.max(1));
+    Ok(Received { len: n, from, segment, ecn: Ecn::from_tos(tos) })
 }
 
 #[cfg(test)]
@@ -237,7 +339,7 @@ mod tests {
             at: std::time::Instant::now(),
             ecn: mpquic::Ecn::NotEct,
         };
-        for gso in [Gso::default(), Gso(Cell::new(false))] {
+        for gso in [Gso::default(), Gso::without_gso()] {
             let mut b = Batch::default();
             for (i, len) in [1200usize, 1200, 1200, 700].into_iter().enumerate() {
                 assert!(b.fits(len, &info));
@@ -246,7 +348,9 @@ mod tests {
             assert!(!b.fits(700, &info), "nothing after a short last segment");
             let other = SendInfo { to: "127.0.0.1:9".parse().unwrap(), ..info };
             assert!(!b.fits(100, &other), "another path waits for the next batch");
-            b.take(|buf, seg, i| gso.send(&tx, buf, seg, i.to).unwrap());
+            let marked = SendInfo { ecn: Ecn::Ect0, ..info };
+            assert!(!b.fits(100, &marked), "another ECN codepoint waits for the next batch");
+            b.take(|buf, seg, i| gso.send(&tx, buf, seg, i.to, i.ecn).unwrap());
             assert!(b.is_empty());
             let mut got = Vec::new();
             let mut buf = [0u8; 2000];
@@ -268,14 +372,44 @@ mod tests {
         let mut data = vec![1u8; 1000];
         data.extend_from_slice(&[2u8; 1000]);
         data.extend_from_slice(&[3u8; 300]);
-        Gso::default().send(&tx, &data, 1000, rx.local_addr().unwrap()).unwrap();
+        Gso::default().send(&tx, &data, 1000, rx.local_addr().unwrap(), Ecn::NotEct).unwrap();
         let mut got = Vec::new();
         let mut buf = vec![0u8; 65536];
         while got.len() < 3 {
-            let (n, from, seg) = recv(&rx, &mut buf).unwrap();
-            assert_eq!(from, tx.local_addr().unwrap());
-            got.extend(buf[..n].chunks(seg).map(|d| (d.len(), d[0])));
+            let r = recv(&rx, &mut buf).unwrap();
+            assert_eq!(r.from, tx.local_addr().unwrap());
+            got.extend(buf[..r.len].chunks(r.segment).map(|d| (d.len(), d[0])));
         }
         assert_eq!(got, [(1000, 1), (1000, 2), (300, 3)], "GRO on: {gro}");
+    }
+
+    /// The ECN codepoint set per datagram arrives as sent, with GSO and
+    /// without, over IPv4 and IPv6 loopback (where the machine has ::1).
+    #[test]
+    fn ecn_codepoints_cross_the_socket() {
+        for local in ["127.0.0.1:0", "[::1]:0"] {
+            let Ok(rx) = UdpSocket::bind(local) else {
+                eprintln!("skipped {local}: cannot bind (no IPv6 loopback?)");
+                continue;
+            };
+            let v6 = local.starts_with('[');
+            assert!(enable_ecn_recv(&rx, v6), "{local}: the kernel refused to report TOS");
+            rx.set_read_timeout(Some(std::time::Duration::from_secs(2))).unwrap();
+            let tx = UdpSocket::bind(local).unwrap();
+            let to = rx.local_addr().unwrap();
+            let mut buf = vec![0u8; 65536];
+            for (gso, ecn) in
+                [(Gso::default(), Ecn::Ect0), (Gso::without_gso(), Ecn::Ce), (Gso::default(), Ecn::NotEct)]
+            {
+                gso.send(&tx, &[7u8; 2400], 1200, to, ecn).unwrap();
+                let mut n = 0;
+                while n < 2400 {
+                    let r = recv(&rx, &mut buf).unwrap();
+                    assert_eq!(r.ecn, ecn, "{local}");
+                    n += r.len;
+                }
+                assert!(gso.ecn.get(), "{local}: ECN marks still on");
+            }
+        }
     }
 }

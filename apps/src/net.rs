@@ -120,6 +120,7 @@ impl Sockets {
             let mut s = UdpSocket::from_std(std_sock);
             grow_buffers(&s);
             crate::batch::enable_gro(&s);
+            crate::batch::enable_ecn_recv(&s, s.local_addr()?.is_ipv6());
             poll.registry().register(&mut s, Token(i), Interest::READABLE)?;
             bound.push(s.local_addr()?);
             socks.push(s);
@@ -155,9 +156,10 @@ impl Sockets {
         for (s, local) in self.socks.iter().zip(&self.addrs) {
             loop {
                 match crate::batch::recv(s, buf) {
-                    Ok((n, from, segment)) => {
-                        for d in buf.get_mut(..n).unwrap_or_default().chunks_mut(segment) {
-                            f(d, RecvInfo::new(from, *local));
+                    Ok(r) => {
+                        let info = RecvInfo { ecn: r.ecn, ..RecvInfo::new(r.from, *local) };
+                        for d in buf.get_mut(..r.len).unwrap_or_default().chunks_mut(r.segment) {
+                            f(d, info);
                         }
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -217,7 +219,7 @@ impl Sockets {
         let i = self.addrs.iter().position(|a| *a == info.from).unwrap_or(0);
         let s = self.socks.get(i).ok_or_else(|| io::Error::other("no socket"))?;
         let gso = self.gso.get(i).ok_or_else(|| io::Error::other("no socket"))?;
-        match gso.send(s, data, segment, info.to) {
+        match gso.send(s, data, segment, info.to, info.ecn) {
             Ok(_) => Ok(()),
             // A full socket buffer is congestion loss; recovery handles it.
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),

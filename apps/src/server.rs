@@ -54,6 +54,8 @@ pub struct Options {
     pub max_half_open: usize,
     /// Accept 0-RTT (requests replayable: see `Config::enable_early_data`).
     pub early_data: bool,
+    /// Mark ECT(0) and validate ECN on every path (`Config::enable_ecn`).
+    pub ecn: bool,
     /// QUIC versions accepted, most preferred first.
     pub versions: Vec<mpquic::Version>,
 }
@@ -587,6 +589,7 @@ fn config(opts: &Options, first: SocketAddr) -> Result<mpquic::Config, StartErro
     // 0-RTT only when asked (a GET replayed is served twice, no worse).
     config.enable_session_tickets(true);
     config.enable_early_data(opts.early_data);
+    config.enable_ecn(opts.ecn);
     config.set_stream_send_buffer(1 << 20);
     // Memory by need: a response waits in the engine only as far as its
     // connection is sending it (what is in flight plus this), not whole.

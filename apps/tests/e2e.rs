@@ -322,9 +322,12 @@ fn two_paths_over_loopback() {
     assert_eq!(j["multipath"], true, "{j}");
     let paths = j["paths"].as_array().unwrap();
     assert_eq!(paths.len(), 2, "{j}");
-    // Round-robin on the server spreads the body over both paths.
+    // Round-robin on the server spreads the body over both paths; loopback
+    // carries the ECN bits, so each of the client's paths validated ECN
+    // (the server's ACKs counted its ECT(0) marks).
     for p in paths {
         assert!(p["recv_bytes"].as_u64().unwrap() > 1_000_000, "{j}");
+        assert_eq!(p["ecn"], "capable", "{j}");
     }
     let total: f64 = paths.iter().map(|p| p["share"].as_f64().unwrap()).sum();
     assert!((total - 1.0).abs() < 1e-9);

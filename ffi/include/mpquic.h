@@ -209,6 +209,9 @@ typedef struct mpquic_recv_info {
   const struct sockaddr *to;
   // Length of `to`.
   socklen_t to_len;
+  // The ECN bits of the datagram's IP header, as IP_RECVTOS /
+  // IPV6_RECVTCLASS report them (the low two bits count; 0 if unknown).
+  uint8_t ecn;
 } mpquic_recv_info;
 
 // How to send a datagram written by mpquic_conn_send.
@@ -225,6 +228,10 @@ typedef struct mpquic_send_info {
   uint32_t path_id;
   // Pacing: do not send before this time (caller's clock, ns).
   uint64_t at_ns;
+  // The ECN bits to put in the datagram's IP header (IP_TOS /
+  // IPV6_TCLASS: 2 is ECT(0), 0 none). A caller that cannot set them
+  // loses nothing: the path stops marking after its test.
+  uint8_t ecn;
 } mpquic_send_info;
 
 // Connection-wide counters.

@@ -144,6 +144,9 @@ pub struct mpquic_recv_info {
     pub to: *const sockaddr,
     /// Length of `to`.
     pub to_len: socklen_t,
+    /// The ECN bits of the datagram's IP header, as IP_RECVTOS /
+    /// IPV6_RECVTCLASS report them (the low two bits count; 0 if unknown).
+    pub ecn: u8,
 }
 
 /// How to send a datagram written by mpquic_conn_send.
@@ -161,6 +164,10 @@ pub struct mpquic_send_info {
     pub path_id: u32,
     /// Pacing: do not send before this time (caller's clock, ns).
     pub at_ns: u64,
+    /// The ECN bits to put in the datagram's IP header (IP_TOS /
+    /// IPV6_TCLASS: 2 is ECT(0), 0 none). A caller that cannot set them
+    /// loses nothing: the path stops marking after its test.
+    pub ecn: u8,
 }
 
 /// Connection-wide counters.
@@ -455,7 +462,8 @@ pub unsafe extern "C" fn mpquic_conn_recv(
                     return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
                 };
                 let now = c.now(now_ns);
-                match c.inner.recv(buf, RecvInfo::new(from, to), now) {
+                let info = RecvInfo { ecn: engine::Ecn::from_tos(info.ecn), ..RecvInfo::new(from, to) };
+                match c.inner.recv(buf, info, now) {
                     Ok(n) => n as ssize_t,
                     Err(e) => conn_error(&e).code() as ssize_t,
                 }
@@ -469,6 +477,7 @@ fn fill_send_info(c: &mpquic_conn, si: &engine::SendInfo, out: &mut mpquic_send_
     out.to_len = to_c(&si.to, &mut out.to);
     out.path_id = si.path_id.0;
     out.at_ns = c.clock.ns(si.at);
+    out.ecn = si.ecn.tos_bits();
 }
 
 /// Write the next datagram to send into `out` (at least 1200 bytes; use

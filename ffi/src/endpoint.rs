@@ -240,7 +240,8 @@ pub unsafe extern "C" fn mpquic_endpoint_recv(
                 conn: std::ptr::null_mut(),
                 reply_len: 0,
             };
-            match e.ep.recv(buf, RecvInfo::new(from, to), now, out) {
+            let info = RecvInfo { ecn: engine::Ecn::from_tos(info.ecn), ..RecvInfo::new(from, to) };
+            match e.ep.recv(buf, info, now, out) {
                 Incoming::Routed(h) => {
                     res.kind = mpquic_incoming_kind::MPQUIC_INCOMING_ROUTED;
                     res.conn = e.conn_of(h, now);

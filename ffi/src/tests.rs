@@ -68,6 +68,7 @@ unsafe fn pump(from: *mut mpquic_conn, to: *mut mpquic_conn, now: u64) -> usize 
             from_len: si.from_len,
             to: (&si.to as *const sockaddr_storage).cast(),
             to_len: si.to_len,
+            ecn: si.ecn,
         };
         let r = unsafe { mpquic_conn_recv(to, buf.as_mut_ptr(), len as usize, &ri, now) };
         assert!(r >= 0, "recv failed: {r}");
@@ -216,7 +217,8 @@ fn http3_request_and_response_in_memory() {
             );
             kinds.push(k);
             if k == mpquic_accept_kind::MPQUIC_ACCEPT_REPLY as i32 {
-                let ri = mpquic_recv_info { from: sa.ptr(), from_len: sa.1, to: ca.ptr(), to_len: ca.1 };
+                let ri =
+                    mpquic_recv_info { from: sa.ptr(), from_len: sa.1, to: ca.ptr(), to_len: ca.1, ecn: 0 };
                 assert!(mpquic_conn_recv(client, reply.as_mut_ptr(), info.reply_len, &ri, t0) >= 0);
                 continue;
             }
@@ -237,7 +239,7 @@ fn http3_request_and_response_in_memory() {
                 t0,
             );
             assert!(!server.is_null());
-            let ri = mpquic_recv_info { from: ca.ptr(), from_len: ca.1, to: sa.ptr(), to_len: sa.1 };
+            let ri = mpquic_recv_info { from: ca.ptr(), from_len: ca.1, to: sa.ptr(), to_len: sa.1, ecn: 0 };
             assert!(mpquic_conn_recv(server, buf.as_mut_ptr(), len as usize, &ri, t0) > 0);
         }
         assert_eq!(kinds.first(), Some(&(mpquic_accept_kind::MPQUIC_ACCEPT_REPLY as i32)));
@@ -536,6 +538,7 @@ unsafe fn client_to_endpoint(
             from_len: si.from_len,
             to: (&si.to as *const sockaddr_storage).cast(),
             to_len: si.to_len,
+            ecn: si.ecn,
         };
         let mut res: mpquic_incoming = unsafe { std::mem::zeroed() };
         let rc = unsafe {
@@ -573,7 +576,7 @@ fn endpoint_accepts_routes_and_refuses_misuse() {
         mpquic_config_free(scfg); // the endpoint keeps a copy
 
         let (sa, ca) = (Addr::new("127.0.0.1:4433"), Addr::new("127.0.0.1:5000"));
-        let ri = mpquic_recv_info { from: ca.ptr(), from_len: ca.1, to: sa.ptr(), to_len: sa.1 };
+        let ri = mpquic_recv_info { from: ca.ptr(), from_len: ca.1, to: sa.ptr(), to_len: sa.1, ecn: 0 };
         // A version-1 Initial's header with garbage behind it: no state, no
         // reply (a short header would get a Stateless Reset).
         let (mut garbage, mut out) = ([0x5au8; 1200], [0u8; 1500]);

@@ -129,7 +129,7 @@ impl Case {
         use Case::*;
         use Unsupported::*;
         match self {
-            Ecn => Err(ByMpquic("no ECN yet")),
+            Ecn if peer != Peer::Noq => Err(ByPeer("sends no ECN marks and counts none")),
             V2 if peer != Peer::Aioquic => Err(ByPeer("no QUIC v2")),
             Connectionmigration => Err(ByMpquic("no active migration (preferred_address) yet")),
             Http3 => Err(ByMpquic(
@@ -276,6 +276,7 @@ impl Case {
                 Ok(format!("{} kB sent to the new address", seen.rebound_down / 1000))
             }
             V2 => upgraded_to_v2(seen),
+            Ecn => ecn_verdict(mpquic, seen),
             MpHandshake | MpTransfer | MpBackup | MpAbandon if seen.flows.len() < 2 => {
                 Err(format!("only {} path(s) used", seen.flows.len()))
             }
@@ -290,6 +291,20 @@ impl Case {
             _ if spec.connections > 1 => Ok(format!("{} connections", spec.connections)),
             _ => Ok(String::new()),
         }
+    }
+}
+
+/// ecn: datagrams marked ECT(0) went both ways, and mpquic's path
+/// validated ECN (the peer's ACK_ECN counts covered its marks, RFC 9000
+/// §13.4.2).
+fn ecn_verdict(mpquic: &Side, seen: &Seen) -> Result<String, String> {
+    let (up, down) = (seen.up_ecn[2] + seen.up_ecn[3], seen.down_ecn[2] + seen.down_ecn[3]);
+    let detail =
+        format!("ECT/CE datagrams up {up}, down {down}; validated by mpquic: {:?}", mpquic.ecn_validated);
+    if up > 0 && down > 0 && mpquic.ecn_validated.unwrap_or(0) > 0 {
+        Ok(detail)
+    } else {
+        Err(detail)
     }
 }
 

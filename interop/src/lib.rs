@@ -93,6 +93,8 @@ pub struct Side {
     /// Connections whose 0-RTT was accepted, as this side saw it (`None`:
     /// the side cannot tell).
     pub early_data: Option<usize>,
+    /// Connections whose first path validated ECN (mpquic only).
+    pub ecn_validated: Option<usize>,
 }
 
 /// Runs `spec.connections` client connections one after the other (stopping

@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use mpquic::endpoint::Incoming;
 use mpquic::{
-    Config, Connection, Endpoint, EndpointConfig, ErrorCode, PathEvent, PathId, PathStatus, RecvInfo, Version,
+    Config, Connection, Ecn, EcnState, Endpoint, EndpointConfig, ErrorCode, PathEvent, PathId, PathStatus,
+    RecvInfo, Version,
 };
 
 use crate::hq::{self, Streams};
@@ -99,12 +100,12 @@ impl Streams for Client {
 }
 
 impl Engine for Client {
-    fn recv(&mut self, buf: &mut [u8], from: SocketAddr, to: SocketAddr) {
-        let _ = self.conn.recv(buf, RecvInfo::new(from, to), Instant::now());
+    fn recv(&mut self, buf: &mut [u8], info: RecvInfo) {
+        let _ = self.conn.recv(buf, info, Instant::now());
     }
-    fn send(&mut self, out: &mut [u8]) -> Option<(usize, SocketAddr, SocketAddr)> {
+    fn send(&mut self, out: &mut [u8]) -> Option<(usize, SocketAddr, SocketAddr, Ecn)> {
         match self.conn.send(out, Instant::now()) {
-            Ok(Some((n, info))) => Some((n, info.from, info.to)),
+            Ok(Some((n, info))) => Some((n, info.from, info.to, info.ecn)),
             _ => None,
         }
     }
@@ -152,6 +153,12 @@ impl Engine for Client {
             }
         }
     }
+}
+
+/// Whether the connection's first path validated ECN (the peer's ACKs
+/// counted our ECT(0) marks).
+fn ecn_validated(conn: &Connection) -> bool {
+    conn.path_stats().next().is_some_and(|p| p.ecn == EcnState::Capable)
 }
 
 fn abandoned(conn: &Connection) -> u64 {
@@ -211,6 +218,7 @@ fn one_client(
     *side.abandoned.get_or_insert(0) += abandoned(&c.conn).max(u64::from(c.abandoned));
     *side.resumed.get_or_insert(0) += usize::from(c.conn.is_resumed());
     *side.early_data.get_or_insert(0) += usize::from(c.conn.is_early_data_accepted());
+    *side.ecn_validated.get_or_insert(0) += usize::from(ecn_validated(&c.conn));
     // The next connection resumes this one's ticket. A connection whose
     // answers came in 0.5-RTT may close before the server's ticket arrives
     // (aioquic sends it once the handshake completes): no ticket only
@@ -250,15 +258,16 @@ fn serve(mut ep: Endpoint<hq::Server>, mut socks: Sockets, stop: &AtomicBool) ->
     let mut gone = 0;
     let mut resumed = 0;
     let mut early = 0;
+    let mut ecn = 0;
     let mut replies = Vec::new();
     while !stop.load(Ordering::Relaxed) {
-        socks.input(|buf, from, to| {
-            if let Incoming::Reply(n) = ep.recv(buf, RecvInfo::new(from, to), Instant::now(), &mut reply) {
-                replies.push((reply[..n].to_vec(), from, to));
+        socks.input(|buf, info| {
+            if let Incoming::Reply(n) = ep.recv(buf, info, Instant::now(), &mut reply) {
+                replies.push((reply[..n].to_vec(), info.from, info.to));
             }
         });
         for (d, from, to) in replies.drain(..) {
-            socks.send(&d, to, from);
+            socks.send(&d, (to, from), Ecn::NotEct);
         }
         while ep.poll(Instant::now()).is_some() {}
         for h in ep.handles() {
@@ -268,7 +277,7 @@ fn serve(mut ep: Endpoint<hq::Server>, mut socks: Sockets, stop: &AtomicBool) ->
                 app.step(conn);
             }
             while let Ok(Some((n, info))) = conn.send(&mut out, Instant::now()) {
-                socks.send(&out[..n], info.from, info.to);
+                socks.send(&out[..n], (info.from, info.to), info.ecn);
             }
             (key_updates, initiated) = key_updates_seen(conn, key_updates, initiated);
             while let Some(e) = conn.path_event_next() {
@@ -277,6 +286,7 @@ fn serve(mut ep: Endpoint<hq::Server>, mut socks: Sockets, stop: &AtomicBool) ->
             if let Some((conn, app)) = ep.rearm(h, None) {
                 resumed += usize::from(conn.is_resumed());
                 early += usize::from(conn.is_early_data_accepted());
+                ecn += usize::from(ecn_validated(&conn));
                 side.files += app.served;
                 side.errors.extend(app.errors);
                 (key_updates, initiated) = key_updates_seen(&conn, key_updates, initiated);
@@ -288,6 +298,7 @@ fn serve(mut ep: Endpoint<hq::Server>, mut socks: Sockets, stop: &AtomicBool) ->
         if let Some((conn, app)) = ep.get(h) {
             resumed += usize::from(conn.is_resumed());
             early += usize::from(conn.is_early_data_accepted());
+            ecn += usize::from(ecn_validated(conn));
             side.files += app.served;
             side.errors.append(&mut app.errors);
         }
@@ -297,6 +308,7 @@ fn serve(mut ep: Endpoint<hq::Server>, mut socks: Sockets, stop: &AtomicBool) ->
     side.abandoned = Some(gone);
     side.resumed = Some(resumed);
     side.early_data = Some(early);
+    side.ecn_validated = Some(ecn);
     side
 }
 

@@ -54,11 +54,12 @@ impl Streams for Conn {
 }
 
 impl Engine for Conn {
-    fn recv(&mut self, buf: &mut [u8], from: SocketAddr, to: SocketAddr) {
-        let _ = self.0.recv(buf, quiche::RecvInfo { from, to });
+    fn recv(&mut self, buf: &mut [u8], info: mpquic::RecvInfo) {
+        let _ = self.0.recv(buf, quiche::RecvInfo { from: info.from, to: info.to });
     }
-    fn send(&mut self, out: &mut [u8]) -> Option<(usize, SocketAddr, SocketAddr)> {
-        self.0.send(out).ok().map(|(n, info)| (n, info.from, info.to))
+    // quiche 0.30 sends no ECN.
+    fn send(&mut self, out: &mut [u8]) -> Option<(usize, SocketAddr, SocketAddr, mpquic::Ecn)> {
+        self.0.send(out).ok().map(|(n, info)| (n, info.from, info.to, mpquic::Ecn::NotEct))
     }
     fn timeout(&self) -> Option<Instant> {
         self.0.timeout_instant()
@@ -157,13 +158,13 @@ impl Server {
         let mut out = [0u8; 1500];
         let mut replies = Vec::new();
         while !stop.load(Ordering::Relaxed) {
-            socks.input(|buf, from, to| {
-                if let Some(r) = self.datagram(buf, from, to) {
-                    replies.push((r, from, to));
+            socks.input(|buf, info| {
+                if let Some(r) = self.datagram(buf, info.from, info.to) {
+                    replies.push((r, info.from, info.to));
                 }
             });
             for (d, from, to) in replies.drain(..) {
-                socks.send(&d, to, from);
+                socks.send(&d, (to, from), mpquic::Ecn::NotEct);
             }
             for (c, app, early) in &mut self.conns {
                 if c.0.timeout_instant().is_some_and(|t| t <= Instant::now()) {
@@ -177,7 +178,7 @@ impl Server {
                     app.step(c);
                 }
                 while let Ok((n, info)) = c.0.send(&mut out) {
-                    socks.send(&out[..n], info.from, info.to);
+                    socks.send(&out[..n], (info.from, info.to), mpquic::Ecn::NotEct);
                 }
             }
             let next = self.conns.iter().filter_map(|(c, _, _)| c.0.timeout_instant()).min();

@@ -74,6 +74,11 @@ pub struct Seen {
     pub up_versions: Vec<u32>,
     /// QUIC versions of the server's long headers, in order of appearance.
     pub down_versions: Vec<u32>,
+    /// Datagrams per ECN codepoint (index: the TOS bits, 0 Not-ECT, 1
+    /// ECT(1), 2 ECT(0), 3 CE), client to server.
+    pub up_ecn: [u64; 4],
+    /// The same, server to client.
+    pub down_ecn: [u64; 4],
 }
 
 /// Note the version of a long-header datagram (Version Negotiation aside).
@@ -128,6 +133,7 @@ impl Relay {
             amp: None,
             buf: vec![0u8; 65536],
             out: Vec::new(),
+            tx: mpquic_apps::batch::Gso::without_gso(),
         };
         let s = stop.clone();
         let join = std::thread::Builder::new().name("relay".into()).spawn(move || {
@@ -162,11 +168,19 @@ pub fn loopback(ip: IpAddr) -> IpAddr {
     }
 }
 
-/// A non-blocking UDP socket on `ip`, any port.
+/// A non-blocking UDP socket on `ip`, any port, that reports each
+/// datagram's ECN bits.
 pub fn bind(ip: IpAddr) -> std::io::Result<UdpSocket> {
     let s = UdpSocket::bind(SocketAddr::new(ip, 0))?;
     s.set_nonblocking(true)?;
+    mpquic_apps::batch::enable_ecn_recv(&s, ip.is_ipv6());
     Ok(s)
+}
+
+/// One datagram from `sock` into `buf`: its length, sender and ECN bits.
+fn recv(sock: &UdpSocket, buf: &mut [u8]) -> Option<(usize, SocketAddr, u8)> {
+    let r = mpquic_apps::batch::recv(sock, buf).ok()?;
+    Some((r.len, r.from, r.ecn.tos_bits()))
 }
 
 /// Waits until one of `socks` is readable or `timeout` passed.
@@ -194,6 +208,13 @@ struct State {
     amp: Option<(u64, Option<Duration>, u64)>,
     buf: Vec<u8>,
     out: Vec<Packet>,
+    /// Sends with each datagram's ECN bits (one datagram per call).
+    tx: mpquic_apps::batch::Gso,
+}
+
+/// A relayed datagram's ECN codepoint, as it arrived.
+fn ecn(p: &Packet) -> mpquic::Ecn {
+    mpquic::Ecn::from_tos(p.ecn)
 }
 
 impl State {
@@ -255,7 +276,7 @@ impl State {
 
     fn read_fronts(&mut self) {
         for fi in 0..self.fronts.len() {
-            while let Ok((n, from)) = self.fronts[fi].recv_from(&mut self.buf) {
+            while let Some((n, from, ecn)) = recv(&self.fronts[fi], &mut self.buf) {
                 let now = self.now();
                 let Some(i) = self.flow(fi, from) else { continue };
                 note_version(&mut self.seen.up_versions, &self.buf[..n]);
@@ -263,7 +284,8 @@ impl State {
                     continue;
                 }
                 self.seen.zero_rtt += zero_rtt_packets(&self.buf[..n]);
-                let pkt = Packet::new(self.buf[..n].to_vec());
+                self.seen.up_ecn[usize::from(ecn & 3)] += 1;
+                let pkt = Packet { ecn, ..Packet::new(self.buf[..n].to_vec()) };
                 let f = &mut self.flows[i];
                 f.bytes.up += n as u64;
                 f.up.enqueue(now, pkt);
@@ -306,9 +328,9 @@ impl State {
         for i in 0..self.flows.len() {
             loop {
                 let f = &self.flows[i];
-                let (current, rebound) = (f.back.recv_from(&mut self.buf).ok(), !f.old.is_empty());
-                let got = current.or_else(|| f.old.iter().find_map(|s| s.recv_from(&mut self.buf).ok()));
-                let Some((n, _)) = got else { break };
+                let (current, rebound) = (recv(&f.back, &mut self.buf), !f.old.is_empty());
+                let got = current.or_else(|| f.old.iter().find_map(|s| recv(s, &mut self.buf)));
+                let Some((n, _, ecn)) = got else { break };
                 if current.is_some() && rebound {
                     self.seen.rebound_down += n as u64;
                 }
@@ -322,7 +344,8 @@ impl State {
                     continue;
                 }
                 self.down_total += n as u64;
-                let pkt = Packet::new(self.buf[..n].to_vec());
+                self.seen.down_ecn[usize::from(ecn & 3)] += 1;
+                let pkt = Packet { ecn, ..Packet::new(self.buf[..n].to_vec()) };
                 let f = &mut self.flows[i];
                 f.bytes.down += n as u64;
                 f.down.enqueue(now, pkt);
@@ -335,11 +358,11 @@ impl State {
         for f in &mut self.flows {
             f.up.dequeue_ready(now, &mut self.out);
             for p in self.out.drain(..) {
-                let _ = f.back.send_to(&p.data, self.servers[f.front]);
+                let _ = self.tx.send(&f.back, &p.data, p.data.len().max(1), self.servers[f.front], ecn(&p));
             }
             f.down.dequeue_ready(now, &mut self.out);
             for p in self.out.drain(..) {
-                let _ = self.fronts[f.front].send_to(&p.data, f.client);
+                let _ = self.tx.send(&self.fronts[f.front], &p.data, p.data.len().max(1), f.client, ecn(&p));
             }
         }
     }

@@ -2,6 +2,8 @@
 //! over UDP sockets: datagrams in, timers, datagrams out, sleep in `poll`.
 
 use std::net::{SocketAddr, UdpSocket};
+
+use mpquic::{Ecn, RecvInfo};
 use std::time::{Duration, Instant};
 
 use crate::hq::{Client, Streams};
@@ -10,10 +12,10 @@ use crate::{Side, Spec};
 
 /// A connection as the drivers see it.
 pub trait Engine: Streams {
-    /// One datagram received on local address `to`.
-    fn recv(&mut self, buf: &mut [u8], from: SocketAddr, to: SocketAddr);
-    /// The next datagram: (length, from, to).
-    fn send(&mut self, out: &mut [u8]) -> Option<(usize, SocketAddr, SocketAddr)>;
+    /// One datagram received on local address `info.to`, with its ECN bits.
+    fn recv(&mut self, buf: &mut [u8], info: RecvInfo);
+    /// The next datagram: (length, from, to, ECN codepoint).
+    fn send(&mut self, out: &mut [u8]) -> Option<(usize, SocketAddr, SocketAddr, Ecn)>;
     /// When `on_timeout` is due.
     fn timeout(&self) -> Option<Instant>;
     /// Fires due timers.
@@ -41,13 +43,18 @@ pub struct Sockets {
     socks: Vec<UdpSocket>,
     locals: Vec<SocketAddr>,
     buf: Vec<u8>,
+    /// Sends with each datagram's ECN bits.
+    tx: mpquic_apps::batch::Gso,
 }
 
 impl Sockets {
-    /// Wraps bound, non-blocking sockets.
+    /// Wraps bound, non-blocking sockets (and asks them for ECN bits).
     pub fn new(socks: Vec<UdpSocket>) -> std::io::Result<Sockets> {
-        let locals = socks.iter().map(|s| s.local_addr()).collect::<Result<_, _>>()?;
-        Ok(Sockets { socks, locals, buf: vec![0u8; 65536] })
+        let locals: Vec<SocketAddr> = socks.iter().map(|s| s.local_addr()).collect::<Result<_, _>>()?;
+        for (s, l) in socks.iter().zip(&locals) {
+            mpquic_apps::batch::enable_ecn_recv(s, l.is_ipv6());
+        }
+        Ok(Sockets { socks, locals, buf: vec![0u8; 65536], tx: mpquic_apps::batch::Gso::without_gso() })
     }
 
     /// Local addresses, in order.
@@ -55,28 +62,29 @@ impl Sockets {
         &self.locals
     }
 
-    /// Reads everything waiting; hands each datagram to `f(buf, from, to)`.
-    pub fn input(&mut self, mut f: impl FnMut(&mut [u8], SocketAddr, SocketAddr)) {
+    /// Reads everything waiting; hands each datagram to `f(buf, info)`.
+    pub fn input(&mut self, mut f: impl FnMut(&mut [u8], RecvInfo)) {
         for (s, &to) in self.socks.iter().zip(&self.locals) {
             for _ in 0..256 {
-                let Ok((n, from)) = s.recv_from(&mut self.buf) else { break };
-                f(&mut self.buf[..n], from, to);
+                let Ok(r) = mpquic_apps::batch::recv(s, &mut self.buf) else { break };
+                f(&mut self.buf[..r.len], RecvInfo { ecn: r.ecn, ..RecvInfo::new(r.from, to) });
             }
         }
     }
 
-    /// Sends one datagram from the socket bound to `from`.
-    pub fn send(&self, data: &[u8], from: SocketAddr, to: SocketAddr) {
+    /// Sends one datagram with ECN codepoint `ecn` from the socket bound to
+    /// `from`.
+    pub fn send(&self, data: &[u8], (from, to): (SocketAddr, SocketAddr), ecn: Ecn) {
         let i = self.locals.iter().position(|l| *l == from).unwrap_or(0);
-        let _ = self.socks[i].send_to(data, to);
+        let _ = self.tx.send(&self.socks[i], data, data.len().max(1), to, ecn);
     }
 
     /// Sends what `e` has (up to a batch, so that input is not starved).
     pub fn output(&self, e: &mut dyn Engine) {
         let mut out = [0u8; 1500];
         for _ in 0..128 {
-            let Some((n, from, to)) = e.send(&mut out) else { break };
-            self.send(&out[..n], from, to);
+            let Some((n, from, to, ecn)) = e.send(&mut out) else { break };
+            self.send(&out[..n], (from, to), ecn);
         }
     }
 
@@ -118,7 +126,7 @@ pub fn run_client(
     }
     socks.output(e);
     loop {
-        socks.input(|buf, from, to| e.recv(buf, from, to));
+        socks.input(|buf, info| e.recv(buf, info));
         if e.timeout().is_some_and(|t| t <= Instant::now()) {
             e.on_timeout();
         }

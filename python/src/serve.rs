@@ -70,6 +70,7 @@ impl Server {
             max_half_open,
             // Not offered from Python: no replayable requests by default.
             early_data: false,
+            ecn: true,
             versions,
         };
         let inner = AppServer::new(opts).map_err(|(code, e)| {

@@ -69,6 +69,10 @@ struct Args {
     /// may reject them: they are then sent again after the handshake).
     #[arg(long, requires = "session_file")]
     early_data: bool,
+    /// Send no ECN marks (ECT(0) is tried on every path and given up on
+    /// where the network or the server does not carry it back).
+    #[arg(long)]
+    no_ecn: bool,
     /// QUIC versions accepted, most preferred first (`v1`, `v2`, `v2,v1`);
     /// the connection starts with the first unless --initial-version says.
     #[arg(long = "quic-version", value_parser = mpquic_apps::parse_versions, default_value = "v1")]
@@ -211,6 +215,7 @@ fn main() {
         fail(exit::USAGE, e);
     }
     let _ = config.set_application_protos(&[mpquic_apps::ALPN]);
+    config.enable_ecn(!args.no_ecn);
     let versions = config.set_versions(&args.quic_version.0);
     let initial = args.initial_version.map_or(Ok(()), |v| config.set_initial_version(v));
     if let Err(e) = versions.and(initial) {
@@ -590,7 +595,8 @@ impl Client {
                     "id": p.id.0, "local": p.local.to_string(), "peer": p.peer.to_string(), "active": p.active,
                     "recv_bytes": p.recv_bytes, "sent_bytes": p.sent_bytes, "share": p.recv_bytes as f64 / recv_total as f64,
                     "srtt_ms": p.srtt.as_secs_f64() * 1e3, "min_rtt_ms": p.min_rtt.as_secs_f64() * 1e3,
-                    "lost_packets": p.lost, "retrans_bytes": p.retrans_bytes, "cwnd": p.cwnd })).collect::<Vec<_>>(),
+                    "lost_packets": p.lost, "retrans_bytes": p.retrans_bytes, "cwnd": p.cwnd,
+                    "ecn": format!("{:?}", p.ecn).to_lowercase(), "ecn_ce": p.ecn_ce })).collect::<Vec<_>>(),
                 "lost_packets": stats.lost, "retrans_bytes": stats.retrans_bytes,
                 "overhead_bytes": overhead, "dropped_packets": stats.dropped,
                 "duplicate_bytes": stats.dup_stream_bytes,
@@ -625,13 +631,13 @@ impl Client {
         );
         let _ = writeln!(
             e,
-            "{:<5} {:<22} {:<22} {:>11} {:>6} {:>9} {:>9} {:>6} {:>9}",
+            "{:<5} {:<22} {:<22} {:>11} {:>6} {:>9} {:>9} {:>6} {:>9}  ecn",
             "path", "local", "peer", "recv", "share", "srtt", "min rtt", "lost", "retrans"
         );
         for p in &paths {
             let _ = writeln!(
                 e,
-                "{:<5} {:<22} {:<22} {:>11} {:>5.1}% {:>6.2} ms {:>6.2} ms {:>6} {:>9}",
+                "{:<5} {:<22} {:<22} {:>11} {:>5.1}% {:>6.2} ms {:>6.2} ms {:>6} {:>9}  {}",
                 p.id.0,
                 p.local.to_string(),
                 p.peer.to_string(),
@@ -640,7 +646,8 @@ impl Client {
                 p.srtt.as_secs_f64() * 1e3,
                 p.min_rtt.as_secs_f64() * 1e3,
                 p.lost,
-                human_bytes(p.retrans_bytes)
+                human_bytes(p.retrans_bytes),
+                ecn_label(p.ecn, p.ecn_ce)
             );
         }
         let _ = writeln!(
@@ -660,5 +667,15 @@ impl Client {
             "receiver out-of-order bytes over {} samples: mean {:.0}, p95 {}, max {}",
             ooo.count, ooo.mean, ooo.p95, ooo.max
         );
+    }
+}
+
+/// A path's ECN state for the summary: validated (with the CE marks the
+/// peer reported), given up, or still unconfirmed.
+fn ecn_label(state: mpquic::EcnState, ce: u64) -> String {
+    match state {
+        mpquic::EcnState::Capable => format!("ok, {ce} CE"),
+        mpquic::EcnState::Failed => "off".into(),
+        mpquic::EcnState::Testing | mpquic::EcnState::Unknown => "unconfirmed".into(),
     }
 }

@@ -61,6 +61,10 @@ struct Args {
     /// them: fine for GETs of static files).
     #[arg(long)]
     early_data: bool,
+    /// Send no ECN marks (ECT(0) is tried on every path and given up on
+    /// where the network or the client does not carry it back).
+    #[arg(long)]
+    no_ecn: bool,
     /// QUIC versions accepted, most preferred first (`v1`, `v2`, `v2,v1`):
     /// a client offering a preferred one is switched to it (RFC 9368).
     #[arg(long = "quic-version", value_parser = mpquic_apps::parse_versions, default_value = "v1")]
@@ -91,6 +95,7 @@ fn main() {
         idle_timeout: args.idle_timeout,
         max_half_open: args.max_half_open,
         early_data: args.early_data,
+        ecn: !args.no_ecn,
         versions: args.quic_version.0,
     };
     let mut servers = start(&opts, usize::from(args.workers));
