@@ -522,6 +522,25 @@ int32_t mpquic_config_set_disable_active_migration(struct mpquic_config *cfg, bo
 // (default on).
 int32_t mpquic_config_enable_pacing(struct mpquic_config *cfg, bool v);
 
+// Mark packets ECT(0) and validate ECN on every path (default on): the
+// codepoint to set is in mpquic_send_info.ecn, the one received goes in
+// mpquic_recv_info.ecn. A caller whose sockets cannot do either loses
+// nothing: its paths stop marking after their test.
+int32_t mpquic_config_enable_ecn(struct mpquic_config *cfg, bool v);
+
+// Servers: send TLS session tickets, so that clients can resume
+// (mpquic_connect_with_session). Clients: keep the ticket a server sends
+// (mpquic_conn_session). Default off.
+int32_t mpquic_config_enable_session_tickets(struct mpquic_config *cfg, bool v);
+
+// 0-RTT (default off; needs mpquic_config_enable_session_tickets too).
+// Clients: send stream data written before the handshake completes in
+// 0-RTT when resuming a session that allows it. Servers: accept it from
+// tickets issued under the same flow-control limits. 0-RTT data can be
+// replayed by an attacker: accept it only for requests that are safe to
+// repeat.
+int32_t mpquic_config_enable_early_data(struct mpquic_config *cfg, bool v);
+
 // Initial RTT estimate in nanoseconds, used before the first sample.
 int32_t mpquic_config_set_initial_rtt_ns(struct mpquic_config *cfg, uint64_t v);
 
@@ -588,6 +607,26 @@ struct mpquic_conn *mpquic_connect(const char *server_name,
                                    socklen_t peer_len,
                                    const struct mpquic_config *config,
                                    uint64_t now_ns);
+
+// Like mpquic_connect, resuming the TLS session in `session` (the bytes
+// mpquic_conn_session gave on an earlier connection to the same server;
+// NULL: a full handshake). With mpquic_config_enable_early_data on both
+// sides and a session that allows it, stream data written before the
+// handshake completes leaves in 0-RTT (mpquic_conn_is_in_early_data);
+// mpquic_conn_is_resumed and mpquic_conn_is_early_data_accepted say what
+// the server took. A session the server no longer accepts means a full
+// handshake; bytes that are not a session give NULL.
+struct mpquic_conn *mpquic_connect_with_session(const char *server_name,
+                                                const uint8_t *scid,
+                                                size_t scid_len,
+                                                const struct sockaddr *local,
+                                                socklen_t local_len,
+                                                const struct sockaddr *peer,
+                                                socklen_t peer_len,
+                                                const uint8_t *session,
+                                                size_t session_len,
+                                                const struct mpquic_config *config,
+                                                uint64_t now_ns);
 
 // Accept a client's connection on a server. `scid` is our connection ID
 // (when the client came through a Retry, the Retry's SCID, i.e.
@@ -734,6 +773,27 @@ int64_t mpquic_conn_new_token_next(struct mpquic_conn *conn, uint8_t *out, size_
 // mpquic_conn_send. Returns 0, MPQUIC_ERROR_INVALID_STATE, or
 // MPQUIC_ERROR_INVALID_ARGUMENT.
 int32_t mpquic_conn_set_token(struct mpquic_conn *conn, const uint8_t *token, size_t len);
+
+// Client: copy the TLS session to resume on a later connection
+// (mpquic_connect_with_session) into `out`: it arrives with the server's
+// session ticket, after the handshake (servers with
+// mpquic_config_enable_session_tickets). Returns its length,
+// MPQUIC_ERROR_DONE when there is none yet, MPQUIC_ERROR_BUFFER_TOO_SHORT,
+// or MPQUIC_ERROR_INVALID_ARGUMENT. The bytes hold the server's transport
+// parameters too (for 0-RTT); store them like a password.
+int64_t mpquic_conn_session(const struct mpquic_conn *conn, uint8_t *out, size_t out_len);
+
+// The handshake resumed an earlier TLS session (client: the server took
+// the session; server: the client presented a ticket it accepted).
+bool mpquic_conn_is_resumed(const struct mpquic_conn *conn);
+
+// 0-RTT keys are in use and the handshake is not complete: a client may
+// write requests now (they leave in 0-RTT), a server may answer them.
+bool mpquic_conn_is_in_early_data(const struct mpquic_conn *conn);
+
+// After the handshake: the server accepted the client's 0-RTT data (when
+// it did not, everything sent in 0-RTT was sent again in 1-RTT).
+bool mpquic_conn_is_early_data_accepted(const struct mpquic_conn *conn);
 
 // The QUIC version in use on the wire (0x00000001 or 0x6b3343cf), the
 // negotiated one once the server's first Initial has been read.

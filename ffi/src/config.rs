@@ -322,6 +322,52 @@ pub unsafe extern "C" fn mpquic_config_enable_pacing(cfg: *mut mpquic_config, v:
     }
 }
 
+/// Mark packets ECT(0) and validate ECN on every path (default on): the
+/// codepoint to set is in mpquic_send_info.ecn, the one received goes in
+/// mpquic_recv_info.ecn. A caller whose sockets cannot do either loses
+/// nothing: its paths stop marking after their test.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_enable_ecn(cfg: *mut mpquic_config, v: bool) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.enable_ecn(v);
+            Ok(())
+        })
+    }
+}
+
+/// Servers: send TLS session tickets, so that clients can resume
+/// (mpquic_connect_with_session). Clients: keep the ticket a server sends
+/// (mpquic_conn_session). Default off.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_enable_session_tickets(cfg: *mut mpquic_config, v: bool) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.enable_session_tickets(v);
+            Ok(())
+        })
+    }
+}
+
+/// 0-RTT (default off; needs mpquic_config_enable_session_tickets too).
+/// Clients: send stream data written before the handshake completes in
+/// 0-RTT when resuming a session that allows it. Servers: accept it from
+/// tickets issued under the same flow-control limits. 0-RTT data can be
+/// replayed by an attacker: accept it only for requests that are safe to
+/// repeat.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_enable_early_data(cfg: *mut mpquic_config, v: bool) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.enable_early_data(v);
+            Ok(())
+        })
+    }
+}
+
 /// Initial RTT estimate in nanoseconds, used before the first sample.
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_config_set_initial_rtt_ns(cfg: *mut mpquic_config, v: u64) -> i32 {

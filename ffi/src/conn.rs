@@ -338,6 +338,46 @@ pub unsafe extern "C" fn mpquic_connect(
     config: *const mpquic_config,
     now_ns: u64,
 ) -> *mut mpquic_conn {
+    // SAFETY: forwarded contract; no session.
+    unsafe {
+        mpquic_connect_with_session(
+            server_name,
+            scid,
+            scid_len,
+            local,
+            local_len,
+            peer,
+            peer_len,
+            std::ptr::null(),
+            0,
+            config,
+            now_ns,
+        )
+    }
+}
+
+/// Like mpquic_connect, resuming the TLS session in `session` (the bytes
+/// mpquic_conn_session gave on an earlier connection to the same server;
+/// NULL: a full handshake). With mpquic_config_enable_early_data on both
+/// sides and a session that allows it, stream data written before the
+/// handshake completes leaves in 0-RTT (mpquic_conn_is_in_early_data);
+/// mpquic_conn_is_resumed and mpquic_conn_is_early_data_accepted say what
+/// the server took. A session the server no longer accepts means a full
+/// handshake; bytes that are not a session give NULL.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_connect_with_session(
+    server_name: *const c_char,
+    scid: *const u8,
+    scid_len: usize,
+    local: *const sockaddr,
+    local_len: socklen_t,
+    peer: *const sockaddr,
+    peer_len: socklen_t,
+    session: *const u8,
+    session_len: usize,
+    config: *const mpquic_config,
+    now_ns: u64,
+) -> *mut mpquic_conn {
     guard(std::ptr::null_mut(), || {
         // SAFETY: argument contracts as documented.
         let (local, peer, cfg) =
@@ -361,9 +401,11 @@ pub unsafe extern "C" fn mpquic_connect(
                 None => return std::ptr::null_mut(),
             }
         };
+        // SAFETY: `session` points to `session_len` bytes when not NULL.
+        let session = if session.is_null() { None } else { unsafe { slice(session, session_len) } };
         let clock = Clock::new(now_ns);
         let now = clock.at(now_ns);
-        match engine::connect(name, &scid, local, peer, &cfg.inner, now) {
+        match engine::connect_with_session(name, &scid, local, peer, &cfg.inner, session, now) {
             Ok(inner) => mpquic_conn::new(inner, clock, now),
             Err(_) => std::ptr::null_mut(),
         }
@@ -856,6 +898,60 @@ pub unsafe extern "C" fn mpquic_conn_set_token(conn: *mut mpquic_conn, token: *c
             }
         })
     }
+}
+
+/// Client: copy the TLS session to resume on a later connection
+/// (mpquic_connect_with_session) into `out`: it arrives with the server's
+/// session ticket, after the handshake (servers with
+/// mpquic_config_enable_session_tickets). Returns its length,
+/// MPQUIC_ERROR_DONE when there is none yet, MPQUIC_ERROR_BUFFER_TOO_SHORT,
+/// or MPQUIC_ERROR_INVALID_ARGUMENT. The bytes hold the server's transport
+/// parameters too (for 0-RTT); store them like a password.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_session(conn: *const mpquic_conn, out: *mut u8, out_len: usize) -> i64 {
+    // SAFETY: see with_conn and slice_mut.
+    unsafe {
+        with_conn(
+            conn.cast_mut(),
+            i64::from(MPQUIC_ERROR_INVALID_ARGUMENT.code()),
+            i64::from(MPQUIC_ERROR_INTERNAL.code()),
+            |c| {
+                let Some(out) = slice_mut(out, out_len) else {
+                    return i64::from(MPQUIC_ERROR_INVALID_ARGUMENT.code());
+                };
+                let Some(s) = c.inner.session() else { return i64::from(MPQUIC_ERROR_DONE.code()) };
+                if s.len() > out.len() {
+                    return i64::from(MPQUIC_ERROR_BUFFER_TOO_SHORT.code());
+                }
+                out[..s.len()].copy_from_slice(s);
+                s.len() as i64
+            },
+        )
+    }
+}
+
+/// The handshake resumed an earlier TLS session (client: the server took
+/// the session; server: the client presented a ticket it accepted).
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_is_resumed(conn: *const mpquic_conn) -> bool {
+    // SAFETY: see with_conn.
+    unsafe { with_conn(conn.cast_mut(), false, false, |c| c.inner.is_resumed()) }
+}
+
+/// 0-RTT keys are in use and the handshake is not complete: a client may
+/// write requests now (they leave in 0-RTT), a server may answer them.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_is_in_early_data(conn: *const mpquic_conn) -> bool {
+    // SAFETY: see with_conn.
+    unsafe { with_conn(conn.cast_mut(), false, false, |c| c.inner.is_in_early_data()) }
+}
+
+/// After the handshake: the server accepted the client's 0-RTT data (when
+/// it did not, everything sent in 0-RTT was sent again in 1-RTT).
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_is_early_data_accepted(conn: *const mpquic_conn) -> bool {
+    // SAFETY: see with_conn.
+    unsafe { with_conn(conn.cast_mut(), false, false, |c| c.inner.is_early_data_accepted()) }
 }
 
 /// The QUIC version in use on the wire (0x00000001 or 0x6b3343cf), the

@@ -658,3 +658,139 @@ fn endpoint_accepts_routes_and_refuses_misuse() {
         mpquic_config_free(ccfg);
     }
 }
+
+/// A client and a server joined directly (no validator): the client's first
+/// datagram opens the server's connection. Returns (client, server).
+unsafe fn direct_pair(
+    ccfg: *const mpquic_config,
+    scfg: *const mpquic_config,
+    session: Option<&[u8]>,
+    before_handshake: impl FnOnce(*mut mpquic_conn),
+) -> (*mut mpquic_conn, *mut mpquic_conn) {
+    unsafe {
+        let (ca, sa) = (Addr::new("127.0.0.1:41001"), Addr::new("127.0.0.1:41002"));
+        let (sess, sess_len) = session.map_or((null(), 0), |s| (s.as_ptr(), s.len()));
+        let name = cstr("localhost");
+        let c = mpquic_connect_with_session(
+            name.as_ptr(),
+            null(),
+            0,
+            ca.ptr(),
+            ca.1,
+            sa.ptr(),
+            sa.1,
+            sess,
+            sess_len,
+            ccfg,
+            1_000,
+        );
+        assert!(!c.is_null());
+        before_handshake(c);
+        let mut buf = [0u8; 1500];
+        let mut si: mpquic_send_info = std::mem::zeroed();
+        let len = mpquic_conn_send(c, buf.as_mut_ptr(), buf.len(), &mut si, 1_000);
+        assert!(len > 0);
+        let mut dcid = [0u8; 20];
+        let dl = mpquic_header_dcid(buf.as_ptr(), len as usize, 16, dcid.as_mut_ptr(), 20);
+        assert!(dl > 0);
+        let scid = [7u8; 16];
+        let s = mpquic_accept(
+            scid.as_ptr(),
+            16,
+            dcid.as_ptr(),
+            dl as usize,
+            null(),
+            0,
+            sa.ptr(),
+            sa.1,
+            ca.ptr(),
+            ca.1,
+            scfg,
+            1_000,
+        );
+        assert!(!s.is_null());
+        let ri = mpquic_recv_info { from: ca.ptr(), from_len: ca.1, to: sa.ptr(), to_len: sa.1, ecn: 0 };
+        assert!(mpquic_conn_recv(s, buf.as_mut_ptr(), len as usize, &ri, 1_000) > 0);
+        (c, s)
+    }
+}
+
+/// Session resumption and 0-RTT through the C API: the first connection
+/// leaves a session; the second resumes it and its request goes in 0-RTT,
+/// which the server accepts and reads.
+#[test]
+fn resumption_and_early_data_from_c() {
+    unsafe {
+        let (ccfg, scfg) = (config(false), config(true));
+        for cfg in [ccfg, scfg] {
+            assert_eq!(mpquic_config_enable_session_tickets(cfg, true), 0);
+            assert_eq!(mpquic_config_enable_early_data(cfg, true), 0);
+        }
+        assert_eq!(mpquic_config_enable_early_data(null_mut(), true), MPQUIC_ERROR_INVALID_ARGUMENT as i32);
+        let (c, s) = direct_pair(ccfg, scfg, None, |_| {});
+        let mut now = 2_000u64;
+        let mut session = vec![0u8; 8192];
+        let mut n = MPQUIC_ERROR_DONE as i64;
+        for _ in 0..20 {
+            now += 1_000_000;
+            pump(c, s, now);
+            pump(s, c, now);
+            n = mpquic_conn_session(c, session.as_mut_ptr(), session.len());
+            if n > 0 {
+                break;
+            }
+        }
+        assert!(n > 0, "no session after the handshake: {n}");
+        assert!(!mpquic_conn_is_resumed(c));
+        assert_eq!(mpquic_conn_session(c, session.as_mut_ptr(), 4), MPQUIC_ERROR_BUFFER_TOO_SHORT as i64);
+        session.truncate(n as usize);
+        mpquic_conn_free(c);
+        mpquic_conn_free(s);
+
+        let request = b"GET /early\r\n";
+        let (c, s) = direct_pair(ccfg, scfg, Some(&session), |c| {
+            assert!(mpquic_conn_is_in_early_data(c), "0-RTT keys from the session");
+            let w = mpquic_conn_stream_send(c, 0, request.as_ptr(), request.len(), true);
+            assert_eq!(w, request.len() as isize, "written before the handshake");
+        });
+        let mut got = Vec::new();
+        let mut buf = [0u8; 256];
+        for _ in 0..20 {
+            now += 1_000_000;
+            pump(c, s, now);
+            pump(s, c, now);
+            let mut fin = false;
+            let r = mpquic_conn_stream_recv(s, 0, buf.as_mut_ptr(), buf.len(), &mut fin);
+            if r > 0 {
+                got.extend_from_slice(&buf[..r as usize]);
+            }
+        }
+        assert_eq!(got, request);
+        assert!(mpquic_conn_is_established(c) && mpquic_conn_is_resumed(c) && mpquic_conn_is_resumed(s));
+        assert!(mpquic_conn_is_early_data_accepted(c), "the server took the 0-RTT request");
+        assert!(!mpquic_conn_is_in_early_data(c));
+        let junk = [1u8, 2, 3];
+        let ca = Addr::new("127.0.0.1:1");
+        assert!(
+            mpquic_connect_with_session(
+                null(),
+                null(),
+                0,
+                ca.ptr(),
+                ca.1,
+                ca.ptr(),
+                ca.1,
+                junk.as_ptr(),
+                3,
+                ccfg,
+                0
+            )
+            .is_null(),
+            "bytes that are not a session"
+        );
+        mpquic_conn_free(c);
+        mpquic_conn_free(s);
+        mpquic_config_free(ccfg);
+        mpquic_config_free(scfg);
+    }
+}
