@@ -4,7 +4,10 @@
 //!
 //! CoDel decides when a packet leaves the queue (its sojourn time); PIE decides when a
 //! packet arrives, with a drop probability it recomputes every 15 ms from the queueing
-//! delay. Both read the time they are given, never a clock.
+//! delay. Both read the time they are given, never a clock. With `ecn` on (our
+//! extension of Mahimahi's arguments: `ecn=1`), an ECN-capable packet (ECT(0) or
+//! ECT(1)) the discipline would drop is marked CE and sent on instead (RFC 8289 §5;
+//! RFC 8033 §5.1: PIE only while its drop probability is at most 10%).
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -30,12 +33,14 @@ pub struct CodelParams {
     pub target: Duration,
     /// Window over which the delay must stay above `target` before dropping starts.
     pub interval: Duration,
+    /// Mark ECN-capable packets CE instead of dropping them.
+    pub ecn: bool,
 }
 
 impl Default for CodelParams {
     /// RFC 8289's 5 ms / 100 ms.
     fn default() -> Self {
-        CodelParams { target: Duration::from_millis(5), interval: Duration::from_millis(100) }
+        CodelParams { target: Duration::from_millis(5), interval: Duration::from_millis(100), ecn: false }
     }
 }
 
@@ -46,13 +51,26 @@ pub struct PieParams {
     pub qdelay_ref: Duration,
     /// Burst allowed through without drops after an idle, uncongested period.
     pub max_burst: Duration,
+    /// Mark ECN-capable packets CE instead of dropping them while the drop
+    /// probability is at most 10%.
+    pub ecn: bool,
 }
 
 impl Default for PieParams {
     /// RFC 8033's 15 ms / 150 ms.
     fn default() -> Self {
-        PieParams { qdelay_ref: Duration::from_millis(15), max_burst: Duration::from_millis(150) }
+        PieParams { qdelay_ref: Duration::from_millis(15), max_burst: Duration::from_millis(150), ecn: false }
     }
+}
+
+/// ECT(0) or ECT(1): the packet may be marked instead of dropped.
+pub(crate) fn ecn_capable(p: &Packet) -> bool {
+    matches!(p.ecn & 3, 1 | 2)
+}
+
+/// Marks `p` CE (congestion experienced).
+pub(crate) fn mark_ce(p: &mut Packet) {
+    p.ecn = 3;
 }
 
 /// A queued packet with its arrival time.
@@ -156,8 +174,14 @@ impl Codel {
                 self.dropping = false;
             }
             while self.dropping && now >= self.drop_next {
-                dropped.push(e.pkt);
                 self.count += 1;
+                if self.p.ecn && ecn_capable(&e.pkt) {
+                    // Marked and served: the next signal comes at the control law's pace.
+                    mark_ce(&mut e.pkt);
+                    self.drop_next = self.control_law(self.drop_next);
+                    return Some(e.pkt);
+                }
+                dropped.push(e.pkt);
                 match self.pop_checked(q, now) {
                     None => {
                         self.dropping = false;
@@ -175,8 +199,13 @@ impl Codel {
                 }
             }
         } else if ok_to_drop {
-            dropped.push(e.pkt);
-            let next = self.pop_checked(q, now);
+            let served = if self.p.ecn && ecn_capable(&e.pkt) {
+                mark_ce(&mut e.pkt);
+                Some(e)
+            } else {
+                dropped.push(e.pkt);
+                self.pop_checked(q, now).map(|(next, _)| next)
+            };
             self.dropping = true;
             // Re-entering soon after the last dropping state: resume near its rate.
             let delta = self.count.saturating_sub(self.last_count);
@@ -184,7 +213,7 @@ impl Codel {
             self.count = if delta > 1 && recent { delta } else { 1 };
             self.drop_next = self.control_law(now);
             self.last_count = self.count;
-            e = next?.0;
+            e = served?;
         }
         Some(e.pkt)
     }
@@ -267,6 +296,12 @@ impl Pie {
     }
 
     /// Whether to drop a packet arriving at a queue of `q` (§4.1).
+    /// Whether a packet PIE picked to drop is marked instead, if it is
+    /// ECN-capable (RFC 8033 §5.1: only while the probability is at most 10%).
+    pub(crate) fn marks(&self) -> bool {
+        self.p.ecn && self.prob <= 0.1
+    }
+
     pub(crate) fn drop_on_arrival(&mut self, q: &Fifo) -> bool {
         if !self.burst_left.is_zero() {
             return false;
@@ -336,6 +371,57 @@ mod tests {
         assert!(gaps.len() >= 4, "{drop_times:?}");
         assert_eq!(gaps[0], 100);
         assert!(gaps[0] > gaps[1] && gaps[1] > gaps[3], "gaps should shrink: {gaps:?}");
+    }
+
+    /// With `ecn`, CoDel marks ECN-capable packets where it would drop them,
+    /// at the same times; Not-ECT packets are still dropped.
+    #[test]
+    fn codel_marks_ecn_capable_packets_instead_of_dropping() {
+        let run = |ecn: u8| {
+            let mut c = Codel::new(CodelParams { ecn: true, ..CodelParams::default() });
+            let mut q = Fifo::default();
+            for i in 0..1000 {
+                q.push(ms(0), Packet { ecn, ..Packet::sized(1500, i) });
+            }
+            let (mut dropped, mut marked) = (Vec::new(), Vec::new());
+            for t in 50..700 {
+                if let Some(p) = c.dequeue(&mut q, ms(t), &mut dropped) {
+                    if p.ecn == 3 {
+                        marked.push(t);
+                    }
+                }
+            }
+            (dropped.len(), marked)
+        };
+        let (dropped, marked) = run(2);
+        assert_eq!(dropped, 0, "ECT(0) packets are marked, not dropped");
+        assert_eq!(marked.first(), Some(&150), "first mark after one interval above target");
+        let gaps: Vec<u64> = marked.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(
+            gaps.len() >= 4 && gaps[0] == 100 && gaps[0] > gaps[3],
+            "marks follow the control law: {gaps:?}"
+        );
+        let (dropped, marked) = run(0);
+        assert!(dropped >= 5 && marked.is_empty(), "Not-ECT packets are dropped: {dropped}");
+    }
+
+    /// PIE marks instead of dropping only while its probability is at most 10%.
+    #[test]
+    fn pie_marks_only_at_low_probability() {
+        let mut p = Pie::new(PieParams { ecn: true, ..PieParams::default() }, 1);
+        let mut q = Fifo::default();
+        fill(&mut q, 100, ms(0));
+        let mut t = 150;
+        while p.probability() == 0.0 || p.burst_left > Duration::ZERO {
+            t += 15;
+            p.update_until(&q, ms(t));
+        }
+        assert!(p.probability() <= 0.1 && p.marks(), "{}", p.probability());
+        for _ in 0..200 {
+            t += 15;
+            p.update_until(&q, ms(t));
+        }
+        assert!(p.probability() > 0.1 && !p.marks(), "{}", p.probability());
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::aqm::{Codel, CodelParams, Fifo, Pie, PieParams};
+use crate::aqm::{ecn_capable, mark_ce, Codel, CodelParams, Fifo, Pie, PieParams};
 use crate::profile::Profile;
 use crate::stage::{Packet, Stage};
 use crate::trace::{Trace, OPPORTUNITY_BYTES};
@@ -87,6 +87,9 @@ pub struct QueueArgs {
     pub qdelay_ref: Option<u64>,
     /// PIE `max_burst=MS`.
     pub max_burst: Option<u64>,
+    /// CoDel / PIE `ecn=1`: mark ECN-capable packets CE instead of dropping
+    /// them (0: drop, the default).
+    pub ecn: Option<u64>,
 }
 
 impl QueueArgs {
@@ -99,9 +102,11 @@ impl QueueArgs {
             "interval" => &mut self.interval,
             "qdelay_ref" => &mut self.qdelay_ref,
             "max_burst" => &mut self.max_burst,
+            "ecn" if value > 1 => return Err(format!("ecn is 0 or 1, got {value}")),
+            "ecn" => &mut self.ecn,
             other => {
                 return Err(format!(
-                    "unknown queue argument {other:?} (packets, bytes; codel: target, interval; pie: qdelay_ref, max_burst)"
+                    "unknown queue argument {other:?} (packets, bytes; codel: target, interval; pie: qdelay_ref, max_burst; codel and pie: ecn)"
                 ))
             }
         };
@@ -135,6 +140,7 @@ impl QueueArgs {
                 QueueKind::CoDel(CodelParams {
                     target: ms("target", self.target, 1)?.unwrap_or(d.target),
                     interval: ms("interval", self.interval, 1)?.unwrap_or(d.interval),
+                    ecn: self.ecn == Some(1),
                 })
             }
             "pie" => {
@@ -142,6 +148,7 @@ impl QueueArgs {
                 QueueKind::Pie(PieParams {
                     qdelay_ref: ms("qdelay_ref", self.qdelay_ref, 1)?.unwrap_or(d.qdelay_ref),
                     max_burst: ms("max_burst", self.max_burst, 0)?.unwrap_or(d.max_burst),
+                    ecn: self.ecn == Some(1),
                 })
             }
             other => {
@@ -155,6 +162,9 @@ impl QueueArgs {
         }
         if has_pie && !matches!(kind_v, QueueKind::Pie(_)) {
             return Err(format!("qdelay_ref/max_burst are PIE arguments, not {kind}"));
+        }
+        if self.ecn.is_some() && !matches!(kind_v, QueueKind::CoDel(_) | QueueKind::Pie(_)) {
+            return Err(format!("ecn is a CoDel and PIE argument, not {kind}"));
         }
         if self.packets == Some(0) || self.bytes == Some(0) {
             return Err("a queue limit of 0 would drop everything".into());
@@ -362,7 +372,7 @@ impl TraceStage {
 }
 
 impl Stage for TraceStage {
-    fn enqueue(&mut self, now: Duration, pkt: Packet) {
+    fn enqueue(&mut self, now: Duration, mut pkt: Packet) {
         self.rationalize(whole_ms(now));
         self.aqm_tick(now);
         let size = u64::from(pkt.size);
@@ -373,11 +383,13 @@ impl Stage for TraceStage {
             QueueKind::DropTail | QueueKind::CoDel(_) if over_limit => return self.drop_arrival(size),
             QueueKind::DropTail | QueueKind::CoDel(_) => {}
             QueueKind::Pie(_) => {
-                let random = match &mut self.aqm {
-                    Aqm::Pie(p) => p.drop_on_arrival(&self.queue),
-                    _ => false,
+                let (random, marks) = match &mut self.aqm {
+                    Aqm::Pie(p) => (p.drop_on_arrival(&self.queue), p.marks()),
+                    _ => (false, false),
                 };
-                if over_limit || random {
+                if random && !over_limit && marks && ecn_capable(&pkt) {
+                    mark_ce(&mut pkt);
+                } else if over_limit || random {
                     return self.drop_arrival(size);
                 }
             }
@@ -531,13 +543,18 @@ mod args_tests {
             c.kind,
             QueueKind::CoDel(CodelParams {
                 target: Duration::from_millis(5),
-                interval: Duration::from_millis(100)
+                interval: Duration::from_millis(100),
+                ecn: false
             })
         );
         let p = build("pie", &[("packets", 200), ("qdelay_ref", 20), ("max_burst", 0)]).unwrap();
         assert_eq!(
             p.kind,
-            QueueKind::Pie(PieParams { qdelay_ref: Duration::from_millis(20), max_burst: Duration::ZERO })
+            QueueKind::Pie(PieParams {
+                qdelay_ref: Duration::from_millis(20),
+                max_burst: Duration::ZERO,
+                ecn: false
+            })
         );
         // Unset times take the RFC defaults; no limit is allowed for AQMs.
         assert_eq!(build("codel", &[]).unwrap().kind, QueueKind::CoDel(CodelParams::default()));
@@ -557,7 +574,11 @@ mod args_tests {
         assert!(err("infinite", &[("packets", 3)]).contains("no packets/bytes limit"));
         assert!(err("codel", &[("packets", 0)]).contains("limit of 0"));
         assert!(err("red", &[]).contains("unknown queue type"));
-        assert!(QueueArgs::default().set("ecn", 1).unwrap_err().contains("unknown queue argument"));
+        assert!(QueueArgs::default().set("red", 1).unwrap_err().contains("unknown queue argument"));
+        assert!(QueueArgs::default().set("ecn", 2).unwrap_err().contains("ecn is 0 or 1"));
+        assert!(err("droptail", &[("packets", 10), ("ecn", 1)]).contains("CoDel and PIE"));
+        assert!(matches!(build("codel", &[("ecn", 1)]).unwrap().kind, QueueKind::CoDel(p) if p.ecn));
+        assert!(matches!(build("pie", &[("ecn", 0)]).unwrap().kind, QueueKind::Pie(p) if !p.ecn));
     }
 }
 

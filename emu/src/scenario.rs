@@ -239,6 +239,7 @@ struct RawQueue {
     interval: Option<u64>,
     qdelay_ref: Option<u64>,
     max_burst: Option<u64>,
+    ecn: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -640,6 +641,7 @@ fn parse_queue(raw: Option<&RawQueue>) -> Result<QueueConfig, String> {
         interval: r.interval,
         qdelay_ref: r.qdelay_ref,
         max_burst: r.max_burst,
+        ecn: r.ecn.map(u64::from),
     };
     args.build(&r.kind)
 }

@@ -63,6 +63,7 @@ fn flow_dict<'py>(py: Python<'py>, f: &FlowSummary, report: &Report) -> PyResult
         pd.set_item("copy_bytes", p.copy_bytes)?;
         pd.set_item("link_drops", p.link_drops)?;
         pd.set_item("group", p.group)?;
+        pd.set_item("ecn_ce", p.ecn_ce)?;
         paths.append(pd)?;
     }
     d.set_item("paths", paths)?;

@@ -378,16 +378,22 @@ mod tests {
             "u d --uplink-queue=codel --uplink-queue-args=packets=100,target=5,interval=100 --downlink-queue=pie --downlink-queue-args=packets=200,qdelay_ref=20,max_burst=100 -- sh",
         ))
         .unwrap();
-        assert_eq!(a.uplink_queue.kind, QueueKind::CoDel(CodelParams { target: ms(5), interval: ms(100) }));
+        assert_eq!(
+            a.uplink_queue.kind,
+            QueueKind::CoDel(CodelParams { target: ms(5), interval: ms(100), ecn: false })
+        );
         assert_eq!(a.uplink_queue.packets, Some(100));
         assert_eq!(
             a.downlink_queue.kind,
-            QueueKind::Pie(PieParams { qdelay_ref: ms(20), max_burst: ms(100) })
+            QueueKind::Pie(PieParams { qdelay_ref: ms(20), max_burst: ms(100), ecn: false })
         );
         assert_eq!(a.downlink_queue.packets, Some(200));
         // Arguments may come before the type; a bare type takes the RFC defaults.
         let b = parse_link(&v("u d --uplink-queue-args=target=10 --uplink-queue=codel")).unwrap();
-        assert_eq!(b.uplink_queue.kind, QueueKind::CoDel(CodelParams { target: ms(10), interval: ms(100) }));
+        assert_eq!(
+            b.uplink_queue.kind,
+            QueueKind::CoDel(CodelParams { target: ms(10), interval: ms(100), ecn: false })
+        );
         let e = |s: &str| parse_link(&v(s)).unwrap_err().0;
         assert!(e("u d --uplink-queue=codel --uplink-queue-args=target=0")
             .contains("target must be at least 1 ms"));

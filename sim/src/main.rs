@@ -33,6 +33,11 @@ struct Args {
     /// Path scheduler of the flow under test (name[:key=value,...]).
     #[arg(long, default_value = "minrtt", value_parser = scheduler_name)]
     scheduler: String,
+    /// Both endpoints of the flow under test mark ECT(0) and validate ECN
+    /// (off: runs as before ECN existed); a scenario queue with `ecn = true`
+    /// (CoDel, PIE) then marks CE instead of dropping.
+    #[arg(long)]
+    ecn: bool,
     /// Seed of the links' loss processes (default: the scenario's).
     #[arg(long)]
     seed: Option<u64>,
@@ -146,6 +151,7 @@ fn run(a: Args) -> Result<(), String> {
     for f in &mut cfg.flows {
         f.cc = a.cc.clone();
         f.scheduler = a.scheduler.clone();
+        f.ecn = a.ecn;
         f.bytes = a.bytes;
         f.workload = workload;
     }

@@ -116,6 +116,8 @@ struct PathJson<'a> {
     link_drops: u64,
     /// The sender's shared-bottleneck group: equal for paths judged shared.
     group: u32,
+    /// CE marks reported for the sender's packets.
+    ecn_ce: u64,
 }
 
 #[derive(Serialize)]
@@ -159,6 +161,7 @@ fn path_json(p: &PathSummary) -> PathJson<'_> {
         copy_bytes: p.copy_bytes,
         link_drops: p.link_drops,
         group: p.group,
+        ecn_ce: p.ecn_ce,
     }
 }
 

@@ -64,6 +64,9 @@ pub struct PathSummary {
     /// The sender's shared-bottleneck group at the end (`PathStats::group`):
     /// paths with equal values were judged to share a bottleneck.
     pub group: u32,
+    /// ECN-CE marks the receiver reported for the sender's packets on this
+    /// path (0 unless the flow uses ECN and a queue marks).
+    pub ecn_ce: u64,
 }
 
 /// Summary of one flow.

@@ -1064,6 +1064,7 @@ impl Sim {
                         p.retrans_bytes += ps.retrans_bytes;
                         p.copy_bytes += ps.redundant_bytes;
                         p.group = ps.group;
+                        p.ecn_ce += ps.ecn_ce;
                     }
                 }
             }

@@ -90,9 +90,13 @@ fn aqm_queues_in_scenarios() {
         q.kind,
         QueueKind::CoDel(CodelParams {
             target: Duration::from_millis(5),
-            interval: Duration::from_millis(100)
+            interval: Duration::from_millis(100),
+            ecn: false
         })
     );
+    let marking =
+        parse(&format!("{base}queue = {{ kind = \"codel\", packets = 100, ecn = true }}\n")).unwrap();
+    assert!(matches!(marking.paths[0].up.queue.kind, QueueKind::CoDel(p) if p.ecn));
     let pie = parse(&format!(
         "{base}queue = {{ kind = \"pie\", packets = 80, qdelay_ref = 20, max_burst = 100 }}\n"
     ))
@@ -101,7 +105,8 @@ fn aqm_queues_in_scenarios() {
         pie.paths[0].down.queue.kind,
         QueueKind::Pie(PieParams {
             qdelay_ref: Duration::from_millis(20),
-            max_burst: Duration::from_millis(100)
+            max_burst: Duration::from_millis(100),
+            ecn: false
         })
     );
 }
