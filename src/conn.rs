@@ -225,6 +225,8 @@ pub struct Connection {
     original_version: Version,
     /// The versions we accept, most preferred first.
     versions: Vec<Version>,
+    /// Client: incompatible version negotiation (RFC 9368 §2.1, §4).
+    vn: versions::Incompatible,
     /// Server: TLS holds our parameters for each version it may pick.
     tls_versions_offered: bool,
     multipath: bool,
@@ -394,6 +396,7 @@ impl Connection {
             version,
             original_version: version,
             versions: config.versions.clone(),
+            vn: versions::Incompatible::default(),
             tls_versions_offered: false,
             multipath: false,
             handshake_confirmed: false,

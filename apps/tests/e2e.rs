@@ -76,6 +76,31 @@ fn json_summary_and_no_retry() {
     assert_eq!(j["retry"], false);
 }
 
+/// A client that starts in QUIC v2 against a v1-only server gets Version
+/// Negotiation and makes one new attempt in v1 (RFC 9368 §2.1); a client
+/// that accepts v2 only has nothing to retry with.
+#[test]
+fn version_negotiation_starts_a_new_attempt() {
+    let (root, _) = served("vn");
+    let srv = ServerProc::start(&root, &[]);
+    let out = root.with_extension("out");
+    let r = client(&[
+        &srv.url("/small.txt"),
+        "--insecure",
+        "-o",
+        out.to_str().unwrap(),
+        "--quic-version",
+        "v2,v1",
+    ]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(0), "{err}");
+    assert!(err.contains("does not take QUIC v2; trying v1"), "{err}");
+    assert_eq!(std::fs::read(&out).unwrap(), b"hello\n");
+    let r =
+        client(&[&srv.url("/small.txt"), "--insecure", "-o", out.to_str().unwrap(), "--quic-version", "v2"]);
+    assert_ne!(r.status.code(), Some(0), "v2 alone cannot talk to a v1 server");
+}
+
 /// The server's NEW_TOKEN token, kept with --token-file, lets the next run
 /// skip the Retry.
 #[test]

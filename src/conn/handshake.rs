@@ -50,8 +50,9 @@ impl Connection {
         first: bool,
     ) -> Result<(), Result<Drop, TransportError>> {
         // Only a client that has not yet heard from the server acts on VN,
-        // and only if it does not list the version we use (RFC 9000 §6.2).
-        if self.is_server || self.got_peer_packet || !first {
+        // and only if it does not list the version we use (RFC 9000 §6.2);
+        // an attempt made after a VN ignores further ones (RFC 9368 §4).
+        if self.is_server || self.got_peer_packet || !first || self.vn.refused.is_some() {
             return Err(Ok(Drop::Datagram));
         }
         if hdr.dcid != self.cids.initial_scid() {
@@ -61,6 +62,9 @@ impl Connection {
         if hdr.supported_versions().any(|v| v == self.version.wire()) {
             return Err(Ok(Drop::Datagram));
         }
+        // The next attempt: our most preferred version the server lists.
+        self.vn.next =
+            self.versions.iter().copied().find(|v| hdr.supported_versions().any(|s| s == v.wire()));
         self.closed_by_peer(b"version negotiation");
         Err(Ok(Drop::Datagram))
     }

@@ -115,3 +115,80 @@ fn unaccepted_version_gets_version_negotiation() {
     v2.set_versions(&[Version::V1, Version::V2]);
     assert!(matches!(v2.handle(&first[..n], &ca, 0, &mut out), Accept::New { .. }));
 }
+
+/// A client's first attempt, answered by a v1-only server's Validator with
+/// Version Negotiation: the version to try next, if any.
+fn first_attempt_vn(client: &[Version]) -> (crate::Connection, Option<Version>) {
+    let ccfg = cfg(false, client, None);
+    let now = std::time::Instant::now();
+    let (ca, sa) = (crate::testing::C_ADDR, crate::testing::S_ADDR);
+    let mut c = crate::connect(Some("localhost"), &crate::random_cid(8), ca, sa, &ccfg, now).unwrap();
+    let mut first = vec![0u8; 1500];
+    let (n, _) = c.send(&mut first, now).unwrap().unwrap();
+    let v = Validator::new(false).unwrap();
+    let mut out = [0u8; 1500];
+    let Accept::Reply(len) = v.handle(&first[..n], &ca, 0, &mut out) else { panic!("no VN") };
+    assert_eq!(c.version_negotiation(), None, "not before the VN");
+    c.recv(&mut out[..len], RecvInfo::new(sa, ca), now).ok();
+    assert!(c.is_closed());
+    let next = c.version_negotiation();
+    (c, next)
+}
+
+/// RFC 9368 §2.1: a Version Negotiation packet ends the attempt and names
+/// the version to try next; the new attempt, told what was refused,
+/// completes against a v1-only server (which sends no version_information,
+/// so there is nothing to check) and ignores further VN packets.
+#[test]
+fn incompatible_negotiation_retries_with_a_listed_version() {
+    let both = [Version::V2, Version::V1];
+    let (_, next) = first_attempt_vn(&both);
+    assert_eq!(next, Some(Version::V1));
+    assert_eq!(first_attempt_vn(&[Version::V2]).1, None, "no version in common");
+    let now = std::time::Instant::now();
+    let ccfg = cfg(false, &both, next);
+    let mut c = crate::connect(
+        Some("localhost"),
+        &crate::random_cid(8),
+        crate::testing::C_ADDR,
+        crate::testing::S_ADDR,
+        &ccfg,
+        now,
+    )
+    .unwrap();
+    assert!(!c.follows_version_negotiation(Version::V1), "not the version of this attempt");
+    assert!(c.follows_version_negotiation(Version::V2));
+    let mut p = Pair::start(c, &cfg(true, &[Version::V1], None), now);
+    p.handshake();
+    assert_eq!((p.c.version(), p.s.version()), (Version::V1, Version::V1));
+    let data = vec![5u8; 100_000];
+    assert!(p.transfer(0, &data) == data);
+}
+
+/// RFC 9368 §4: a forged Version Negotiation packet that refused v2 to a
+/// server that has it (and prefers v1, so it does not upgrade us) is found
+/// out from the server's version_information: VERSION_NEGOTIATION_ERROR.
+#[test]
+fn a_forged_version_negotiation_is_a_downgrade() {
+    let both = [Version::V2, Version::V1];
+    let now = std::time::Instant::now();
+    let ccfg = cfg(false, &both, Some(Version::V1));
+    let mut c = crate::connect(
+        Some("localhost"),
+        &crate::random_cid(8),
+        crate::testing::C_ADDR,
+        crate::testing::S_ADDR,
+        &ccfg,
+        now,
+    )
+    .unwrap();
+    assert!(c.follows_version_negotiation(Version::V2));
+    let mut p = Pair::start(c, &cfg(true, &[Version::V1, Version::V2], None), now);
+    for _ in 0..200 {
+        if !p.step() || p.c.is_closed() {
+            break;
+        }
+    }
+    let e = p.c.local_error().expect("the client closed");
+    assert_eq!(e.code, ErrorCode::VERSION_NEGOTIATION_ERROR.0, "{e:?}");
+}

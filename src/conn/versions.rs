@@ -14,11 +14,49 @@ fn vn_error(reason: &'static str) -> TransportError {
     TransportError::new(ErrorCode::VERSION_NEGOTIATION_ERROR, reason)
 }
 
+/// A client's incompatible version negotiation (RFC 9368 §2.1): a Version
+/// Negotiation packet ends the attempt, and the application starts a new
+/// one in a version the server listed.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Incompatible {
+    /// This attempt ended on a Version Negotiation packet; the version of
+    /// ours it listed that we prefer, if any.
+    pub(super) next: Option<Version>,
+    /// This attempt follows a Version Negotiation packet that refused this
+    /// version.
+    pub(super) refused: Option<Version>,
+}
+
 impl Connection {
     /// The QUIC version in use (the negotiated one once the handshake has
     /// passed the server's first Initial).
     pub fn version(&self) -> Version {
         self.version
+    }
+
+    /// Client: the connection closed on a Version Negotiation packet (the
+    /// server does not take the version we started with) that lists this
+    /// version of ours, the one we prefer among those it lists. Start a new
+    /// connection attempt in it (`Config::set_initial_version`) and call
+    /// [`Connection::follows_version_negotiation`] on it before its first
+    /// `send`. `None`: no such packet, or no version in common.
+    pub fn version_negotiation(&self) -> Option<Version> {
+        self.vn.next.filter(|_| self.is_closed())
+    }
+
+    /// Client, before the first `send`: this connection attempt follows a
+    /// Version Negotiation packet that refused `refused` (RFC 9368 §4). The
+    /// attempt then ignores further Version Negotiation packets, and closes
+    /// with VERSION_NEGOTIATION_ERROR if the server's version_information
+    /// shows that we would have picked another version than this attempt's
+    /// (the Version Negotiation packet was forged to downgrade us). A server
+    /// that sends no version_information cannot be checked.
+    pub fn follows_version_negotiation(&mut self, refused: Version) -> bool {
+        if self.is_server || self.got_peer_packet || refused == self.version {
+            return false;
+        }
+        self.vn.refused = Some(refused);
+        true
     }
 
     /// The version of a long-header packet if we take it, getting the keys
@@ -124,6 +162,15 @@ impl Connection {
         let expected = if self.is_server { self.original_version } else { self.version };
         if vi.chosen != expected.wire() {
             return Err(vn_error("version_information: Chosen Version is not the version in use"));
+        }
+        // After incompatible negotiation: had the Version Negotiation
+        // packet listed what the server says it has, we would have picked
+        // this attempt's version.
+        if !self.is_server && self.vn.refused.is_some() {
+            let listed = |v: &Version| vi.available.contains(&v.wire()) || *v == self.version;
+            if self.versions.iter().find(|v| listed(v)) != Some(&self.version) {
+                return Err(vn_error("version downgrade: the server supports a version we prefer"));
+            }
         }
         Ok(())
     }

@@ -269,6 +269,17 @@ fn main() {
     config.enable_session_tickets(args.session_file.is_some());
     config.enable_early_data(args.early_data);
     let scid = mpquic::random_cid(16);
+    // RFC 9368 §2.1: a server that answers with Version Negotiation gets a
+    // second attempt in the version of ours it listed (once).
+    let reopen: Reopen = {
+        let (mut cfg, host) = (config.clone(), first.host.clone());
+        Box::new(move |v, refused| {
+            cfg.set_initial_version(v).ok()?;
+            let mut c = mpquic::connect(Some(&host), &scid, local0, peer, &cfg, Instant::now()).ok()?;
+            c.follows_version_negotiation(refused);
+            Some(c)
+        })
+    };
     let open = |session: Option<&[u8]>| {
         mpquic::connect_with_session(Some(&first.host), &scid, local0, peer, &config, session, Instant::now())
     };
@@ -303,6 +314,7 @@ fn main() {
         done_at: None,
         extra_paths: Vec::new(),
         peer,
+        reopen: Some(reopen),
     };
     if let Some(b) = &c.bar {
         b.set_style(
@@ -345,7 +357,12 @@ struct Client {
     /// needs a connection ID from the server for each first).
     extra_paths: Vec<SocketAddr>,
     peer: SocketAddr,
+    /// A new connection attempt after Version Negotiation: (version to
+    /// use, version refused).
+    reopen: Option<Reopen>,
 }
+
+type Reopen = Box<dyn FnOnce(mpquic::Version, mpquic::Version) -> Option<Connection>>;
 
 /// TLS alerts travel as CRYPTO_ERROR transport codes 0x100..=0x1ff.
 fn is_crypto(info: Option<&mpquic::CloseInfo>) -> bool {
@@ -375,6 +392,9 @@ impl Client {
                 return self.final_code();
             }
             if self.conn.is_closed() {
+                if self.after_version_negotiation() {
+                    continue;
+                }
                 return self.closed_code(timeout);
             }
             if self.established_at.is_none() && now >= handshake_deadline {
@@ -524,6 +544,21 @@ impl Client {
     }
 
     /// The connection closed before every download finished.
+    /// The server refused our version with a Version Negotiation packet
+    /// listing one of ours: start the one new attempt in it. Returns whether
+    /// it did.
+    fn after_version_negotiation(&mut self) -> bool {
+        let Some(v) = self.conn.version_negotiation().filter(|_| self.fetch.h3().is_none()) else {
+            return false;
+        };
+        let refused = self.conn.version();
+        let Some(conn) = self.reopen.take().and_then(|open| open(v, refused)) else { return false };
+        eprintln!("mpquic-client: the server does not take QUIC {refused}; trying {v}");
+        self.conn = conn;
+        self.out = Outbox::default();
+        true
+    }
+
     fn closed_code(&self, timeout: Duration) -> i32 {
         let local = self.conn.local_error();
         let peer = self.conn.peer_error();
