@@ -580,7 +580,7 @@ impl Connection {
             }
         }
         if level == Level::OneRtt && res.is_ok() {
-            self.on_ack_ecn(pi, (&acked, &lost), ecn, now);
+            self.on_ack_ecn(pi, (&acked, &lost), ecn, &views, now);
         }
         for pkt in acked.drain(..) {
             if mp {
@@ -626,15 +626,15 @@ impl Connection {
         pi: usize,
         (acked, lost): (&[SentPacket<SentFrames>], &[SentPacket<SentFrames>]),
         counts: Option<EcnCounts>,
+        views: &[crate::cc::PathView],
         now: Instant,
     ) {
         let marked = |v: &[SentPacket<SentFrames>]| v.iter().filter(|p| p.ect).count() as u64;
-        let views = self.path_views();
         let p = &mut self.paths[pi];
         p.ecn.on_marked_lost(marked(lost));
         let ce = p.ecn.on_ack(marked(acked), counts);
         if let Some(newest) = acked.iter().map(|p| p.time_sent).max().filter(|_| ce > 0) {
-            p.recovery.on_ecn_ce(now, newest, &views);
+            p.recovery.on_ecn_ce(now, newest, views);
         }
     }
 
