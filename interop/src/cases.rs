@@ -55,6 +55,7 @@ cases! {
     Transfercorruption => "transfercorruption",
     Ipv6 => "ipv6",
     V2 => "v2",
+    Vn => "vn",
     RebindPort => "rebind-port",
     RebindAddr => "rebind-addr",
     Connectionmigration => "connectionmigration",
@@ -131,6 +132,8 @@ impl Case {
         match self {
             Ecn if peer != Peer::Noq => Err(ByPeer("sends no ECN marks and counts none")),
             V2 if peer != Peer::Aioquic => Err(ByPeer("no QUIC v2")),
+            Vn if peer == Peer::Aioquic => Err(ByPeer("accepts v2: no Version Negotiation to answer")),
+            Vn if role == Role::Server => Err(ByPeer("its client cannot start in a version it lacks")),
             Connectionmigration => Err(ByMpquic("no active migration (preferred_address) yet")),
             Http3 => Err(ByMpquic(
                 "the runner speaks hq-interop only; HTTP/3 interop is in apps/tests and ffi/tests",
@@ -218,6 +221,7 @@ impl Case {
         spec.chacha = self == Chacha20;
         spec.key_update = self == Keyupdate;
         spec.v2 = self == V2;
+        spec.vn = self == Vn;
         plan.amplification = self == Amplificationlimit;
         if matches!(self, MpTransfer | MpBackup | MpAbandon | MpBlackhole | Multiplexing) {
             // Two paths at 1 ms one way, so the second is not idle in the time a transfer takes.
@@ -277,6 +281,7 @@ impl Case {
             }
             V2 => upgraded_to_v2(seen),
             Ecn => ecn_verdict(mpquic, seen),
+            Vn => vn_verdict(mpquic, seen),
             MpHandshake | MpTransfer | MpBackup | MpAbandon if seen.flows.len() < 2 => {
                 Err(format!("only {} path(s) used", seen.flows.len()))
             }
@@ -291,6 +296,18 @@ impl Case {
             _ if spec.connections > 1 => Ok(format!("{} connections", spec.connections)),
             _ => Ok(String::new()),
         }
+    }
+}
+
+/// vn: the client's long headers went v2 then v1 (a new attempt after the
+/// server's Version Negotiation), and mpquic says it made that attempt.
+fn vn_verdict(mpquic: &Side, seen: &Seen) -> Result<String, String> {
+    let (v1, v2) = (mpquic::Version::V1.wire(), mpquic::Version::V2.wire());
+    let detail = format!("client versions {:x?}, attempts after VN: {:?}", seen.up_versions, mpquic.after_vn);
+    if seen.up_versions == [v2, v1] && mpquic.after_vn.unwrap_or(0) > 0 {
+        Ok(detail)
+    } else {
+        Err(detail)
     }
 }
 

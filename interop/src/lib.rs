@@ -70,6 +70,10 @@ pub struct Spec {
     /// QUIC v2 by compatible version negotiation: the client starts with
     /// v1 and offers v2 first, the server prefers v2 (RFC 9368, RFC 9369).
     pub v2: bool,
+    /// Incompatible version negotiation: the client starts in v2 (offering
+    /// v1 too) against a v1-only server, whose Version Negotiation makes it
+    /// start a new attempt in v1 (RFC 9368 §2.1).
+    pub vn: bool,
     /// How long the whole cell may take.
     pub timeout: Duration,
 }
@@ -95,6 +99,12 @@ pub struct Side {
     pub early_data: Option<usize>,
     /// Connections whose first path validated ECN (mpquic only).
     pub ecn_validated: Option<usize>,
+    /// Connection attempts made after a Version Negotiation packet (mpquic
+    /// client only).
+    pub after_vn: Option<usize>,
+    /// The last attempt ended on Version Negotiation: (version to try next,
+    /// version refused).
+    pub vn_next: Option<(mpquic::Version, mpquic::Version)>,
 }
 
 /// Runs `spec.connections` client connections one after the other (stopping

@@ -47,6 +47,9 @@ fn config(server: bool, spec: &Spec) -> Result<Config, String> {
             c.set_initial_version(Version::V1).map_err(|e| e.to_string())?;
         }
     }
+    if spec.vn && !server {
+        c.set_versions(&[Version::V2, Version::V1]).map_err(|e| e.to_string())?;
+    }
     if spec.key_update {
         c.set_key_update_interval(KEY_UPDATE_INTERVAL);
     }
@@ -184,6 +187,30 @@ fn one_client(
     session: &mut Option<Vec<u8>>,
     side: &mut Side,
 ) -> Result<(), String> {
+    let res = attempt(cfg, spec, servers, deadline, session, side, None);
+    // Version Negotiation: one new attempt in the version it named.
+    match side.vn_next.take().filter(|_| res.is_err()) {
+        Some((v, refused)) => {
+            let mut cfg = cfg.clone();
+            cfg.set_initial_version(v).map_err(|e| e.to_string())?;
+            *side.after_vn.get_or_insert(0) += 1;
+            attempt(&cfg, spec, servers, deadline, session, side, Some(refused))
+        }
+        None => res,
+    }
+}
+
+/// One connection attempt (`refused`: it follows a Version Negotiation
+/// packet that refused this version).
+fn attempt(
+    cfg: &Config,
+    spec: &Spec,
+    servers: &[SocketAddr],
+    deadline: Instant,
+    session: &mut Option<Vec<u8>>,
+    side: &mut Side,
+    refused: Option<Version>,
+) -> Result<(), String> {
     let ip = loopback(servers[0].ip());
     let mut socks = vec![bind(ip).map_err(|e| e.to_string())?];
     if spec.mp.is_some() {
@@ -192,7 +219,7 @@ fn one_client(
     let mut socks = Sockets::new(socks).map_err(|e| e.to_string())?;
     let local = socks.locals()[0];
     let scid = mpquic::random_cid(16);
-    let conn = mpquic::connect_with_session(
+    let mut conn = mpquic::connect_with_session(
         Some("localhost"),
         &scid,
         local,
@@ -202,6 +229,9 @@ fn one_client(
         Instant::now(),
     )
     .map_err(|e| format!("connect: {e:?}"))?;
+    if let Some(r) = refused {
+        conn.follows_version_negotiation(r);
+    }
     let second = socks.locals().get(1).map(|l| (*l, servers[0]));
     let mut c = Client {
         conn,
@@ -226,6 +256,7 @@ fn one_client(
     if let Some(s) = c.conn.session().filter(|_| spec.resume) {
         *session = Some(s.to_vec());
     }
+    side.vn_next = c.conn.version_negotiation().map(|v| (v, c.conn.version()));
     res
 }
 

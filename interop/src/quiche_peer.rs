@@ -196,6 +196,12 @@ impl Server {
     /// Routes one datagram; returns a Retry to send back, if any.
     fn datagram(&mut self, buf: &mut [u8], from: SocketAddr, to: SocketAddr) -> Option<Vec<u8>> {
         let hdr = quiche::Header::from_slice(buf, CID_LEN).ok()?;
+        // As quiche's example server: Version Negotiation for a version it lacks.
+        if hdr.ty != quiche::Type::Short && !quiche::version_is_supported(hdr.version) {
+            let mut out = [0u8; 1500];
+            let n = quiche::negotiate_version(&hdr.scid, &hdr.dcid, &mut out).ok()?;
+            return Some(out[..n].to_vec());
+        }
         let i = match self.routes.get(hdr.dcid.as_ref()) {
             Some(&i) => i,
             None if hdr.ty == quiche::Type::Initial => {
