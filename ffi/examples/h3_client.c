@@ -161,7 +161,8 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
         socklen_t from_len = sizeof(from);
         ssize_t n = recvfrom(s->fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &from_len);
         if (n < 0) break;
-        struct mpquic_recv_info ri = {(struct sockaddr *)&from, from_len, (struct sockaddr *)&s->addr, s->len};
+        /* ecn 0: this example does not read the datagram's ECN bits (IP_RECVTOS). */
+        struct mpquic_recv_info ri = {(struct sockaddr *)&from, from_len, (struct sockaddr *)&s->addr, s->len, 0};
         ssize_t r = mpquic_conn_recv(c->conn, buf, (size_t)n, &ri, now_ns());
         if (r < 0 && r != MPQUIC_ERROR_DONE && !c->finished) {
             fprintf(stderr, "recv: error %zd\n", r);

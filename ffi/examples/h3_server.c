@@ -229,7 +229,8 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
         socklen_t from_len = sizeof from;
         ssize_t n = recvfrom(s->fd, buf, sizeof buf, 0, (struct sockaddr *)&from, &from_len);
         if (n < 0) break;
-        struct mpquic_recv_info ri = {(struct sockaddr *)&from, from_len, (struct sockaddr *)&s->addr, s->len};
+        /* ecn 0: this example does not read the datagram's ECN bits (IP_RECVTOS). */
+        struct mpquic_recv_info ri = {(struct sockaddr *)&from, from_len, (struct sockaddr *)&s->addr, s->len, 0};
         struct mpquic_incoming inc;
         if (mpquic_endpoint_recv(s->ep, buf, (size_t)n, &ri, now_ns(), out, sizeof out, &inc) != 0) continue;
         if (inc.kind == MPQUIC_INCOMING_REPLY)
