@@ -116,13 +116,25 @@ fn unaccepted_version_gets_version_negotiation() {
     assert!(matches!(v2.handle(&first[..n], &ca, 0, &mut out), Accept::New { .. }));
 }
 
+/// A client connection from the test pair's client address.
+fn client(ccfg: &Config, now: std::time::Instant) -> crate::Connection {
+    crate::connect(
+        Some("localhost"),
+        &crate::random_cid(8),
+        crate::testing::C_ADDR,
+        crate::testing::S_ADDR,
+        ccfg,
+        now,
+    )
+    .unwrap()
+}
+
 /// A client's first attempt, answered by a v1-only server's Validator with
 /// Version Negotiation: the version to try next, if any.
-fn first_attempt_vn(client: &[Version]) -> (crate::Connection, Option<Version>) {
-    let ccfg = cfg(false, client, None);
+fn first_attempt_vn(versions: &[Version]) -> (crate::Connection, Option<Version>) {
     let now = std::time::Instant::now();
     let (ca, sa) = (crate::testing::C_ADDR, crate::testing::S_ADDR);
-    let mut c = crate::connect(Some("localhost"), &crate::random_cid(8), ca, sa, &ccfg, now).unwrap();
+    let mut c = client(&cfg(false, versions, None), now);
     let mut first = vec![0u8; 1500];
     let (n, _) = c.send(&mut first, now).unwrap().unwrap();
     let v = Validator::new(false).unwrap();
@@ -147,15 +159,7 @@ fn incompatible_negotiation_retries_with_a_listed_version() {
     assert_eq!(first_attempt_vn(&[Version::V2]).1, None, "no version in common");
     let now = std::time::Instant::now();
     let ccfg = cfg(false, &both, next);
-    let mut c = crate::connect(
-        Some("localhost"),
-        &crate::random_cid(8),
-        crate::testing::C_ADDR,
-        crate::testing::S_ADDR,
-        &ccfg,
-        now,
-    )
-    .unwrap();
+    let mut c = client(&ccfg, now);
     assert!(!c.follows_version_negotiation(Version::V1), "not the version of this attempt");
     assert!(c.follows_version_negotiation(Version::V2));
     let mut p = Pair::start(c, &cfg(true, &[Version::V1], None), now);
@@ -173,15 +177,7 @@ fn a_forged_version_negotiation_is_a_downgrade() {
     let both = [Version::V2, Version::V1];
     let now = std::time::Instant::now();
     let ccfg = cfg(false, &both, Some(Version::V1));
-    let mut c = crate::connect(
-        Some("localhost"),
-        &crate::random_cid(8),
-        crate::testing::C_ADDR,
-        crate::testing::S_ADDR,
-        &ccfg,
-        now,
-    )
-    .unwrap();
+    let mut c = client(&ccfg, now);
     assert!(c.follows_version_negotiation(Version::V2));
     let mut p = Pair::start(c, &cfg(true, &[Version::V1, Version::V2], None), now);
     for _ in 0..200 {
