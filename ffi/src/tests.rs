@@ -52,6 +52,17 @@ unsafe fn config(server: bool) -> *mut mpquic_config {
     }
 }
 
+/// How a datagram sent with `si` arrives: its addresses and ECN bits.
+fn arrival(si: &mpquic_send_info) -> mpquic_recv_info {
+    mpquic_recv_info {
+        from: (&si.from as *const sockaddr_storage).cast(),
+        from_len: si.from_len,
+        to: (&si.to as *const sockaddr_storage).cast(),
+        to_len: si.to_len,
+        ecn: si.ecn,
+    }
+}
+
 /// Move every datagram `from` has to send into `to`; returns how many.
 unsafe fn pump(from: *mut mpquic_conn, to: *mut mpquic_conn, now: u64) -> usize {
     let mut n = 0;
@@ -63,13 +74,7 @@ unsafe fn pump(from: *mut mpquic_conn, to: *mut mpquic_conn, now: u64) -> usize 
         if len == 0 {
             return n;
         }
-        let ri = mpquic_recv_info {
-            from: (&si.from as *const sockaddr_storage).cast(),
-            from_len: si.from_len,
-            to: (&si.to as *const sockaddr_storage).cast(),
-            to_len: si.to_len,
-            ecn: si.ecn,
-        };
+        let ri = arrival(&si);
         let r = unsafe { mpquic_conn_recv(to, buf.as_mut_ptr(), len as usize, &ri, now) };
         assert!(r >= 0, "recv failed: {r}");
         n += 1;
@@ -533,13 +538,7 @@ unsafe fn client_to_endpoint(
         if len <= 0 {
             return verdicts;
         }
-        let ri = mpquic_recv_info {
-            from: (&si.from as *const sockaddr_storage).cast(),
-            from_len: si.from_len,
-            to: (&si.to as *const sockaddr_storage).cast(),
-            to_len: si.to_len,
-            ecn: si.ecn,
-        };
+        let ri = arrival(&si);
         let mut res: mpquic_incoming = unsafe { std::mem::zeroed() };
         let rc = unsafe {
             mpquic_endpoint_recv(

@@ -120,10 +120,8 @@ impl EcnPath {
         }
         let ce = c.ce - self.peer.ce;
         self.peer = c;
-        if newly_marked > 0 && self.state == EcnState::Unknown {
-            self.state = EcnState::Capable;
-        } else if newly_marked > 0 && self.state == EcnState::Testing {
-            // Validated before the test ran out: keep marking.
+        // Marks confirmed (during the test or after it): mark every packet.
+        if newly_marked > 0 {
             self.state = EcnState::Capable;
         }
         ce
