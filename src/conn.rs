@@ -13,6 +13,9 @@ mod early;
 #[cfg(test)]
 mod ecn_tests;
 mod handshake;
+mod migration;
+#[cfg(test)]
+mod migration_tests;
 mod multipath;
 mod pmtud;
 #[cfg(test)]
@@ -352,6 +355,9 @@ impl Connection {
         let mut cids = CidState::new(*scid, config.active_cid_limit, reset_key, config.cid_prefix);
         let version = config.first_version();
         let mut params = local_params(config, scid, &cids, is_server.then_some((dcid, retry_scid)));
+        if is_server {
+            params.preferred_address = preferred_address(config, &mut cids);
+        }
         if crate::version::negotiates(&config.versions) {
             params.version_information = Some(VersionInfo::new(version, &config.versions));
         }
@@ -541,6 +547,7 @@ impl Connection {
                 PathEvent::Abandoned(id) => (id, "abandoned"),
                 PathEvent::StatusChanged(id, PathStatus::Backup) => (id, "status_backup"),
                 PathEvent::StatusChanged(id, _) => (id, "status_available"),
+                PathEvent::Migrated(id, ..) => (id, "migrated"),
             };
             q.path_event(self.last_now, id, kind);
         }
@@ -824,6 +831,20 @@ fn local_params(
         params.stateless_reset_token = Some(cids.reset_token_for(scid));
     }
     params
+}
+
+/// A server's preferred_address parameter, if one is configured (its
+/// connection ID is issued here).
+fn preferred_address(
+    config: &Config,
+    cids: &mut CidState,
+) -> Option<crate::transport_params::PreferredAddress> {
+    let (ipv4, ipv6) = config.preferred_address;
+    if ipv4.is_none() && ipv6.is_none() {
+        return None;
+    }
+    let (cid, reset_token) = cids.issue_preferred()?;
+    Some(crate::transport_params::PreferredAddress { ipv4, ipv6, cid, reset_token })
 }
 
 /// The rec scheduler asks the peer for per-path desired sending rates.

@@ -209,6 +209,9 @@ impl Connection {
         for p in &mut self.paths {
             p.recovery.set_max_ack_delay(mad);
         }
+        if let Some(pa) = &params.preferred_address {
+            self.on_preferred_address(pa);
+        }
         if let Some(tok) = params.stateless_reset_token {
             if let Some(c) = self.cids.peer.iter_mut().find(|c| c.path == PathId::ZERO && c.seq == 0) {
                 c.reset_token = Some(tok);

@@ -50,7 +50,7 @@ impl Connection {
         frames.push(SentFrame::Ping);
         let mut pkt = SentPacket::new(pn, now, len, true, true, frames);
         pkt.ect = self.paths[pi].ecn.marks();
-        pkt.pmtu_probe = true;
+        pkt.probe = true;
         let ecn = if pkt.ect { Ecn::Ect0 } else { Ecn::NotEct };
         self.paths[pi].pmtud.on_probe_sent(pn, len);
         self.on_packet_built(Level::OneRtt, pi, pkt);

@@ -33,6 +33,8 @@ pub(super) enum TimerKind {
     Drop,
     /// The path heard nothing for a while: probe it.
     Quiet,
+    /// A migration's next PATH_CHALLENGE, or its end.
+    Migration,
 }
 
 /// The idle timeout: configured, and when it fires.
@@ -104,6 +106,7 @@ impl Connection {
             put((id, TimerKind::ChallengeExpiry), p.challenge_deadline);
             put((id, TimerKind::Drop), p.drop_at);
             put((id, TimerKind::Quiet), p.quiet_at);
+            put((id, TimerKind::Migration), self.migration_timer(pi));
         }
     }
 
@@ -131,6 +134,7 @@ impl Connection {
         self.dispatch.on_timeout(now);
         self.on_loss_timeout(now);
         self.on_path_timers(now);
+        self.expire_migrations(now);
         if self.multipath {
             self.probe_quiet_paths(now);
         }
