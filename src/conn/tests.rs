@@ -804,12 +804,15 @@ fn redundant_copies_are_sent_counted_and_harmless() {
     assert!(m.paths.iter().any(|x| x.redundant_bytes > 0), "{m:?}");
 }
 
+fn with_qlog(mut c: Config) -> Config {
+    c.enable_qlog(true);
+    c
+}
+
 #[test]
 fn qlog_events_describe_paths_losses_and_metrics() {
-    let mut ccfg = mp_config(false);
-    ccfg.enable_qlog(true);
-    let mut scfg = mp_config(true);
-    scfg.enable_qlog(true);
+    let ccfg = with_qlog(mp_config(false));
+    let mut scfg = with_qlog(mp_config(true));
     scfg.set_scheduler("rr").unwrap();
     let mut p = Pair::two_paths(&ccfg, &scfg);
     p.loss = 0.02;
@@ -881,10 +884,8 @@ fn qlog_events_describe_paths_losses_and_metrics() {
 
 #[test]
 fn qlog_logs_key_updates_at_both_ends() {
-    let mut ccfg = config(false);
-    ccfg.enable_qlog(true);
-    let mut scfg = config(true);
-    scfg.enable_qlog(true);
+    let ccfg = with_qlog(config(false));
+    let mut scfg = with_qlog(config(true));
     scfg.set_key_update_interval(1000);
     let mut p = Pair::new(&ccfg, &scfg);
     let mut link = emu::link::LinkConfig::new(std::sync::Arc::new(emu::trace::Trace::constant(2)));

@@ -50,12 +50,16 @@ fn padding_frame(s: &mut String, len: usize) {
     let _ = write!(s, "{{\"frame_type\":\"padding\",\"raw\":{{\"length\":{len},\"payload_length\":{len}}}}}");
 }
 
-fn stream_type(bidi: bool) -> &'static str {
-    if bidi {
-        "bidirectional"
-    } else {
-        "unidirectional"
+/// A flow-control frame: `{"frame_type", ["stream_id"], ["stream_type"], key: v}`.
+fn limit(s: &mut String, ty: &str, key: &str, v: u64, stream_id: Option<u64>, bidi: Option<bool>) {
+    let _ = write!(s, "{{\"frame_type\":\"{ty}\",");
+    if let Some(id) = stream_id {
+        let _ = write!(s, "\"stream_id\":{id},");
     }
+    if let Some(b) = bidi {
+        let _ = write!(s, "\"stream_type\":\"{}\",", if b { "bidirectional" } else { "unidirectional" });
+    }
+    let _ = write!(s, "\"{key}\":{v}}}");
 }
 
 /// One frame as a JSON object.
@@ -123,37 +127,17 @@ fn write_frame(s: &mut String, f: &Frame<'_>) {
                 data.len()
             );
         }
-        Frame::MaxData(m) => {
-            let _ = write!(s, "{{\"frame_type\":\"max_data\",\"maximum\":{m}}}");
-        }
+        Frame::MaxData(v) => limit(s, "max_data", "maximum", *v, None, None),
+        Frame::DataBlocked(v) => limit(s, "data_blocked", "limit", *v, None, None),
         Frame::MaxStreamData { stream_id, max } => {
-            let _ = write!(
-                s,
-                "{{\"frame_type\":\"max_stream_data\",\"stream_id\":{stream_id},\"maximum\":{max}}}"
-            );
+            limit(s, "max_stream_data", "maximum", *max, Some(*stream_id), None)
         }
-        Frame::MaxStreams { bidi, max } => {
-            let _ = write!(
-                s,
-                "{{\"frame_type\":\"max_streams\",\"stream_type\":\"{}\",\"maximum\":{max}}}",
-                stream_type(*bidi)
-            );
+        Frame::StreamDataBlocked { stream_id, limit: v } => {
+            limit(s, "stream_data_blocked", "limit", *v, Some(*stream_id), None)
         }
-        Frame::DataBlocked(l) => {
-            let _ = write!(s, "{{\"frame_type\":\"data_blocked\",\"limit\":{l}}}");
-        }
-        Frame::StreamDataBlocked { stream_id, limit } => {
-            let _ = write!(
-                s,
-                "{{\"frame_type\":\"stream_data_blocked\",\"stream_id\":{stream_id},\"limit\":{limit}}}"
-            );
-        }
-        Frame::StreamsBlocked { bidi, limit } => {
-            let _ = write!(
-                s,
-                "{{\"frame_type\":\"streams_blocked\",\"stream_type\":\"{}\",\"limit\":{limit}}}",
-                stream_type(*bidi)
-            );
+        Frame::MaxStreams { bidi, max } => limit(s, "max_streams", "maximum", *max, None, Some(*bidi)),
+        Frame::StreamsBlocked { bidi, limit: v } => {
+            limit(s, "streams_blocked", "limit", *v, None, Some(*bidi))
         }
         Frame::NewConnectionId { path_id, seq, retire_prior_to, cid, .. } => {
             match path_id {

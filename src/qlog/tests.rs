@@ -215,6 +215,8 @@ fn packets_carry_header_length_and_frames() {
     Frame::Stream { stream_id: 4, offset: 100, data: b"hello", fin: true }.encode(&mut w).unwrap();
     Frame::Padding { len: 3 }.encode(&mut w).unwrap();
     Frame::PathStatusBackup { path_id: 1, seq: 7 }.encode(&mut w).unwrap();
+    Frame::MaxStreams { bidi: false, max: 9 }.encode(&mut w).unwrap();
+    Frame::StreamDataBlocked { stream_id: 8, limit: 1000 }.encode(&mut w).unwrap();
     Frame::ConnectionClose { error_code: 0x0a, frame_type: Some(8), reason: b"bad \"x\"" }
         .encode(&mut w)
         .unwrap();
@@ -230,7 +232,19 @@ fn packets_carry_header_length_and_frames() {
     assert_eq!(d["raw"]["length"], 99);
     let f = d["frames"].as_array().unwrap();
     let types: Vec<_> = f.iter().map(|f| f["frame_type"].as_str().unwrap()).collect();
-    assert_eq!(types, ["path_ack", "stream", "padding", "path_status_backup", "connection_close", "padding"]);
+    assert_eq!(
+        types,
+        [
+            "path_ack",
+            "stream",
+            "padding",
+            "path_status_backup",
+            "max_streams",
+            "stream_data_blocked",
+            "connection_close",
+            "padding"
+        ]
+    );
     assert_eq!(f[0]["acked_ranges"], serde_json::json!([[5], [0, 2]]));
     assert_eq!((f[0]["ect0"].as_u64(), f[0]["ce"].as_u64()), (Some(4), Some(1)));
     assert_eq!(
@@ -239,12 +253,17 @@ fn packets_carry_header_length_and_frames() {
                                         "raw": {"payload_length": 5}})
     );
     assert_eq!(f[2]["raw"]["length"], 3);
-    assert_eq!(f[4]["reason"], "bad \"x\"");
-    assert_eq!(f[4]["error_space"], "transport");
-    assert_eq!(f[5]["raw"]["length"], 10, "the padding sealing adds");
+    assert_eq!(
+        f[4],
+        serde_json::json!({"frame_type": "max_streams", "stream_type": "unidirectional", "maximum": 9})
+    );
+    assert_eq!(f[5], serde_json::json!({"frame_type": "stream_data_blocked", "stream_id": 8, "limit": 1000}));
+    assert_eq!(f[6]["reason"], "bad \"x\"");
+    assert_eq!(f[6]["error_space"], "transport");
+    assert_eq!(f[7]["raw"]["length"], 10, "the padding sealing adds");
     assert_eq!(e[1]["name"], "quic:packet_received");
     assert_eq!(e[1]["data"]["header"]["packet_type"], "initial");
-    assert_eq!(e[1]["data"]["frames"].as_array().unwrap().len(), 5);
+    assert_eq!(e[1]["data"]["frames"].as_array().unwrap().len(), 7);
     assert_eq!(e[2]["name"], "quic:packet_lost");
     assert_eq!(
         e[2]["data"]["header"],
