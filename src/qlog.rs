@@ -113,7 +113,8 @@ pub enum Vantage {
 }
 
 impl Vantage {
-    fn as_str(self) -> &'static str {
+    /// `"client"` or `"server"`, as in the header and file names.
+    pub fn as_str(self) -> &'static str {
         match self {
             Vantage::Client => "client",
             Vantage::Server => "server",

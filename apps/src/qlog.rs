@@ -1,11 +1,12 @@
-//! Per-connection qlog file (`--qlog-dir`): `<odcid>_server.sqlog`.
+//! Per-connection qlog file (`--qlog-dir`): `<odcid>_server.sqlog` from
+//! `mpquic-server`, `<odcid>_client.sqlog` from `mpquic-client`.
 //!
 //! A JSON-SEQ qlog file in the main schema ([`mpquic::qlog`] says which
 //! drafts and why): the header first, then one record per event, each an
 //! RS byte, a JSON object and a newline, so qvis and other qlog tools load
 //! it. The engine's events (`quic:packet_sent`, `quic:recovery_metrics_updated`,
 //! `mpquic:path_event`, ...) are copied as they are; the application adds
-//! its own in the `mpquic` namespace from the public API — one
+//! its own in the `mpquic` namespace from the public API — the server one
 //! `mpquic:path_stats` per path and one `mpquic:out_of_order` every 100 ms,
 //! `mpquic:accepted` at the start and `mpquic:closed` at the end. Their
 //! `time` counts from the same start as the engine's (the server accepts a
@@ -66,20 +67,20 @@ pub fn rfc3339(t: SystemTime) -> String {
 }
 
 impl EventLog {
-    /// Create `dir/<odcid>_server.sqlog` for `conn` (created at `now`) and
-    /// write its header (with the wall-clock time: an application may read
-    /// the clock).
+    /// Create `dir/<odcid>_<vantage>.sqlog` for `conn` (created at `now`)
+    /// and write its header, titled `program` (with the wall-clock time: an
+    /// application may read the clock).
     #[allow(clippy::disallowed_methods)]
-    pub fn create(dir: &Path, conn: &Connection, now: Instant) -> std::io::Result<EventLog> {
+    pub fn create(dir: &Path, conn: &Connection, program: &str, now: Instant) -> std::io::Result<EventLog> {
         std::fs::create_dir_all(dir)?;
         let header = conn
             .qlog_header()
             .unwrap_or_else(|| Header::new(Vantage::Server))
-            .title("mpquic-server")
-            .name("mpquic-server")
+            .title(program)
+            .name(program)
             .wall_clock_time(&rfc3339(SystemTime::now()));
         let id = header.group_id.clone().unwrap_or_else(|| format!("{:?}", now));
-        let f = File::create(dir.join(format!("{id}_server.sqlog")))?;
+        let f = File::create(dir.join(format!("{id}_{}.sqlog", header.vantage.as_str())))?;
         let mut w = BufWriter::new(f);
         write_record(&mut w, &header.to_json())?;
         Ok(EventLog { w, start: now, next: now })

@@ -259,7 +259,9 @@ impl Server {
         let Some((conn, c)) = self.ep.get(h) else { return };
         c.peer = Some(info.from);
         c.log = qlog_dir.as_ref().and_then(|dir| {
-            EventLog::create(dir, conn, now).map_err(|e| eprintln!("mpquic-server: qlog: {e}")).ok()
+            EventLog::create(dir, conn, "mpquic-server", now)
+                .map_err(|e| eprintln!("mpquic-server: qlog: {e}"))
+                .ok()
         });
         if let Some(l) = c.log.as_mut() {
             l.engine_events(conn);

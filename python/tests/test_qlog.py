@@ -1,8 +1,9 @@
-"""mpquic-server's qlog files against the qlog JSON Schema (ci/qlog-schema).
+"""mpquic-server's and mpquic-client's qlog files against the qlog JSON Schema
+(ci/qlog-schema).
 
 A two-path download (mpquic-client with two local addresses) from a real
-mpquic-server with --qlog-dir; every record
-of the file it writes must validate (header: main schema QlogFileSeq,
+mpquic-server, both with --qlog-dir; every record
+of the files they write must validate (header: main schema QlogFileSeq,
 events: the QUIC events mpquic emits and its extensions), and the file must
 be loadable the way qvis loads JSON-SEQ (split on RS, first record the
 header with qlog_version / qlog_format). Deliberately broken records must
@@ -51,8 +52,8 @@ def errors(validator, record):
 
 
 @pytest.fixture(scope="module")
-def qlog_file(tmp_path_factory):
-    """The server's qlog file of one two-path download of 4 MB."""
+def qlog_files(tmp_path_factory):
+    """The server's and the client's qlog files of one two-path download of 4 MB."""
     binary = _server_binary()
     client = binary and binary.with_name("mpquic-client")
     if binary is None or not client.is_file():
@@ -72,7 +73,7 @@ def qlog_file(tmp_path_factory):
             pytest.fail("mpquic-server exited at start: " + proc.stderr.read().decode(errors="replace"))
         out = root / "out.bin"
         r = subprocess.run([str(client), f"https://127.0.0.1:{port}/f.bin", "--local", "127.0.0.1",
-                            "--local", "127.0.0.2", "--insecure", "-o", str(out)],
+                            "--local", "127.0.0.2", "--insecure", "-o", str(out), "--qlog-dir", str(qdir)],
                            capture_output=True, timeout=60)
         assert r.returncode == 0, r.stderr.decode(errors="replace")
         assert out.stat().st_size == 256 * 16000
@@ -84,42 +85,46 @@ def qlog_file(tmp_path_factory):
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
-    files = sorted(qdir.glob("*_server.sqlog"))
-    assert len(files) == 1, files
-    return files[0]
+    files = {side: sorted(qdir.glob(f"*_{side}.sqlog")) for side in ["server", "client"]}
+    assert all(len(f) == 1 for f in files.values()), files
+    # Both ends name the file by the connection's original destination CID.
+    assert files["server"][0].name.split("_")[0] == files["client"][0].name.split("_")[0]
+    return {side: f[0] for side, f in files.items()}
 
 
-def test_every_record_validates(qlog_file):
-    records = qvis_records(qlog_file.read_text())
+@pytest.mark.parametrize("side", ["server", "client"])
+def test_every_record_validates(qlog_files, side):
+    records = qvis_records(qlog_files[side].read_text())
     assert errors(HEADER, records[0]) == []
-    assert records[0]["trace"]["vantage_point"]["type"] == "server"
+    assert records[0]["trace"]["vantage_point"]["type"] == side
     bad = [(i, r["name"], errors(EVENT, r)) for i, r in enumerate(records[1:], 1) if errors(EVENT, r)]
     assert bad == [], bad[:5]
     times = [r["time"] for r in records[1:]]
     assert times == sorted(times), "events in time order"
 
 
-def test_the_log_shows_both_paths(qlog_file):
-    events = qvis_records(qlog_file.read_text())[1:]
+@pytest.mark.parametrize("side", ["server", "client"])
+def test_the_log_shows_both_paths(qlog_files, side):
+    events = qvis_records(qlog_files[side].read_text())[1:]
     names = {e["name"] for e in events}
     for n in ["quic:parameters_set", "quic:connection_state_updated", "quic:packet_sent",
               "quic:packet_received", "quic:recovery_metrics_updated", "quic:tuple_assigned",
-              "mpquic:path_event", "mpquic:path_stats"]:
+              "mpquic:path_event"] + (["mpquic:path_stats"] if side == "server" else []):
         assert n in names, n
     tuples = {e["data"]["tuple_id"] for e in events if e["name"] == "quic:tuple_assigned"}
     assert tuples == {"0", "1"}
     for t in ["0", "1"]:
         sent = [e for e in events if e["name"] == "quic:packet_sent" and e["tuple"] == t]
         assert sent and all(e["data"]["header"]["path_id"] == int(t) for e in sent)
-    frames = {f["frame_type"] for e in events if e["name"] == "quic:packet_received"
+    frames = {f["frame_type"] for e in events if e["name"] in ("quic:packet_received", "quic:packet_sent")
               for f in e["data"].get("frames", [])}
-    assert "path_ack" in frames, frames
+    assert {"path_ack", "stream", "path_new_connection_id"} <= frames, frames
     states = [e["data"]["new"] for e in events if e["name"] == "quic:connection_state_updated"]
     assert states[0] == "attempted" and "handshake_confirmed" in states
 
 
-def test_broken_records_are_rejected(qlog_file):
-    records = qvis_records(qlog_file.read_text())
+def test_broken_records_are_rejected(qlog_files):
+    records = qvis_records(qlog_files["server"].read_text())
     header, events = records[0], records[1:]
     first = {n: next(e for e in events if e["name"] == n)
              for n in ["quic:packet_sent", "quic:recovery_metrics_updated", "quic:parameters_set",

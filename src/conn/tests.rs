@@ -865,6 +865,7 @@ fn qlog_events_describe_paths_losses_and_metrics() {
     // The client validated the path it opened.
     let c: Vec<String> = std::iter::from_fn(|| p.c.qlog_next()).collect();
     assert!(c.iter().any(|l| l.contains("\"event\":\"validated\"")));
+    assert!(c.iter().any(|l| l.contains("\"quic:tuple_assigned\"") && l.contains("\"tuple_id\":\"1\"")));
     // Closing: the CONNECTION_CLOSE packet and the states down to closed.
     p.c.close(true, 0x100, b"done", p.now());
     p.run_for(Duration::from_secs(2));
