@@ -1,8 +1,11 @@
-"""aioquic's side of an mpquic-interop cell (hq-interop over QUIC).
+"""aioquic's side of an mpquic-interop cell (hq-interop over QUIC, or HTTP/3).
 
     aioquic_peer.py client HOST PORT --ca FILE --files ID-SIZE,... [--connections N]
-                    [--chacha] [--key-update] [--early-data] [--v2]
-    aioquic_peer.py server HOST --cert FILE --key FILE [--retry] [--chacha] [--early-data] [--v2]
+                    [--chacha] [--key-update] [--early-data] [--v2] [--h3]
+    aioquic_peer.py server HOST --cert FILE --key FILE [--retry] [--chacha] [--early-data] [--v2] [--h3]
+
+--h3: HTTP/3 (ALPN h3) with aioquic's H3Connection: the client GETs
+https://localhost/ID-SIZE, the server answers 200 with the body.
 
 --v2: QUIC v2 by compatible version negotiation (RFC 9368): the client
 starts with v1 and lists v2 first, the server switches a client that lists
@@ -28,12 +31,15 @@ import sys
 
 from aioquic.asyncio import connect, serve
 from aioquic.asyncio.protocol import QuicConnectionProtocol
+from aioquic.h3.connection import H3Connection
+from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
-from aioquic.quic.events import ConnectionTerminated, StreamDataReceived
+from aioquic.quic.events import ConnectionTerminated, ProtocolNegotiated, StreamDataReceived
 from aioquic.quic.packet import QuicProtocolVersion
 from aioquic.tls import CipherSuite
 
 ALPN = ["hq-interop"]
+ALPN_H3 = ["h3"]
 
 
 def body(fid, size):
@@ -47,24 +53,51 @@ class Client(QuicConnectionProtocol):
         super().__init__(*args, **kwargs)
         self.pending = {}
         self.closed = None
+        # HTTP/3 when h3 was offered (as aioquic's own client, from the start).
+        self.h3 = H3Connection(self._quic) if self._quic.configuration.alpn_protocols == ALPN_H3 else None
 
     def fetch(self, fid, size):
         sid = self._quic.get_next_available_stream_id()
         fut = asyncio.get_event_loop().create_future()
-        self.pending[sid] = (fid, size, bytearray(), fut)
-        self._quic.send_stream_data(sid, f"GET /{fid}-{size}\r\n".encode(), end_stream=True)
+        self.pending[sid] = (fid, size, bytearray(), fut, [None])
+        if self.h3:
+            req = [
+                (b":method", b"GET"),
+                (b":scheme", b"https"),
+                (b":authority", b"localhost"),
+                (b":path", f"/{fid}-{size}".encode()),
+                (b"user-agent", b"aioquic-peer"),
+            ]
+            self.h3.send_headers(sid, req, end_stream=True)
+        else:
+            self._quic.send_stream_data(sid, f"GET /{fid}-{size}\r\n".encode(), end_stream=True)
         self.transmit()
         return fut
 
-    def quic_event_received(self, ev):
-        if isinstance(ev, StreamDataReceived) and ev.stream_id in self.pending:
-            fid, size, buf, fut = self.pending[ev.stream_id]
-            buf.extend(ev.data)
-            if ev.end_stream and not fut.done():
+    def received(self, sid, data, end):
+        fid, size, buf, fut, status = self.pending[sid]
+        buf.extend(data)
+        if end and not fut.done():
+            if self.h3 and status[0] != b"200":
+                fut.set_result(f"file {fid}: status {status[0]!r}")
+            else:
                 fut.set_result(None if bytes(buf) == body(fid, size) else f"file {fid}: {len(buf)} bytes, bad")
+
+    def quic_event_received(self, ev):
+        if self.h3 and not isinstance(ev, ConnectionTerminated):
+            for h in self.h3.handle_event(ev):
+                if h.stream_id not in self.pending:
+                    continue
+                if isinstance(h, HeadersReceived):
+                    self.pending[h.stream_id][4][0] = dict(h.headers).get(b":status")
+                    self.received(h.stream_id, b"", h.stream_ended)
+                elif isinstance(h, DataReceived):
+                    self.received(h.stream_id, h.data, h.stream_ended)
+        elif isinstance(ev, StreamDataReceived) and ev.stream_id in self.pending:
+            self.received(ev.stream_id, ev.data, ev.end_stream)
         elif isinstance(ev, ConnectionTerminated):
             self.closed = f"closed {ev.error_code:#x} {ev.reason_phrase!r}"
-            for fid, _, _, fut in self.pending.values():
+            for fid, _, _, fut, _ in self.pending.values():
                 if not fut.done():
                     fut.set_result(f"file {fid}: {self.closed}")
 
@@ -78,21 +111,38 @@ class Server(QuicConnectionProtocol):
         super().__init__(*args, **kwargs)
         self.requests = {}
         self.early = False
+        self.h3 = None
 
     def quic_event_received(self, ev):
+        # As aioquic's own server: HTTP/3 once h3 is negotiated.
+        if isinstance(ev, ProtocolNegotiated) and ev.alpn_protocol == "h3":
+            self.h3 = H3Connection(self._quic)
+        if self.h3:
+            for h in self.h3.handle_event(ev):
+                if isinstance(h, HeadersReceived):
+                    fields = dict(h.headers)
+                    ok = fields.get(b":method") == b"GET"
+                    self.answer(h.stream_id, fields.get(b":path", b"").removeprefix(b"/") if ok else b"")
+            return
         if not isinstance(ev, StreamDataReceived):
             return
         req = self.requests.setdefault(ev.stream_id, bytearray())
         req.extend(ev.data)
-        if not ev.end_stream:
-            return
+        if ev.end_stream:
+            self.answer(ev.stream_id, bytes(req).strip().removeprefix(b"GET /"))
+
+    def answer(self, sid, name):
         try:
-            fid, size = req.decode().strip().removeprefix("GET /").split("-")
+            fid, size = name.decode().split("-")
             data = body(int(fid), int(size))
         except ValueError:
-            Server.errors.append(f"bad request {bytes(req)!r}")
+            Server.errors.append(f"bad request {name!r}")
             return
-        self._quic.send_stream_data(ev.stream_id, data, end_stream=True)
+        if self.h3:
+            self.h3.send_headers(sid, [(b":status", b"200"), (b"content-length", str(len(data)).encode())])
+            self.h3.send_data(sid, data, end_stream=True)
+        else:
+            self._quic.send_stream_data(sid, data, end_stream=True)
         self.transmit()
         Server.served += 1
         if self._quic.tls.early_data_accepted and not self.early:
@@ -101,7 +151,8 @@ class Server(QuicConnectionProtocol):
 
 
 def config(a, is_client):
-    cfg = QuicConfiguration(is_client=is_client, alpn_protocols=ALPN, idle_timeout=30.0)  # IDLE_TIMEOUT in src/lib.rs
+    alpn = ALPN_H3 if a.h3 else ALPN
+    cfg = QuicConfiguration(is_client=is_client, alpn_protocols=alpn, idle_timeout=30.0)  # IDLE_TIMEOUT in src/lib.rs
     cfg.max_data = 32 << 20
     cfg.max_stream_data = 16 << 20
     if a.chacha:
@@ -186,6 +237,7 @@ def main():
     p.add_argument("--retry", action="store_true")
     p.add_argument("--early-data", action="store_true")
     p.add_argument("--v2", action="store_true")
+    p.add_argument("--h3", action="store_true")
     a = p.parse_args()
     asyncio.run(client(a) if a.mode == "client" else server(a))
 

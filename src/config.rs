@@ -79,6 +79,9 @@ pub struct Config {
     pub(crate) send_unsent_limit: usize,
     pub(crate) pacing: bool,
     pub(crate) ecn: bool,
+    pub(crate) pmtud: bool,
+    pub(crate) max_mtu: usize,
+    pub(crate) max_recv_udp_payload: usize,
     pub(crate) key_update_interval: u64,
     pub(crate) qlog: bool,
     /// QUIC versions accepted, most preferred first (RFC 9368).
@@ -144,6 +147,9 @@ impl Config {
             send_unsent_limit: usize::MAX,
             pacing: true,
             ecn: true,
+            pmtud: true,
+            max_mtu: 1500,
+            max_recv_udp_payload: 65527,
             key_update_interval: DEFAULT_KEY_UPDATE_INTERVAL,
             qlog: false,
             versions: vec![Version::V1],
@@ -237,6 +243,12 @@ impl Config {
     /// Largest UDP payload we send (at least 1200).
     pub fn set_max_send_udp_payload_size(&mut self, v: usize) {
         self.max_udp_payload = v.clamp(1200, 65527);
+    }
+    /// Largest UDP payload we take (the max_udp_payload_size transport
+    /// parameter, default 65527, at least 1200): the peer sends nothing
+    /// larger, path MTU discovery included.
+    pub fn set_max_recv_udp_payload_size(&mut self, v: usize) {
+        self.max_recv_udp_payload = v.clamp(1200, 65527);
     }
     /// Connection-level flow-control window offered at first.
     pub fn set_initial_max_data(&mut self, v: u64) {
@@ -418,6 +430,23 @@ impl Config {
     /// peer's ACKs then carry no counts and the path stops marking.
     pub fn enable_ecn(&mut self, v: bool) {
         self.ecn = v;
+    }
+    /// Path MTU discovery (DPLPMTUD, RFC 9000 §14.3; default on): each path
+    /// starts at [`set_max_send_udp_payload_size`](Self::set_max_send_udp_payload_size)
+    /// and probes for larger datagrams up to the link MTU of
+    /// [`set_max_mtu`](Self::set_max_mtu), within the peer's
+    /// max_udp_payload_size; a path that loses its large packets while
+    /// small ones pass (a black hole) falls back to 1200 bytes and searches
+    /// again. `PathStats::mtu` says where a path is. Off, every datagram
+    /// stays at the starting size.
+    pub fn enable_pmtud(&mut self, v: bool) {
+        self.pmtud = v;
+    }
+    /// The largest IP packet path MTU discovery tries (default 1500, an
+    /// Ethernet MTU: UDP payloads of 1472 bytes over IPv4, 1452 over IPv6);
+    /// at least 1280.
+    pub fn set_max_mtu(&mut self, bytes: usize) {
+        self.max_mtu = bytes.clamp(1280, 65535);
     }
     /// Queue qlog-style events in each connection (see [`crate::qlog`]);
     /// drain them with [`Connection::qlog_next`](crate::Connection::qlog_next).

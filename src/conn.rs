@@ -14,6 +14,9 @@ mod early;
 mod ecn_tests;
 mod handshake;
 mod multipath;
+mod pmtud;
+#[cfg(test)]
+mod pmtud_tests;
 mod recv;
 mod send;
 pub(crate) mod sent;
@@ -828,7 +831,7 @@ fn local_params(
 ) -> TransportParams {
     let mut params = TransportParams {
         max_idle_timeout: config.max_idle_timeout.as_millis() as u64,
-        max_udp_payload_size: 65527,
+        max_udp_payload_size: config.max_recv_udp_payload as u64,
         initial_max_data: config.initial_max_data,
         initial_max_stream_data_bidi_local: config.initial_max_stream_data_bidi_local,
         initial_max_stream_data_bidi_remote: config.initial_max_stream_data_bidi_remote,

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 mod cids;
 mod ecn;
+pub(crate) mod pmtud;
 mod state;
 
 pub(crate) use cids::{CidState, PeerCid};
@@ -238,6 +239,11 @@ pub struct PathStats {
     pub ecn: EcnState,
     /// ECN-CE marks the peer reported for this path's packets.
     pub ecn_ce: u64,
+    /// The datagram size this path sends now (UDP payload; path MTU
+    /// discovery moves it, [`Config::enable_pmtud`](crate::Config::enable_pmtud)).
+    pub mtu: usize,
+    /// Times path MTU discovery fell back to 1200 bytes (a black hole).
+    pub mtu_black_holes: u32,
     /// Bytes of packets sent on this path and declared lost.
     pub lost_bytes: u64,
     /// The controller's current pacing gain (BBR family), e.g. Coupled

@@ -110,6 +110,8 @@ pub struct SentPacket<T> {
     pub tx_in_flight: usize,
     /// Sent with the ECT(0) codepoint (ECN validation counts these).
     pub ect: bool,
+    /// A path MTU probe: its loss is no congestion signal (RFC 9000 §14.4).
+    pub pmtu_probe: bool,
     /// The connection's record of what the packet carried.
     pub data: T,
 }
@@ -138,6 +140,7 @@ impl<T> SentPacket<T> {
             is_app_limited: false,
             tx_in_flight: 0,
             ect: false,
+            pmtu_probe: false,
             data,
         }
     }

@@ -226,6 +226,8 @@ pub struct Pair {
     /// the server from the second, the server's to the second reach the
     /// client's first, and the server's to the first are lost.
     pub nat: Option<(SocketAddr, SocketAddr)>,
+    /// The path MTU as UDP payload bytes: larger datagrams are dropped.
+    pub mtu: Option<usize>,
 }
 
 /// A [`Pair`]'s client address.
@@ -274,6 +276,7 @@ impl Pair {
             client_sent: None,
             drop_if: None,
             nat: None,
+            mtu: None,
         }
     }
 
@@ -317,6 +320,7 @@ impl Pair {
         };
         if self.rng.gen::<f64>() < self.loss
             || filtered
+            || self.mtu.is_some_and(|m| dgram.len() > m)
             || self.blackhole.contains(&from)
             || self.blackhole.contains(&to)
         {

@@ -56,6 +56,8 @@ pub struct Options {
     pub early_data: bool,
     /// Mark ECT(0) and validate ECN on every path (`Config::enable_ecn`).
     pub ecn: bool,
+    /// Path MTU discovery on every path (`Config::enable_pmtud`).
+    pub pmtud: bool,
     /// QUIC versions accepted, most preferred first.
     pub versions: Vec<mpquic::Version>,
 }
@@ -588,6 +590,7 @@ fn config(opts: &Options, first: SocketAddr) -> Result<mpquic::Config, StartErro
     config.enable_session_tickets(true);
     config.enable_early_data(opts.early_data);
     config.enable_ecn(opts.ecn);
+    config.enable_pmtud(opts.pmtud);
     config.set_stream_send_buffer(1 << 20);
     // Memory by need: a response waits in the engine only as far as its
     // connection is sending it (what is in flight plus this), not whole.

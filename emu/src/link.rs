@@ -37,6 +37,10 @@ pub struct LinkConfig {
     pub outages: Vec<(Duration, Duration)>,
     /// Reordering, duplication and corruption of delivered packets.
     pub impair: Impairments,
+    /// Path MTU: from each time on, the largest packet (charged size) the link
+    /// carries; larger ones are dropped on arrival (`dropped_mtu`), as a
+    /// router does with DF set. Empty: any size.
+    pub mtu: Vec<(Duration, u32)>,
     /// Seed of this link's loss RNG.
     pub seed: u64,
 }
@@ -54,6 +58,7 @@ impl LinkConfig {
             rate_scale: Vec::new(),
             outages: Vec::new(),
             impair: Impairments::default(),
+            mtu: Vec::new(),
             seed: 0,
         }
     }
@@ -80,6 +85,8 @@ pub struct LinkStats {
     pub duplicated: u64,
     /// Delivered packets with a flipped bit.
     pub corrupted: u64,
+    /// Packets dropped for being larger than the link's MTU.
+    pub dropped_mtu: u64,
 }
 
 type Inner = Chain<Chain<LossStage, TraceStage>, DelayStage>;
@@ -92,6 +99,8 @@ pub struct Link {
     impair: Option<ImpairStage>,
     scratch: Vec<Packet>,
     stats: LinkStats,
+    /// MTU steps, by time.
+    mtu: Vec<(Duration, u32)>,
 }
 
 impl Link {
@@ -122,6 +131,11 @@ impl Link {
             impair,
             scratch: Vec::new(),
             stats: LinkStats::default(),
+            mtu: {
+                let mut m = cfg.mtu.clone();
+                m.sort_by_key(|&(t, _)| t);
+                m
+            },
         }
     }
 
@@ -146,7 +160,12 @@ impl Link {
     pub fn in_flight(&self) -> u64 {
         let s = self.stats();
         (s.arrived_packets + s.duplicated)
-            .saturating_sub(s.delivered_packets + s.dropped_loss + s.dropped_queue)
+            .saturating_sub(s.delivered_packets + s.dropped_loss + s.dropped_queue + s.dropped_mtu)
+    }
+
+    /// The MTU in force at `now`, if any.
+    pub fn mtu(&self, now: Duration) -> Option<u32> {
+        self.mtu.iter().take_while(|&&(t, _)| t <= now).last().map(|&(_, m)| m)
     }
 }
 
@@ -154,6 +173,10 @@ impl Stage for Link {
     fn enqueue(&mut self, now: Duration, pkt: Packet) {
         self.stats.arrived_packets += 1;
         self.stats.arrived_bytes += u64::from(pkt.size);
+        if self.mtu(now).is_some_and(|m| pkt.size > m) {
+            self.stats.dropped_mtu += 1;
+            return;
+        }
         self.inner.enqueue(now, pkt);
     }
 
@@ -220,6 +243,23 @@ pub struct Route {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn packets_over_the_mtu_in_force_are_dropped() {
+        let mut cfg = LinkConfig::new(Arc::new(Trace::constant(1)));
+        cfg.mtu = vec![(Duration::from_millis(50), 1300), (Duration::ZERO, 1500)];
+        let mut link = Link::new(&cfg);
+        link.enqueue(Duration::from_millis(1), Packet::sized(1500, 1));
+        link.enqueue(Duration::from_millis(1), Packet::sized(1501, 2));
+        link.enqueue(Duration::from_millis(60), Packet::sized(1301, 3));
+        link.enqueue(Duration::from_millis(60), Packet::sized(1300, 4));
+        let mut out = Vec::new();
+        link.dequeue_ready(Duration::from_secs(1), &mut out);
+        let tags: Vec<u64> = out.iter().map(|p| p.tag).collect();
+        assert_eq!(tags, [1, 4]);
+        assert_eq!(link.stats().dropped_mtu, 2);
+        assert_eq!(link.in_flight(), 0);
+    }
 
     #[test]
     fn composed_link_timing_and_outage() {

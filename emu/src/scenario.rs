@@ -177,6 +177,8 @@ struct RawLink {
     schedule: Vec<RawSchedule>,
     via: Option<Vec<String>>,
     impair: Option<RawImpair>,
+    /// Path MTU in bytes (IP packet size), both directions.
+    mtu: Option<u32>,
 }
 
 /// Reordering, duplication and corruption (probabilities per packet).
@@ -569,12 +571,24 @@ fn link_configs(
         cfg.queue = queue;
         cfg.impair = impair.unwrap_or_default();
         cfg.seed = mix(seed, salt + dir);
+        if let Some(m) = r.mtu {
+            check_mtu(m as f64).map_err(|m| invalid(&file, &format!("{ctx} mtu"), m))?;
+            cfg.mtu.push((Duration::ZERO, m));
+        }
     }
     for (j, s) in r.schedule.iter().enumerate() {
         apply_schedule(s, &mut up, &mut down)
             .map_err(|m| invalid(&file, &format!("{ctx} schedule {}", j + 1), m))?;
     }
     Ok((up, down))
+}
+
+/// A link MTU: from IPv4's minimum (68) to the largest IP packet.
+fn check_mtu(v: f64) -> Result<(), String> {
+    if v.fract() != 0.0 || !(68.0..=65535.0).contains(&v) {
+        return Err(format!("mtu must be a whole number of bytes in [68, 65535], got {v}"));
+    }
+    Ok(())
 }
 
 fn prob(name: &str, v: Option<f64>, default: Option<f64>) -> Result<f64, String> {
@@ -685,11 +699,28 @@ fn apply_schedule(s: &RawSchedule, up: &mut LinkConfig, down: &mut LinkConfig) -
     if points.is_empty() {
         return Err("points is empty".into());
     }
+    let mut targets = targets;
+    if s.param == "mtu" {
+        if s.interp.as_deref().is_some_and(|i| i != "step") {
+            return Err("an mtu schedule is a step function (interp = \"step\")".into());
+        }
+        let points = s.points.as_ref().ok_or("missing points")?;
+        for &(t, v) in points {
+            in_range("time", t, 0.0, MAX_SECONDS)?;
+            check_mtu(v)?;
+            for (on, cfg) in targets.iter_mut() {
+                if *on {
+                    cfg.mtu.push((secs(t), v as u32));
+                }
+            }
+        }
+        return Ok(());
+    }
     let (lo, hi) = match s.param.as_str() {
         "loss" => (0.0, 1.0),
         "rate" => (0.0, MAX_RATE_SCALE),
         "delay_ms" => (-MAX_DELAY_MS, MAX_DELAY_MS),
-        other => return Err(format!("unknown param {other:?} (loss, delay_ms, rate or outage)")),
+        other => return Err(format!("unknown param {other:?} (loss, delay_ms, rate, mtu or outage)")),
     };
     let mut prev = f64::NEG_INFINITY;
     for &(t, v) in points {

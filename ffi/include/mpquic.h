@@ -314,6 +314,8 @@ typedef struct mpquic_path_stats {
   uint64_t lost_bytes;
   // Times the path went silent while another answered (data resent elsewhere).
   uint64_t suspicions;
+  // Datagram size (UDP payload) the path sends now; path MTU discovery moves it.
+  uint64_t mtu;
   // Congestion-controller state name, NUL-terminated (truncated to fit).
   char cc_state[32];
 } mpquic_path_stats;
@@ -527,6 +529,16 @@ int32_t mpquic_config_enable_pacing(struct mpquic_config *cfg, bool v);
 // mpquic_recv_info.ecn. A caller whose sockets cannot do either loses
 // nothing: its paths stop marking after their test.
 int32_t mpquic_config_enable_ecn(struct mpquic_config *cfg, bool v);
+
+// Path MTU discovery (default on): each path probes for datagrams larger
+// than mpquic_config_set_max_send_udp_payload_size up to the link MTU of
+// mpquic_config_set_max_mtu, and falls back to 1200 bytes on a black hole.
+// mpquic_path_stats.mtu says where a path is. Probes are only sent into
+// buffers that hold them (1472 bytes over IPv4 by default).
+int32_t mpquic_config_enable_pmtud(struct mpquic_config *cfg, bool v);
+
+// The largest IP packet path MTU discovery tries (default 1500).
+int32_t mpquic_config_set_max_mtu(struct mpquic_config *cfg, size_t bytes);
 
 // Servers: send TLS session tickets, so that clients can resume
 // (mpquic_connect_with_session). Clients: keep the ticket a server sends

@@ -337,6 +337,34 @@ pub unsafe extern "C" fn mpquic_config_enable_ecn(cfg: *mut mpquic_config, v: bo
     }
 }
 
+/// Path MTU discovery (default on): each path probes for datagrams larger
+/// than mpquic_config_set_max_send_udp_payload_size up to the link MTU of
+/// mpquic_config_set_max_mtu, and falls back to 1200 bytes on a black hole.
+/// mpquic_path_stats.mtu says where a path is. Probes are only sent into
+/// buffers that hold them (1472 bytes over IPv4 by default).
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_enable_pmtud(cfg: *mut mpquic_config, v: bool) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.enable_pmtud(v);
+            Ok(())
+        })
+    }
+}
+
+/// The largest IP packet path MTU discovery tries (default 1500).
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_max_mtu(cfg: *mut mpquic_config, bytes: usize) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.set_max_mtu(bytes);
+            Ok(())
+        })
+    }
+}
+
 /// Servers: send TLS session tickets, so that clients can resume
 /// (mpquic_connect_with_session). Clients: keep the ticket a server sends
 /// (mpquic_conn_session). Default off.

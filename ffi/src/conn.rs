@@ -253,6 +253,8 @@ pub struct mpquic_path_stats {
     pub lost_bytes: u64,
     /// Times the path went silent while another answered (data resent elsewhere).
     pub suspicions: u64,
+    /// Datagram size (UDP payload) the path sends now; path MTU discovery moves it.
+    pub mtu: u64,
     /// Congestion-controller state name, NUL-terminated (truncated to fit).
     pub cc_state: [c_char; 32],
 }
@@ -1136,6 +1138,7 @@ pub unsafe extern "C" fn mpquic_conn_path_stats(
                 acked_bytes: p.acked_bytes,
                 lost_bytes: p.lost_bytes,
                 suspicions: p.suspicions,
+                mtu: p.mtu as u64,
                 cc_state,
             };
             0

@@ -49,6 +49,9 @@ fn common(cmd: &mut Command, spec: &Spec) {
     if spec.v2 {
         cmd.arg("--v2");
     }
+    if spec.h3 {
+        cmd.arg("--h3");
+    }
 }
 
 /// Runs the aioquic client against `servers[0]`.

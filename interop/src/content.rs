@@ -1,11 +1,24 @@
 //! What the cells transfer: hq-interop requests (`GET /<id>-<size>\r\n` on a
-//! client bidirectional stream, answered by the body and FIN) and bodies every
-//! side can generate and check without storing them: the little-endian u64
-//! sequence `salt, salt + 1, ...`, cut to `size` bytes (`aioquic_peer.py`
-//! builds the same with `array('Q')`).
+//! client bidirectional stream, answered by the body and FIN), or in the
+//! `http3` cell HTTP/3 GETs of `/<id>-<size>`, and bodies every side can
+//! generate and check without storing them: the little-endian u64 sequence
+//! `salt, salt + 1, ...`, cut to `size` bytes (`aioquic_peer.py` builds the
+//! same with `array('Q')`).
 
 /// ALPN of every hq-interop cell.
 pub const ALPN: &[u8] = b"hq-interop";
+
+/// ALPN of the `http3` cell (RFC 9114 §3.1).
+pub const ALPN_H3: &[u8] = b"h3";
+
+/// The ALPN a cell's connections use.
+pub fn alpn(h3: bool) -> &'static [u8] {
+    if h3 {
+        ALPN_H3
+    } else {
+        ALPN
+    }
+}
 
 /// One requested file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,15 +36,25 @@ impl File {
         self.id.wrapping_mul(1_000_003).wrapping_add(self.size)
     }
 
-    /// The request line.
+    /// The request's path (HTTP/3's `:path`).
+    pub fn path(&self) -> String {
+        format!("/{}-{}", self.id, self.size)
+    }
+
+    /// The hq-interop request line.
     pub fn request(&self) -> String {
-        format!("GET /{}-{}\r\n", self.id, self.size)
+        format!("GET {}\r\n", self.path())
     }
 
     /// Parses a request line (`None`: not one of ours).
     pub fn parse(req: &[u8]) -> Option<File> {
         let s = std::str::from_utf8(req).ok()?.trim_end();
-        let (id, size) = s.strip_prefix("GET /")?.split_once('-')?;
+        File::from_path(s.strip_prefix("GET ")?.as_bytes())
+    }
+
+    /// Parses a path (`None`: not one of ours).
+    pub fn from_path(path: &[u8]) -> Option<File> {
+        let (id, size) = std::str::from_utf8(path).ok()?.strip_prefix('/')?.split_once('-')?;
         Some(File { id: id.parse().ok()?, size: size.parse().ok()? })
     }
 }
@@ -137,5 +160,7 @@ mod tests {
         let f = File { id: 3, size: 1000 };
         assert_eq!(File::parse(f.request().as_bytes()), Some(f));
         assert_eq!(File::parse(b"GET /x"), None);
+        assert_eq!(File::from_path(f.path().as_bytes()), Some(f));
+        assert_eq!(File::from_path(b"3-1000"), None);
     }
 }

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use crate::content::{Body, Check, File};
+use crate::sansio::{ClientApp, ServerApp};
 
 /// The stream calls hq-interop needs from an engine.
 pub trait Streams {
@@ -89,6 +90,27 @@ impl Client {
     }
 }
 
+impl<E: Streams> ClientApp<E> for Client {
+    fn step(&mut self, e: &mut E) {
+        Client::step(self, e)
+    }
+    fn done(&self) -> bool {
+        Client::done(self)
+    }
+    fn received(&self) -> u64 {
+        self.received
+    }
+    fn total(&self) -> u64 {
+        Client::total(self)
+    }
+    fn ok(&self) -> usize {
+        self.ok
+    }
+    fn take_errors(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.errors)
+    }
+}
+
 /// The server side of one connection.
 #[derive(Default)]
 pub struct Server {
@@ -135,5 +157,17 @@ impl Server {
             !done
         });
         self.served += finished;
+    }
+}
+
+impl<C: Streams> ServerApp<C> for Server {
+    fn step(&mut self, c: &mut C) {
+        Server::step(self, c)
+    }
+    fn served(&self) -> usize {
+        self.served
+    }
+    fn take_errors(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.errors)
     }
 }

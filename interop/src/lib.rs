@@ -11,6 +11,7 @@ pub mod aioquic_peer;
 pub mod cases;
 pub mod content;
 pub mod hq;
+pub mod http3;
 pub mod matrix;
 pub mod mpquic_peer;
 pub mod noq_peer;
@@ -70,6 +71,8 @@ pub struct Spec {
     /// QUIC v2 by compatible version negotiation: the client starts with
     /// v1 and offers v2 first, the server prefers v2 (RFC 9368, RFC 9369).
     pub v2: bool,
+    /// Files go over HTTP/3 (ALPN `h3`) instead of hq-interop.
+    pub h3: bool,
     /// Incompatible version negotiation: the client starts in v2 (offering
     /// v1 too) against a v1-only server, whose Version Negotiation makes it
     /// start a new attempt in v1 (RFC 9368 §2.1).
@@ -99,6 +102,8 @@ pub struct Side {
     pub early_data: Option<usize>,
     /// Connections whose first path validated ECN (mpquic only).
     pub ecn_validated: Option<usize>,
+    /// The ALPN of the last connection that negotiated one (mpquic only).
+    pub alpn: Option<String>,
     /// Connection attempts made after a Version Negotiation packet (mpquic
     /// client only).
     pub after_vn: Option<usize>,

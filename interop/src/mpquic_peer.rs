@@ -1,5 +1,6 @@
 //! mpquic's side of a cell: a client driven by `sansio`, and a server on
-//! `mpquic::Endpoint` (the code path mpquic-server uses).
+//! `mpquic::Endpoint` (the code path mpquic-server uses); hq-interop, or
+//! HTTP/3 with `mpquic::h3`.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,8 +14,9 @@ use mpquic::{
 };
 
 use crate::hq::{self, Streams};
+use crate::http3::{self, Holds};
 use crate::relay::{bind, loopback};
-use crate::sansio::{self, Engine, Sockets};
+use crate::sansio::{self, Engine, ServerApp, Sockets};
 use crate::{cert, content, Mp, ServerHandle, Side, Spec};
 
 /// Packets between key updates in the keyupdate case (many per transfer;
@@ -23,7 +25,7 @@ const KEY_UPDATE_INTERVAL: u64 = 1000;
 
 fn config(server: bool, spec: &Spec) -> Result<Config, String> {
     let mut c = Config::new();
-    c.set_application_protos(&[content::ALPN]).map_err(|e| e.to_string())?;
+    c.set_application_protos(&[content::alpn(spec.h3)]).map_err(|e| e.to_string())?;
     if server {
         c.load_cert_chain_from_pem_file(&cert("cert.pem")).map_err(|e| e.to_string())?;
         c.load_priv_key_from_pem_file(&cert("key.pem")).map_err(|e| e.to_string())?;
@@ -102,6 +104,12 @@ impl Streams for Client {
     }
 }
 
+impl Holds<Connection> for Client {
+    fn conn(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+}
+
 impl Engine for Client {
     fn recv(&mut self, buf: &mut [u8], info: RecvInfo) {
         let _ = self.conn.recv(buf, info, Instant::now());
@@ -162,6 +170,13 @@ impl Engine for Client {
 /// counted our ECT(0) marks).
 fn ecn_validated(conn: &Connection) -> bool {
     conn.path_stats().next().is_some_and(|p| p.ecn == EcnState::Capable)
+}
+
+/// Keeps the connection's ALPN, if it negotiated one.
+fn note_alpn(conn: &Connection, side: &mut Side) {
+    if !conn.application_proto().is_empty() {
+        side.alpn = Some(String::from_utf8_lossy(conn.application_proto()).into_owned());
+    }
 }
 
 fn abandoned(conn: &Connection) -> u64 {
@@ -242,13 +257,14 @@ fn attempt(
         key_update: spec.key_update,
         initiated: 0,
     };
-    let res = sansio::fetch(&mut c, &mut socks, spec, deadline, side);
+    let res = sansio::fetch::<_, mpquic::h3::Connection>(&mut c, &mut socks, spec, deadline, side);
     *side.key_updates.get_or_insert(0) += c.conn.stats().key_updates;
     *side.key_updates_initiated.get_or_insert(0) += c.initiated;
     *side.abandoned.get_or_insert(0) += abandoned(&c.conn).max(u64::from(c.abandoned));
     *side.resumed.get_or_insert(0) += usize::from(c.conn.is_resumed());
     *side.early_data.get_or_insert(0) += usize::from(c.conn.is_early_data_accepted());
     *side.ecn_validated.get_or_insert(0) += usize::from(ecn_validated(&c.conn));
+    note_alpn(&c.conn, side);
     // The next connection resumes this one's ticket. A connection whose
     // answers came in 0.5-RTT may close before the server's ticket arrives
     // (aioquic sends it once the handshake completes): no ticket only
@@ -269,18 +285,26 @@ pub fn server(spec: &Spec) -> Result<ServerHandle, String> {
     let socks = (0..n).map(|_| bind(ip)).collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
     let socks = Sockets::new(socks).map_err(|e| e.to_string())?;
     let ep_cfg = EndpointConfig { retry: spec.retry, new_tokens: false, ..EndpointConfig::default() };
-    let ep: Endpoint<hq::Server> = Endpoint::new(cfg, ep_cfg, Instant::now()).map_err(|e| e.to_string())?;
     let stop = Arc::new(AtomicBool::new(false));
     let addrs = socks.locals().to_vec();
     let s = stop.clone();
-    let join = std::thread::Builder::new()
-        .name("mpquic-server".into())
-        .spawn(move || serve(ep, socks, &s))
-        .map_err(|e| e.to_string())?;
-    Ok(ServerHandle::new(addrs, stop, join))
+    let thread = std::thread::Builder::new().name("mpquic-server".into());
+    let join = if spec.h3 {
+        let ep = Endpoint::<http3::Server<mpquic::h3::Connection>>::new(cfg, ep_cfg, Instant::now())
+            .map_err(|e| e.to_string())?;
+        thread.spawn(move || serve(ep, socks, &s))
+    } else {
+        let ep = Endpoint::<hq::Server>::new(cfg, ep_cfg, Instant::now()).map_err(|e| e.to_string())?;
+        thread.spawn(move || serve(ep, socks, &s))
+    };
+    Ok(ServerHandle::new(addrs, stop, join.map_err(|e| e.to_string())?))
 }
 
-fn serve(mut ep: Endpoint<hq::Server>, mut socks: Sockets, stop: &AtomicBool) -> Side {
+fn serve<A: ServerApp<Connection> + Default>(
+    mut ep: Endpoint<A>,
+    mut socks: Sockets,
+    stop: &AtomicBool,
+) -> Side {
     let mut side = Side::default();
     let mut out = vec![0u8; 1500];
     let mut reply = vec![0u8; 1500];
@@ -314,12 +338,13 @@ fn serve(mut ep: Endpoint<hq::Server>, mut socks: Sockets, stop: &AtomicBool) ->
             while let Some(e) = conn.path_event_next() {
                 gone += u64::from(matches!(e, PathEvent::Abandoned(_)));
             }
-            if let Some((conn, app)) = ep.rearm(h, None) {
+            if let Some((conn, mut app)) = ep.rearm(h, None) {
                 resumed += usize::from(conn.is_resumed());
                 early += usize::from(conn.is_early_data_accepted());
                 ecn += usize::from(ecn_validated(&conn));
-                side.files += app.served;
-                side.errors.extend(app.errors);
+                note_alpn(&conn, &mut side);
+                side.files += app.served();
+                side.errors.extend(app.take_errors());
                 (key_updates, initiated) = key_updates_seen(&conn, key_updates, initiated);
             }
         }
@@ -330,8 +355,9 @@ fn serve(mut ep: Endpoint<hq::Server>, mut socks: Sockets, stop: &AtomicBool) ->
             resumed += usize::from(conn.is_resumed());
             early += usize::from(conn.is_early_data_accepted());
             ecn += usize::from(ecn_validated(conn));
-            side.files += app.served;
-            side.errors.append(&mut app.errors);
+            note_alpn(conn, &mut side);
+            side.files += app.served();
+            side.errors.extend(app.take_errors());
         }
     }
     side.key_updates = Some(key_updates);

@@ -1,6 +1,7 @@
 //! quiche 0.30's side of a cell, in-process, driven like mpquic by `sansio`
-//! (quiche reads its clock itself). quiche cannot restrict TLS 1.3 cipher
-//! suites, start a key update, or do multipath (draft-21).
+//! (quiche reads its clock itself); hq-interop, or HTTP/3 with `quiche::h3`.
+//! quiche cannot restrict TLS 1.3 cipher suites, start a key update, or do
+//! multipath (draft-21).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -9,14 +10,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::hq::{self, Streams};
+use crate::http3::{self, Holds};
 use crate::relay::{bind, loopback};
-use crate::sansio::{self, Engine, Sockets};
+use crate::sansio::{self, Engine, ServerApp, Sockets};
 use crate::{cert, content, ServerHandle, Side, Spec};
 
 fn config(server: bool, spec: &Spec) -> Result<quiche::Config, String> {
     let e = |e: quiche::Error| e.to_string();
     let mut c = quiche::Config::new(quiche::PROTOCOL_VERSION).map_err(e)?;
-    c.set_application_protos(&[content::ALPN]).map_err(e)?;
+    c.set_application_protos(&[content::alpn(spec.h3)]).map_err(e)?;
     if server {
         c.load_cert_chain_from_pem_file(&cert("cert.pem")).map_err(e)?;
         c.load_priv_key_from_pem_file(&cert("key.pem")).map_err(e)?;
@@ -50,6 +52,12 @@ impl Streams for Conn {
     }
     fn readable(&mut self) -> Vec<u64> {
         self.0.readable().collect()
+    }
+}
+
+impl Holds<quiche::Connection> for Conn {
+    fn conn(&mut self) -> &mut quiche::Connection {
+        &mut self.0
     }
 }
 
@@ -113,7 +121,7 @@ fn one_client(
         conn.set_session(s).map_err(|e| format!("set_session: {e}"))?;
     }
     let mut c = Conn(conn);
-    let res = sansio::fetch(&mut c, &mut socks, spec, deadline, side);
+    let res = sansio::fetch::<_, quiche::h3::Connection>(&mut c, &mut socks, spec, deadline, side);
     // quiche's client does not say whether the server took its early data;
     // BoringSSL's reason code does (2: ssl_early_data_accepted).
     if spec.early_data {
@@ -134,26 +142,32 @@ pub fn server(spec: &Spec) -> Result<ServerHandle, String> {
     let stop = Arc::new(AtomicBool::new(false));
     let addrs = socks.locals().to_vec();
     let (s, retry) = (stop.clone(), spec.retry);
-    let join = std::thread::Builder::new()
-        .name("quiche-server".into())
-        .spawn(move || Server { cfg, retry, conns: Vec::new(), routes: HashMap::new() }.run(socks, &s))
-        .map_err(|e| e.to_string())?;
-    Ok(ServerHandle::new(addrs, stop, join))
+    let thread = std::thread::Builder::new().name("quiche-server".into());
+    let join = if spec.h3 {
+        thread.spawn(move || Server::<http3::Server<quiche::h3::Connection>>::new(cfg, retry).run(socks, &s))
+    } else {
+        thread.spawn(move || Server::<hq::Server>::new(cfg, retry).run(socks, &s))
+    };
+    Ok(ServerHandle::new(addrs, stop, join.map_err(|e| e.to_string())?))
 }
 
 /// Length of the server's connection IDs (short headers do not carry it).
 const CID_LEN: usize = 16;
 
-struct Server {
+struct Server<A> {
     cfg: quiche::Config,
     retry: bool,
     /// Each connection, its application, and whether it ever read in
     /// early data.
-    conns: Vec<(Conn, hq::Server, bool)>,
+    conns: Vec<(Conn, A, bool)>,
     routes: HashMap<Vec<u8>, usize>,
 }
 
-impl Server {
+impl<A: ServerApp<Conn> + Default> Server<A> {
+    fn new(cfg: quiche::Config, retry: bool) -> Server<A> {
+        Server { cfg, retry, conns: Vec::new(), routes: HashMap::new() }
+    }
+
     fn run(mut self, mut socks: Sockets, stop: &AtomicBool) -> Side {
         let mut out = [0u8; 1500];
         let mut replies = Vec::new();
@@ -185,9 +199,9 @@ impl Server {
             socks.wait(next);
         }
         let mut side = Side::default();
-        for (_, app, early) in self.conns {
-            side.files += app.served;
-            side.errors.extend(app.errors);
+        for (_, mut app, early) in self.conns {
+            side.files += app.served();
+            side.errors.extend(app.take_errors());
             *side.early_data.get_or_insert(0) += usize::from(early);
         }
         side
@@ -221,7 +235,7 @@ impl Server {
                     (new, None)
                 };
                 let conn = quiche::accept(&scid, odcid.as_ref(), to, from, &mut self.cfg).ok()?;
-                self.conns.push((Conn(conn), hq::Server::default(), false));
+                self.conns.push((Conn(conn), A::default(), false));
                 let i = self.conns.len() - 1;
                 self.routes.insert(scid.as_ref().to_vec(), i);
                 self.routes.insert(hdr.dcid.as_ref().to_vec(), i);

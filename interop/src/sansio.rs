@@ -1,14 +1,43 @@
 //! Drives a sans-IO engine (mpquic, or quiche, which reads its clock itself)
-//! over UDP sockets: datagrams in, timers, datagrams out, sleep in `poll`.
+//! over UDP sockets: datagrams in, timers, datagrams out, sleep in `poll`;
+//! the application on top is hq-interop or HTTP/3 ([`ClientApp`],
+//! [`ServerApp`]).
 
 use std::net::{SocketAddr, UdpSocket};
 
 use mpquic::{Ecn, RecvInfo};
 use std::time::{Duration, Instant};
 
-use crate::hq::{Client, Streams};
+use crate::hq::{self, Streams};
+use crate::http3::{self, Holds, H3};
 use crate::relay::wait;
 use crate::{Side, Spec};
+
+/// What a client fetches its files with over an engine `E`.
+pub trait ClientApp<E> {
+    /// Sends the requests there is room for and reads what arrived.
+    fn step(&mut self, e: &mut E);
+    /// Every file answered (intact or not), or the application failed.
+    fn done(&self) -> bool;
+    /// Body bytes received.
+    fn received(&self) -> u64;
+    /// Body bytes expected.
+    fn total(&self) -> u64;
+    /// Files received intact.
+    fn ok(&self) -> usize;
+    /// What went wrong (taken).
+    fn take_errors(&mut self) -> Vec<String>;
+}
+
+/// What a server runs on one connection `C`.
+pub trait ServerApp<C> {
+    /// Reads requests and sends what flow control allows.
+    fn step(&mut self, c: &mut C);
+    /// Files served to the end.
+    fn served(&self) -> usize;
+    /// What went wrong (taken).
+    fn take_errors(&mut self) -> Vec<String>;
+}
 
 /// A connection as the drivers see it.
 pub trait Engine: Streams {
@@ -97,32 +126,51 @@ impl Sockets {
     }
 }
 
-/// Fetches `spec`'s files on one connection, adding the outcome to `side`.
-pub fn fetch(
-    e: &mut dyn Engine,
+/// Fetches `spec`'s files on one connection, over hq-interop or (`spec.h3`)
+/// over HTTP/3 with the engine's own HTTP/3 stack `H`, adding the outcome
+/// to `side`.
+pub fn fetch<E, H>(
+    e: &mut E,
     socks: &mut Sockets,
     spec: &Spec,
     deadline: Instant,
     side: &mut Side,
+) -> Result<(), String>
+where
+    E: Engine + Holds<H::Conn>,
+    H: H3,
+{
+    if spec.h3 {
+        run_app(e, socks, &mut http3::Client::<H>::new(spec.files.clone()), deadline, side)
+    } else {
+        run_app(e, socks, &mut hq::Client::new(spec.files.clone()), deadline, side)
+    }
+}
+
+fn run_app<E: Engine, A: ClientApp<E>>(
+    e: &mut E,
+    socks: &mut Sockets,
+    app: &mut A,
+    deadline: Instant,
+    side: &mut Side,
 ) -> Result<(), String> {
-    let mut app = Client::new(spec.files.clone());
-    let res = run_client(e, socks, &mut app, deadline);
-    side.files += app.ok;
-    side.errors.extend(app.errors);
+    let res = run_client(e, socks, app, deadline);
+    side.files += app.ok();
+    side.errors.extend(app.take_errors());
     res
 }
 
 /// Runs one client connection until every file is in, it closes, or the deadline.
-pub fn run_client(
-    e: &mut dyn Engine,
+pub fn run_client<E: Engine, A: ClientApp<E>>(
+    e: &mut E,
     socks: &mut Sockets,
-    hq: &mut Client,
+    app: &mut A,
     deadline: Instant,
 ) -> Result<(), String> {
-    let total = hq.total();
+    let total = app.total();
     // With 0-RTT the requests go with the first flight.
     if e.early_data() {
-        hq.step(e);
+        app.step(e);
     }
     socks.output(e);
     loop {
@@ -131,22 +179,22 @@ pub fn run_client(
             e.on_timeout();
         }
         if e.established() {
-            hq.step(e);
-            e.tick(hq.received, total);
+            app.step(e);
+            e.tick(app.received(), total);
         } else if e.early_data() {
-            hq.step(e);
+            app.step(e);
         }
-        if hq.done() {
+        if app.done() {
             e.close();
             socks.output(e);
             return Ok(());
         }
         socks.output(e);
         if e.closed() {
-            return Err(format!("closed after {} of {total} bytes: {}", hq.received, e.why_closed()));
+            return Err(format!("closed after {} of {total} bytes: {}", app.received(), e.why_closed()));
         }
         if Instant::now() > deadline {
-            return Err(format!("timed out after {} of {total} bytes", hq.received));
+            return Err(format!("timed out after {} of {total} bytes", app.received()));
         }
         socks.wait(e.timeout());
     }

@@ -124,7 +124,7 @@ fn mp_transfer_share_with_noq_client() {
 fn command_prints_table_and_writes_json() {
     let out = std::env::temp_dir().join(format!("mpquic-interop-{}.json", std::process::id()));
     let r = Command::new(env!("CARGO_BIN_EXE_mpquic-interop"))
-        .args(["--quick", "--cases", "handshake,v2,mp-handshake", "--peers", "aioquic,noq", "--out"])
+        .args(["--quick", "--cases", "handshake,v2,mp-handshake,http3", "--peers", "aioquic,noq", "--out"])
         .arg(&out)
         .output()
         .unwrap();
@@ -136,11 +136,16 @@ fn command_prints_table_and_writes_json() {
     );
     assert!(stdout.contains("| mp-handshake | –p | –p | ✓ | ✓ |"), "{stdout}");
     assert!(stdout.contains("| v2 | ✓ | ✓ | –p | –p |"), "{stdout}");
+    assert!(stdout.contains("| http3 | ✓ | ✓ | –p | –p |"), "{stdout}");
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let cells = json.as_array().unwrap();
-    assert_eq!(cells.len(), 12);
+    assert_eq!(cells.len(), 16);
     let v2: Vec<_> =
         cells.iter().filter(|c| c["case"] == "v2").map(|c| c["status"].as_str().unwrap()).collect();
     assert_eq!(v2, ["pass", "pass", "unsupported by peer", "unsupported by peer"]);
+    let h3: Vec<_> =
+        cells.iter().filter(|c| c["case"] == "http3").map(|c| c["detail"].as_str().unwrap()).collect();
+    assert_eq!(h3[..2], ["16 files over HTTP/3", "16 files over HTTP/3"]);
+    assert!(h3[2].starts_with("noq 1.4 has no HTTP/3"), "{}", h3[2]);
     let _ = std::fs::remove_file(out);
 }

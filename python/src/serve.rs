@@ -71,6 +71,7 @@ impl Server {
             // Not offered from Python: no replayable requests by default.
             early_data: false,
             ecn: true,
+            pmtud: true,
             versions,
         };
         let inner = AppServer::new(opts).map_err(|(code, e)| {

@@ -79,7 +79,7 @@ fn links_list<'py>(py: Python<'py>, report: &Report) -> PyResult<Bound<'py, PyLi
         for (dir, s) in [("up", &l.up), ("down", &l.down)] {
             d.set_item(format!("{dir}_delivered_bytes"), s.delivered_bytes)?;
             d.set_item(format!("{dir}_delivered_packets"), s.delivered_packets)?;
-            d.set_item(format!("{dir}_dropped"), s.dropped_loss + s.dropped_queue)?;
+            d.set_item(format!("{dir}_dropped"), s.dropped_loss + s.dropped_queue + s.dropped_mtu)?;
         }
         d.set_item("failure_drops", l.failure_drops)?;
         out.append(d)?;

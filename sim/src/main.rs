@@ -38,6 +38,11 @@ struct Args {
     /// (CoDel, PIE) then marks CE instead of dropping.
     #[arg(long)]
     ecn: bool,
+    /// Both endpoints of the flow under test run path MTU discovery (up to
+    /// 1500-byte IP packets; a scenario path's `mtu` limits it); off: every
+    /// datagram has the same size.
+    #[arg(long)]
+    pmtud: bool,
     /// Seed of the links' loss processes (default: the scenario's).
     #[arg(long)]
     seed: Option<u64>,
@@ -152,6 +157,7 @@ fn run(a: Args) -> Result<(), String> {
         f.cc = a.cc.clone();
         f.scheduler = a.scheduler.clone();
         f.ecn = a.ecn;
+        f.pmtud = a.pmtud;
         f.bytes = a.bytes;
         f.workload = workload;
     }

@@ -45,6 +45,9 @@ pub struct PathParams {
     pub aqm: Option<QueueKind>,
     /// Reordering, duplication and corruption, each way.
     pub impair: Impairments,
+    /// Path MTU steps each way (`LinkConfig::mtu`; IP packet bytes): from
+    /// each time on, larger packets are dropped. Empty: any size.
+    pub mtu: Vec<(Duration, u32)>,
 }
 
 impl PathParams {
@@ -60,6 +63,7 @@ impl PathParams {
             queue_packets: None,
             aqm: None,
             impair: Impairments::default(),
+            mtu: Vec::new(),
         }
     }
 
@@ -69,6 +73,7 @@ impl PathParams {
         let mut cfg = LinkConfig::new(trace);
         cfg.delay = self.delay;
         cfg.impair = self.impair;
+        cfg.mtu = self.mtu.clone();
         cfg.loss = if self.loss > 0.0 { LossModel::Bernoulli { p: self.loss } } else { LossModel::None };
         cfg.queue =
             QueueConfig { kind: QueueKind::DropTail, packets: self.queue_packets, bytes: self.queue_bytes };

@@ -118,6 +118,8 @@ struct PathJson<'a> {
     group: u32,
     /// CE marks reported for the sender's packets.
     ecn_ce: u64,
+    /// The sender's datagram size at the end.
+    mtu: usize,
 }
 
 #[derive(Serialize)]
@@ -135,6 +137,7 @@ struct DirectionJson {
     delivered_bytes: u64,
     dropped_loss: u64,
     dropped_queue: u64,
+    dropped_mtu: u64,
 }
 
 impl From<&LinkStats> for DirectionJson {
@@ -144,6 +147,7 @@ impl From<&LinkStats> for DirectionJson {
             delivered_bytes: s.delivered_bytes,
             dropped_loss: s.dropped_loss,
             dropped_queue: s.dropped_queue,
+            dropped_mtu: s.dropped_mtu,
         }
     }
 }
@@ -162,6 +166,7 @@ fn path_json(p: &PathSummary) -> PathJson<'_> {
         link_drops: p.link_drops,
         group: p.group,
         ecn_ce: p.ecn_ce,
+        mtu: p.mtu,
     }
 }
 
@@ -383,8 +388,8 @@ fn links_table(s: &mut String, report: &Report) {
             l.name,
             mbps(l.up.delivered_bytes as f64 * 8.0 / secs),
             mbps(l.down.delivered_bytes as f64 * 8.0 / secs),
-            l.up.dropped_loss + l.up.dropped_queue,
-            l.down.dropped_loss + l.down.dropped_queue
+            l.up.dropped_loss + l.up.dropped_queue + l.up.dropped_mtu,
+            l.down.dropped_loss + l.down.dropped_queue + l.down.dropped_mtu
         );
     }
 }

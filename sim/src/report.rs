@@ -67,6 +67,8 @@ pub struct PathSummary {
     /// ECN-CE marks the receiver reported for the sender's packets on this
     /// path (0 unless the flow uses ECN and a queue marks).
     pub ecn_ce: u64,
+    /// The sender's datagram size on this path at the end (`PathStats::mtu`).
+    pub mtu: usize,
 }
 
 /// Summary of one flow.

@@ -107,6 +107,10 @@ pub struct FlowSpec {
     /// Both endpoints mark ECT(0) and validate ECN (`Config::enable_ecn`);
     /// off by default, so runs stay what they were before ECN existed.
     pub ecn: bool,
+    /// Both endpoints run path MTU discovery (`Config::enable_pmtud`, up to
+    /// 1500-byte IP packets); off by default: the seeds' experiments use
+    /// one datagram size (`SimConfig::max_udp_payload`).
+    pub pmtud: bool,
 }
 
 impl FlowSpec {
@@ -122,6 +126,7 @@ impl FlowSpec {
             recv_window: None,
             background: false,
             ecn: false,
+            pmtud: false,
         }
     }
 
@@ -443,6 +448,7 @@ fn make_config(server: bool, spec: &FlowSpec, max_udp_payload: usize) -> Result<
     c.set_cc(&spec.cc).map_err(err)?;
     c.set_scheduler(&spec.scheduler).map_err(err)?;
     c.enable_ecn(spec.ecn);
+    c.enable_pmtud(spec.pmtud);
     // Windows large enough that flow control never limits 200 Mbit/s at 250 ms RTT.
     c.set_initial_max_data(64 << 20);
     c.set_initial_max_stream_data_bidi_local(32 << 20);
@@ -582,7 +588,8 @@ impl Sim {
             interval: cfg.sample_interval,
             name: cfg.name,
             seed: cfg.seed,
-            max_udp_payload: cfg.max_udp_payload,
+            // Room for path MTU probes up to 1500-byte IP packets.
+            max_udp_payload: if cfg.flows.iter().any(|f| f.pmtud) { 1472 } else { cfg.max_udp_payload },
             pool: Vec::new(),
             scratch: Vec::new(),
             due: Vec::new(),
@@ -1065,6 +1072,7 @@ impl Sim {
                         p.copy_bytes += ps.redundant_bytes;
                         p.group = ps.group;
                         p.ecn_ce += ps.ecn_ce;
+                        p.mtu = ps.mtu;
                     }
                 }
             }
@@ -1122,7 +1130,7 @@ impl Sim {
             .map(|&l| {
                 let link = &self.links[l];
                 let s = if download { link.down.stats() } else { link.up.stats() };
-                s.dropped_loss + s.dropped_queue + self.failure_drops[l]
+                s.dropped_loss + s.dropped_queue + s.dropped_mtu + self.failure_drops[l]
             })
             .sum()
     }

@@ -219,7 +219,12 @@ impl Connection {
         self.cids.local_limit = params.active_connection_id_limit;
         self.multipath =
             params.initial_max_path_id.is_some() && self.local_params.initial_max_path_id.is_some();
-        self.max_udp_payload = self.max_udp_payload.min(params.max_udp_payload_size as usize);
+        let peer_max = params.max_udp_payload_size as usize;
+        self.max_udp_payload = self.max_udp_payload.min(peer_max);
+        self.path_config.peer_max_udp_payload = Some(peer_max);
+        for p in &mut self.paths {
+            p.pmtud.cap(peer_max);
+        }
         self.cids.issue(PathId::ZERO);
         self.mp_on_handshake(&params).map_err(Error::Transport)?;
         if let Some(v) = params.extra_param(crate::frame::path_dsr::REC_TRANSPORT_PARAM_ID) {

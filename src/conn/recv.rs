@@ -587,6 +587,7 @@ impl Connection {
         }
         if level == Level::OneRtt && res.is_ok() {
             self.on_ack_ecn(pi, (&acked, &lost), ecn, &views, now);
+            self.pmtud_on_ack(pi, &acked, &lost);
         }
         for pkt in acked.drain(..) {
             if mp {

@@ -102,7 +102,7 @@ impl Connection {
         if !self.is_server && !self.handshake_confirmed && pi != 0 {
             return Ok(None);
         }
-        let mut limit = out.len().min(self.max_udp_payload);
+        let mut limit = out.len().min(self.paths[pi].mss());
         // Anti-amplification (RFC 9000 §8.1): 3x what the client sent, on
         // the first path before the handshake validates the client, and on
         // a new path or a new peer address until path validation succeeds.
@@ -117,15 +117,44 @@ impl Connection {
                 return Ok(None);
             }
         }
-        let out = &mut out[..limit];
 
         if self.levels.ku.packets_in_phase >= self.key_update_interval {
             self.check_key_limits(now);
         }
         if self.close_pending {
-            return self.send_close(out, pi, now);
+            return self.send_close(&mut out[..limit], pi, now);
         }
+        let (written, ecn) = match self.pmtu_probe_due(pi, out.len(), now) {
+            Some(size) => self.write_pmtu_probe(&mut out[..size], pi, now)?,
+            None => self.write_datagram(&mut out[..limit], pi, job, now)?,
+        };
+        if written == 0 {
+            return Ok(None);
+        }
+        let path = &mut self.paths[pi];
+        path.amp_sent += written as u64;
+        path.st.sent_bytes += written as u64;
+        self.stats.sent += 1;
+        self.stats.sent_bytes += written as u64;
+        let at = if self.pacing { path.recovery.next_send_time(now).unwrap_or(now) } else { now };
+        let info = SendInfo { from: path.local, to: path.peer, path_id: path.id, at, ecn };
+        if self.multipath {
+            let sent =
+                Sent { datagram_bytes: written, stream_bytes: job.stream_bytes, redundant: job.is_copy() };
+            self.dispatch.on_sent(info.path_id, sent);
+        }
+        Ok(Some((written, info)))
+    }
 
+    /// The packets of every level due on path `pi`, coalesced into `out`:
+    /// the datagram's length (0: nothing to send) and ECN codepoint.
+    fn write_datagram(
+        &mut self,
+        out: &mut [u8],
+        pi: usize,
+        job: &mut Job,
+        now: Instant,
+    ) -> Result<(usize, crate::Ecn), Error> {
         let mut written = 0;
         let mut has_initial = false;
         let mut ack_eliciting_initial = false;
@@ -172,9 +201,6 @@ impl Connection {
                 None => continue,
             }
         }
-        if written == 0 {
-            return Ok(None);
-        }
         // A datagram that must be padded but whose last packet came out
         // shorter (a later level predicted to follow wrote nothing) is padded
         // here: zero bytes after a long-header packet are valid datagram
@@ -184,19 +210,7 @@ impl Connection {
             out[written..min].fill(0);
             written = min;
         }
-        let path = &mut self.paths[pi];
-        path.amp_sent += written as u64;
-        path.st.sent_bytes += written as u64;
-        self.stats.sent += 1;
-        self.stats.sent_bytes += written as u64;
-        let at = if self.pacing { path.recovery.next_send_time(now).unwrap_or(now) } else { now };
-        let info = SendInfo { from: path.local, to: path.peer, path_id: path.id, at, ecn };
-        if self.multipath {
-            let sent =
-                Sent { datagram_bytes: written, stream_bytes: job.stream_bytes, redundant: job.is_copy() };
-            self.dispatch.on_sent(info.path_id, sent);
-        }
-        Ok(Some((written, info)))
+        Ok((written, ecn))
     }
 
     /// RFC 9000 §14.1: a client pads every datagram carrying an Initial
@@ -251,7 +265,7 @@ impl Connection {
         job: &mut Job,
         now: Instant,
     ) -> Result<Option<(usize, bool)>, Error> {
-        let room = buf.len().min(self.max_udp_payload);
+        let room = buf.len().min(self.paths[pi].mss());
         let Some(due) = self.packet_due(level, pi, room, job, now) else { return Ok(None) };
         let mut b = PacketBuilder::new(buf, &self.header(level, pi, due.pn, due.pn_len))?;
         if b.payload_end() < b.header_len() + 8 {
@@ -360,7 +374,7 @@ impl Connection {
 
     /// The header of a packet at `level` on path `pi`.
     #[inline]
-    fn header(&self, level: Level, pi: usize, pn: u64, pn_len: usize) -> Header<'_> {
+    pub(super) fn header(&self, level: Level, pi: usize, pn: u64, pn_len: usize) -> Header<'_> {
         Header {
             level,
             version: self.version,
@@ -376,7 +390,7 @@ impl Connection {
     /// The keys that seal packets at `level`, and the path ID in their nonce
     /// (draft-21 §2.4: 0 without multipath).
     #[inline]
-    fn seal_keys(&self, level: Level, pi: usize) -> Result<(&crate::crypto::Keys, u32), Error> {
+    pub(super) fn seal_keys(&self, level: Level, pi: usize) -> Result<(&crate::crypto::Keys, u32), Error> {
         let nonce_path = if self.multipath { self.paths[pi].id.0 } else { 0 };
         Ok((self.levels.local(level).ok_or(Error::Closed)?, nonce_path))
     }
@@ -482,7 +496,7 @@ impl Connection {
     /// for key updates, and the client's Initial keys go once it sends a
     /// Handshake packet (RFC 9001 §4.9.1).
     #[inline]
-    fn on_packet_built(&mut self, level: Level, pi: usize, pkt: SentPacket<SentFrames>) {
+    pub(super) fn on_packet_built(&mut self, level: Level, pi: usize, pkt: SentPacket<SentFrames>) {
         let pn = pkt.pn;
         if level == Level::OneRtt {
             let own = self.paths[pi].id;

@@ -219,9 +219,11 @@ impl Connection {
                     crate::recovery::SpaceKind::Data => {
                         self.paths[pi].probes = packets;
                         pto_paths |= 1u64 << pi.min(63);
+                        self.pmtud_on_pto(pi);
                     }
                 },
             }
+            self.pmtud_on_lost(pi, &lost);
             // Data lost from this path's packets (CRYPTO frames carry their
             // own level).
             for pkt in lost.drain(..) {

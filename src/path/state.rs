@@ -13,6 +13,7 @@ use crate::PathId;
 use crate::conn::sent::SentFrames;
 
 use super::ecn::EcnPath;
+use super::pmtud::Pmtud;
 use super::{PathStats, PathStatus};
 
 /// What a new path needs from the configuration (kept by the connection so
@@ -30,6 +31,11 @@ pub(crate) struct PathConfig {
     pub(crate) peer_max_ack_delay: Option<Duration>,
     /// Mark packets ECT(0) and validate ECN.
     pub(crate) ecn: bool,
+    /// Path MTU discovery, up to this link MTU (IP packet size).
+    pub(crate) pmtud: bool,
+    pub(crate) max_mtu: usize,
+    /// The peer's max_udp_payload_size once known.
+    pub(crate) peer_max_udp_payload: Option<usize>,
 }
 
 impl PathConfig {
@@ -43,7 +49,20 @@ impl PathConfig {
             initial_rtt: c.initial_rtt,
             peer_max_ack_delay: None,
             ecn: c.ecn,
+            pmtud: c.pmtud,
+            max_mtu: c.max_mtu,
+            peer_max_udp_payload: None,
         }
+    }
+
+    /// A path's MTU search towards `peer`.
+    fn pmtud(&self, peer: SocketAddr) -> Pmtud {
+        let peer_max = self.peer_max_udp_payload.unwrap_or(usize::MAX);
+        let start = self.mss.min(peer_max);
+        let link = self.max_mtu.saturating_sub(super::pmtud::header_overhead(peer)).min(peer_max);
+        // Never below the starting size: one above the link MTU is the
+        // application's choice.
+        Pmtud::new(self.pmtud, start, link.max(start))
     }
 
     /// The configured controller for a path (Cubic if the name is unknown).
@@ -111,8 +130,8 @@ pub(crate) struct Path {
     pub(crate) dsr: crate::sched::DsrEstimator,
     pub(crate) dsr_round_end: Option<Instant>,
     pub(crate) dsr_pending: Option<u64>,
-    /// Maximum datagram payload on this path.
-    pub(crate) mss: usize,
+    /// Path MTU discovery: the datagram size in use on this path.
+    pub(crate) pmtud: Pmtud,
     /// While a new peer address is being validated after the peer moved
     /// (NAT rebinding, RFC 9000 §9.3): the address before, and whether it
     /// was validated, to return to if validation fails.
@@ -245,7 +264,7 @@ impl Path {
             dsr_round_end: None,
             dsr_pending: None,
             ecn: EcnPath::new(config.ecn),
-            mss,
+            pmtud: config.pmtud(peer),
             moved_from: None,
         }
     }
@@ -262,8 +281,8 @@ impl Path {
         if peer.ip() != self.peer.ip() {
             let params = CcParams {
                 path_id: self.id,
-                mss: self.mss,
-                initial_window: cc::initial_window(self.mss),
+                mss: self.mss(),
+                initial_window: cc::initial_window(self.mss()),
                 now,
                 seed: cc::path_seed(self.local, peer),
             };
@@ -285,6 +304,11 @@ impl Path {
         self.validated = validated;
         self.end_validation();
         true
+    }
+
+    /// Maximum datagram payload on this path now.
+    pub(crate) fn mss(&self) -> usize {
+        self.pmtud.current()
     }
 
     /// Validated, not abandoned.
@@ -325,7 +349,7 @@ impl Path {
         s.packets_in_flight = self.space.ack_eliciting_in_flight();
         s.bandwidth = cc.bandwidth_estimate().unwrap_or(0);
         s.in_slow_start = cc.in_slow_start();
-        s.mss = self.mss;
+        s.mss = self.mss();
         s.next_release =
             horizon.and_then(|h| self.recovery.pacer().next_release(now, s.mss).filter(|&t| t > now + h));
         s.lost_packets = self.st.lost;
@@ -365,6 +389,8 @@ impl Path {
             acked_bytes: self.st.acked_bytes,
             ecn: self.ecn.state(),
             ecn_ce: self.ecn.ce_reported(),
+            mtu: self.mss(),
+            mtu_black_holes: self.pmtud.black_holes,
             lost_bytes: self.recovery.lost_bytes(),
             pacing_gain: cc.metrics().pacing_gain,
             cc_state: cc.metrics().state,

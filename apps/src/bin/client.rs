@@ -74,6 +74,9 @@ struct Args {
     /// where the network or the server does not carry it back).
     #[arg(long)]
     no_ecn: bool,
+    /// Keep every datagram at 1350 bytes (no path MTU discovery).
+    #[arg(long)]
+    no_pmtud: bool,
     /// QUIC versions accepted, most preferred first (`v1`, `v2`, `v2,v1`);
     /// the connection starts with the first unless --initial-version says.
     #[arg(long = "quic-version", value_parser = mpquic_apps::parse_versions, default_value = "v1")]
@@ -221,6 +224,7 @@ fn main() {
     }
     let _ = config.set_application_protos(&[mpquic_apps::ALPN]);
     config.enable_ecn(!args.no_ecn);
+    config.enable_pmtud(!args.no_pmtud);
     let versions = config.set_versions(&args.quic_version.0);
     let initial = args.initial_version.map_or(Ok(()), |v| config.set_initial_version(v));
     if let Err(e) = versions.and(initial) {
@@ -671,7 +675,7 @@ impl Client {
                     "recv_bytes": p.recv_bytes, "sent_bytes": p.sent_bytes, "share": p.recv_bytes as f64 / recv_total as f64,
                     "srtt_ms": p.srtt.as_secs_f64() * 1e3, "min_rtt_ms": p.min_rtt.as_secs_f64() * 1e3,
                     "lost_packets": p.lost, "retrans_bytes": p.retrans_bytes, "cwnd": p.cwnd,
-                    "ecn": format!("{:?}", p.ecn).to_lowercase(), "ecn_ce": p.ecn_ce })).collect::<Vec<_>>(),
+                    "ecn": format!("{:?}", p.ecn).to_lowercase(), "ecn_ce": p.ecn_ce, "mtu": p.mtu })).collect::<Vec<_>>(),
                 "lost_packets": stats.lost, "retrans_bytes": stats.retrans_bytes,
                 "overhead_bytes": overhead, "dropped_packets": stats.dropped,
                 "duplicate_bytes": stats.dup_stream_bytes,

@@ -65,6 +65,9 @@ struct Args {
     /// where the network or the client does not carry it back).
     #[arg(long)]
     no_ecn: bool,
+    /// Keep every datagram at 1350 bytes (no path MTU discovery).
+    #[arg(long)]
+    no_pmtud: bool,
     /// QUIC versions accepted, most preferred first (`v1`, `v2`, `v2,v1`):
     /// a client offering a preferred one is switched to it (RFC 9368).
     #[arg(long = "quic-version", value_parser = mpquic_apps::parse_versions, default_value = "v1")]
@@ -96,6 +99,7 @@ fn main() {
         max_half_open: args.max_half_open,
         early_data: args.early_data,
         ecn: !args.no_ecn,
+        pmtud: !args.no_pmtud,
         versions: args.quic_version.0,
     };
     let mut servers = start(&opts, usize::from(args.workers));

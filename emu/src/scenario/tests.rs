@@ -327,3 +327,20 @@ fn impairments_apply_to_both_directions_and_are_checked() {
     assert!(err(&format!("{base}impair = {{ reorder_ms = 1e300 }}\n")).contains("reorder_ms must be in"));
     assert!(err(&format!("{base}impair = {{ jitter = 1.0 }}\n")).contains("jitter"));
 }
+
+#[test]
+fn path_mtus_and_their_schedules() {
+    let base = "duration = 10.0\n[[path]]\nname = \"a\"\nup = \"c.up\"\ndown = \"c.down\"\n";
+    let s = parse(&format!("{base}mtu = 1400\n")).unwrap();
+    assert_eq!(s.paths[0].up.mtu, [(Duration::ZERO, 1400)]);
+    assert_eq!(s.paths[0].down.mtu, [(Duration::ZERO, 1400)]);
+    let sched = "[[path.schedule]]\nparam = \"mtu\"\ndirection = \"down\"\npoints = [[0.0, 1500.0], [3.0, 1300.0]]\n";
+    let s = parse(&format!("{base}{sched}")).unwrap();
+    assert!(s.paths[0].up.mtu.is_empty());
+    assert_eq!(s.paths[0].down.mtu, [(Duration::ZERO, 1500), (Duration::from_secs(3), 1300)]);
+    assert!(err(&format!("{base}mtu = 40\n")).contains("mtu must be a whole number of bytes in [68, 65535]"));
+    let fractional = sched.replace("1300.0", "1300.5");
+    assert!(err(&format!("{base}{fractional}")).contains("mtu must be a whole number"));
+    let linear = sched.replace("direction", "interp = \"linear\"\ndirection");
+    assert!(err(&format!("{base}{linear}")).contains("step function"));
+}
