@@ -41,7 +41,9 @@
 //! `quic:packet_received` (header with `packet_type` and `packet_number`,
 //! `raw.length`, and the frames), `quic:packet_lost`,
 //! `quic:recovery_metrics_updated` and `quic:congestion_state_updated` (per
-//! path), `quic:key_updated` (1-RTT key updates).
+//! path), `quic:mtu_updated` (path MTU discovery, per path; probes are
+//! `packet_sent` with `is_mtu_probe_packet`), `quic:key_updated` (1-RTT key
+//! updates).
 //!
 //! Multipath goes in as extensions (schema [`QUIC_EXTENSION`]): every
 //! per-path event carries the main schema's `tuple` field (the path ID as
@@ -262,6 +264,8 @@ pub(crate) struct Plain<'a> {
     pub(crate) padding: usize,
     /// The sealed packet's length.
     pub(crate) len: usize,
+    /// A path MTU probe (`is_mtu_probe_packet`).
+    pub(crate) mtu_probe: bool,
 }
 
 /// Connection states of `quic:connection_state_updated` (quic-events §4.5).
@@ -327,6 +331,8 @@ pub(crate) struct Qlog {
     last: Vec<Last>,
     state: Option<ConnState>,
     key_phase: u64,
+    /// Each path's datagram size last logged in `quic:mtu_updated`.
+    mtus: Vec<(PathId, usize)>,
     vantage: Vantage,
     group_id: String,
     pub(crate) dropped: u64,
@@ -347,6 +353,7 @@ impl Qlog {
             last: Vec::new(),
             state: None,
             key_phase: 0,
+            mtus: Vec::new(),
             vantage,
             group_id,
             dropped: 0,
@@ -459,6 +466,28 @@ impl Qlog {
     pub(crate) fn packet_sent(&mut self, now: Instant, level: Level, path: PathId, pn: u64, p: Plain<'_>) {
         let mut s = self.packet_event(now, "quic:packet_sent", level, path, pn, p.len);
         frames::write_frames(&mut s, p.frames, p.padding);
+        if p.mtu_probe {
+            s.push_str(",\"is_mtu_probe_packet\":true");
+        }
+        self.end(s, Some(path));
+    }
+
+    /// `quic:mtu_updated` if `path`'s datagram size is not the one last
+    /// logged (the first call logs the size the path starts with).
+    pub(crate) fn mtu_updated(&mut self, now: Instant, path: PathId, mtu: usize) {
+        let old = match self.mtus.iter_mut().find(|(p, _)| *p == path) {
+            Some((_, m)) if *m == mtu => return,
+            Some((_, m)) => Some(std::mem::replace(m, mtu)),
+            None => {
+                self.mtus.push((path, mtu));
+                None
+            }
+        };
+        let mut s = self.begin(now, "quic:mtu_updated", 96);
+        if let Some(o) = old {
+            let _ = write!(s, "\"old\":{o},");
+        }
+        let _ = write!(s, "\"new\":{mtu}");
         self.end(s, Some(path));
     }
 

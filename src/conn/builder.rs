@@ -99,6 +99,7 @@ impl<'a> PacketBuilder<'a> {
             frames: &self.w.written()[self.hdr_len..],
             padding: plain_end - frames_end,
             len: plain_end + TAG_LEN,
+            mtu_probe: false,
         }
     }
 

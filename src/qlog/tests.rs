@@ -221,7 +221,13 @@ fn packets_carry_header_length_and_frames() {
         .encode(&mut w)
         .unwrap();
     let n = w.pos();
-    q.packet_sent(t, Level::OneRtt, PathId(1), 42, Plain { frames: &buf[..n], padding: 10, len: 99 });
+    q.packet_sent(
+        t,
+        Level::OneRtt,
+        PathId(1),
+        42,
+        Plain { frames: &buf[..n], padding: 10, len: 99, mtu_probe: false },
+    );
     q.packet_received(t, Level::Initial, PathId::ZERO, 0, &buf[..n], 99);
     q.packet_lost(t, Level::Handshake, PathId::ZERO, 3, 1200);
     let e = drain(&mut q);
@@ -269,6 +275,33 @@ fn packets_carry_header_length_and_frames() {
         e[2]["data"]["header"],
         serde_json::json!({"packet_type": "handshake", "packet_number": 3, "path_id": 0})
     );
+}
+
+#[test]
+fn mtu_changes_are_logged_per_path() {
+    let t = t0();
+    let mut q = Qlog::new(t, Vantage::Client, &[1]);
+    q.mtu_updated(t, PathId(0), 1200);
+    q.mtu_updated(t, PathId(0), 1200);
+    q.mtu_updated(t, PathId(0), 1452);
+    q.mtu_updated(t, PathId(1), 1200);
+    let probe = Plain { frames: &[0x01], padding: 1400, len: 1420, mtu_probe: true };
+    q.packet_sent(t, Level::OneRtt, PathId(0), 9, probe);
+    let e = drain(&mut q);
+    let d: Vec<_> = e[..3].iter().map(|e| (e["tuple"].clone(), e["data"].clone())).collect();
+    assert_eq!(
+        d,
+        [
+            ("0".into(), serde_json::json!({"new": 1200})),
+            ("0".into(), serde_json::json!({"old": 1200, "new": 1452})),
+            ("1".into(), serde_json::json!({"new": 1200})),
+        ]
+    );
+    assert!(e[..3].iter().all(|e| e["name"] == "quic:mtu_updated"));
+    assert_eq!(e[3]["data"]["is_mtu_probe_packet"], true);
+    let f = &e[3]["data"]["frames"];
+    assert_eq!(f[0]["frame_type"], "ping");
+    assert_eq!(f[1]["raw"]["length"], 1400);
 }
 
 #[test]
