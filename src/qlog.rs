@@ -13,9 +13,15 @@
 //!   `urn:ietf:params:qlog:events:quic-12`; draft URIs carry the draft
 //!   number as that draft requires), namespace `quic`.
 //!
-//! These are the newest revisions whose full text we could read; they are
-//! also what the newest producers follow (quiche's qlog crate, noq's
-//! `n0-qlog`), so files stay comparable with theirs. The multipath draft
+//! They are the newest pair the producers in use follow (noq-proto 1.4, a
+//! dependency of our tests, names exactly these two for its `n0-qlog`
+//! output; recent quiche logs we found list the same `quic-12` URI), so
+//! our files stay comparable with theirs. The main schema's text was read
+//! in full (the editor's copy with `tuple`); for the QUIC events, the
+//! editor's text before -12 was read in full and the -12 renames
+//! (`path_assigned` → `tuple_assigned`, `PathEndpointInfo` →
+//! `TupleEndpointInfo`, `owner` → `initiator` in `parameters_set`) were
+//! taken from noq-proto's use of them. The multipath draft
 //! (draft-ietf-quic-multipath-21) defines no qlog events, so multipath
 //! details are extensions (see below).
 //!
@@ -23,7 +29,10 @@
 //! header fields `qlog_version` and `qlog_format: "JSON-SEQ"` and refuses
 //! one without them; the header therefore also carries
 //! `"qlog_version": "0.3", "qlog_format": "JSON-SEQ"`, which newer tools
-//! ignore as unknown fields (main schema §"Tooling Expectations").
+//! ignore as unknown fields (main schema §"Tooling Expectations"). qvis's
+//! views were written for the older `transport:` / `recovery:` names:
+//! it loads the file, but its congestion and sequence views may not know
+//! the `quic:` names yet.
 //!
 //! # Time
 //!
@@ -56,7 +65,8 @@
 //! [`MPQUIC_EVENTS`]): `mpquic:path_event` (new, validated, failed
 //! validation, abandoned, status changed) and `mpquic:path_suspect` (a path
 //! stopped answering while another did). Applications may log their own
-//! `mpquic:` records (`mpquic-server` does: path statistics, requests).
+//! `mpquic:` records (`mpquic-server` does: path statistics, out-of-order
+//! bytes, accept and close).
 //!
 //! The JSON Schema in `ci/qlog-schema/` describes all of this and CI
 //! validates real logs against it (`python/tests/test_qlog.py`).
@@ -64,8 +74,8 @@
 //! # Use
 //!
 //! Nothing is produced unless [`Config::enable_qlog`](crate::Config::enable_qlog)
-//! is on; then the packet paths pay one branch each and nothing else when
-//! it is off. The engine does no I/O: events queue up in the connection
+//! is on; while it is off, the packet paths pay one branch each and nothing
+//! else (no allocation, no formatting). The engine does no I/O: events queue up in the connection
 //! (bounded, see [`Connection::qlog_dropped`](crate::Connection::qlog_dropped)),
 //! the application writes [`Connection::qlog_header`](crate::Connection::qlog_header)
 //! first and then drains [`Connection::qlog_next`](crate::Connection::qlog_next),
