@@ -432,7 +432,11 @@ impl Connection {
                     .map_err(|e| Error::Config(e.to_string()))?,
             }),
             config_max_path_id: config.initial_max_path_id,
-            qlog: config.qlog.then(|| crate::qlog::Qlog::new(now)),
+            qlog: config.qlog.then(|| {
+                let vantage =
+                    if is_server { crate::qlog::Vantage::Server } else { crate::qlog::Vantage::Client };
+                crate::qlog::Qlog::new(now, vantage, dcid.as_slice())
+            }),
             accept_dsr: wants_dsr(config),
             send_dsr: false,
             last_now: now,
@@ -441,6 +445,11 @@ impl Connection {
             #[cfg(test)]
             test_frames: Vec::new(),
         };
+        if let Some(q) = &mut conn.qlog {
+            q.state(now, crate::qlog::ConnState::Attempted);
+            q.parameters_set(now, false, &conn.local_params);
+            q.tuple_assigned(now, PathId::ZERO, local, peer);
+        }
         if let Some(p) = early_params {
             conn.start_early_data(&p)?;
         }
@@ -528,8 +537,15 @@ impl Connection {
     pub fn paths(&self) -> impl Iterator<Item = (PathId, SocketAddr, SocketAddr)> + '_ {
         self.paths.iter().filter(|p| !p.abandoned).map(|p| (p.id, p.local, p.peer))
     }
-    /// The next queued qlog event (one JSON object), if qlog is enabled
-    /// ([`Config::enable_qlog`]).
+    /// The first record of this connection's qlog file (vantage point,
+    /// original destination connection ID as `group_id`), if qlog is
+    /// enabled ([`Config::enable_qlog`]); write it with
+    /// [`crate::qlog::write_record`] before the events.
+    pub fn qlog_header(&self) -> Option<crate::qlog::Header> {
+        self.qlog.as_ref().map(|q| q.header())
+    }
+    /// The next queued qlog event (one JSON object, see [`crate::qlog`]),
+    /// if qlog is enabled ([`Config::enable_qlog`]).
     pub fn qlog_next(&mut self) -> Option<String> {
         self.qlog.as_mut()?.next()
     }
@@ -541,7 +557,10 @@ impl Connection {
     pub(crate) fn push_event(&mut self, e: PathEvent) {
         if let Some(q) = &mut self.qlog {
             let (id, kind) = match e {
-                PathEvent::New(id, ..) => (id, "new"),
+                PathEvent::New(id, local, peer) => {
+                    q.tuple_assigned(self.last_now, id, local, peer);
+                    (id, "new")
+                }
                 PathEvent::Validated(id) => (id, "validated"),
                 PathEvent::FailedValidation(id) => (id, "failed_validation"),
                 PathEvent::Abandoned(id) => (id, "abandoned"),
@@ -588,6 +607,12 @@ impl Connection {
             role,
         };
         q.metrics_updated(now, p.id, &m);
+    }
+    /// Log `quic:connection_state_updated` (qlog enabled only).
+    pub(crate) fn qlog_state(&mut self, now: Instant, s: crate::qlog::ConnState) {
+        if let Some(q) = &mut self.qlog {
+            q.state(now, s);
+        }
     }
     /// Replace the path scheduler, e.g. with one implemented outside the
     /// crate (see [`crate::sched`]). Takes effect from the next packet.
@@ -697,7 +722,11 @@ impl Connection {
         let wait = self.max_pto() * 3;
         let ready =
             self.handshake_confirmed && !ku.awaiting_peer && ku.phase_acked.is_some_and(|t| now >= t + wait);
-        ready && self.levels.initiate_update()
+        let updated = ready && self.levels.initiate_update();
+        if let (true, Some(q)) = (updated, &mut self.qlog) {
+            q.local_key_update(now, self.levels.ku.updates);
+        }
+        updated
     }
 
     /// Server: send `token` (from [`crate::server::Validator::new_token`]) in
@@ -787,12 +816,14 @@ impl Connection {
     fn enter_closing(&mut self, now: Instant) {
         let pto = self.max_pto();
         self.state = State::Closing { until: now + pto * 3 };
+        self.qlog_state(now, crate::qlog::ConnState::Closing);
         self.close_pending = true;
     }
 
     fn enter_draining(&mut self, now: Instant) {
         let pto = self.max_pto();
         self.state = State::Draining { until: now + pto * 3 };
+        self.qlog_state(now, crate::qlog::ConnState::Draining);
         self.close_pending = false;
     }
 }

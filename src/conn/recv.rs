@@ -153,6 +153,9 @@ impl Connection {
         let newest = acks.largest_received().is_none_or(|l| pn > l);
         self.on_peer_packet(level, scid);
         let payload = &pkt[payload];
+        if let Some(q) = &mut self.qlog {
+            q.packet_received(now, level, path_id, pn, payload, plen);
+        }
         let facts =
             PacketFacts { ecn: info.ecn, ..self.on_frames(payload, level, path_id, info, now).map_err(Err)? };
         let pidx = self.path_index(path_id).unwrap_or(0);
@@ -225,6 +228,9 @@ impl Connection {
         let pto = self.max_pto();
         self.levels.rotate(now + pto * 3);
         self.levels.ku.on_received(path_id, pn);
+        if let Some(q) = &mut self.qlog {
+            q.peer_key_update(now, self.levels.ku.updates);
+        }
         Ok(())
     }
 
@@ -607,7 +613,7 @@ impl Connection {
             self.stats.lost += 1;
             self.paths[pi].st.lost += 1;
             if let Some(q) = &mut self.qlog {
-                q.packet_lost(now, pid, pkt.pn, pkt.size);
+                q.packet_lost(now, level, pid, pkt.pn, pkt.size);
             }
             for f in pkt.data {
                 self.on_frame_lost(f, level, pi);

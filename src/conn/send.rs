@@ -331,6 +331,9 @@ impl Connection {
         if probing && self.multipath {
             min_plain = min_plain.max(MIN_INITIAL_SIZE - TAG_LEN);
         }
+        if let Some(q) = &mut self.qlog {
+            q.packet_sent(now, level, self.paths[pi].id, due.pn, b.plain(min_plain));
+        }
         let (keys, nonce_path) = self.seal_keys(level, pi)?;
         let pkt_len = b.finish(min_plain, keys, nonce_path)?;
         let in_flight = ack_eliciting || pad_to.is_some();
@@ -881,6 +884,9 @@ impl Connection {
         // A client's Initial datagrams are 1200 bytes, closing ones too (§14.1).
         let min_plain =
             if level == Level::Initial && !self.is_server { MIN_INITIAL_SIZE - TAG_LEN } else { 0 };
+        if let Some(q) = &mut self.qlog {
+            q.packet_sent(now, level, self.paths[pi].id, pn, b.plain(min_plain));
+        }
         let (keys, nonce_path) = self.seal_keys(level, pi)?;
         let pkt_len = b.finish(min_plain, keys, nonce_path)?;
         if let Some(sp) = self.space_mut(level, pi) {

@@ -119,6 +119,7 @@ impl Connection {
             State::Closing { until } | State::Draining { until } => {
                 if now >= until {
                     self.state = State::Closed;
+                    self.qlog_state(now, crate::qlog::ConnState::Closed);
                 }
                 return;
             }
@@ -128,6 +129,7 @@ impl Connection {
             if now >= d {
                 log::debug!("idle timeout");
                 self.state = State::Closed;
+                self.qlog_state(now, crate::qlog::ConnState::Closed);
                 return;
             }
         }
@@ -232,7 +234,7 @@ impl Connection {
                 self.stats.lost += 1;
                 self.paths[pi].st.lost += 1;
                 if let Some(q) = &mut self.qlog {
-                    q.packet_lost(now, self.paths[pi].id, pkt.pn, pkt.size);
+                    q.packet_lost(now, Level::OneRtt, self.paths[pi].id, pkt.pn, pkt.size);
                 }
                 for f in pkt.data {
                     self.on_frame_lost(f, Level::OneRtt, pi);
