@@ -132,7 +132,10 @@ impl Connection {
             Some(r) => (Frame::PathResponse(r.data), r.local, r.peer, self.cids.dcid_for(id)),
             None => {
                 let wait = self.challenge_interval(pi);
-                let pto = self.max_pto();
+                // RFC 9000 §8.2.4: three times the larger of the current PTO
+                // and a new path's (kInitialRtt: 3 x initial RTT), so a busy
+                // peer's late answer still counts.
+                let pto = self.max_pto().max(self.path_config.initial_rtt * 3);
                 let m = self.paths[pi].migration.as_mut().ok_or(Error::InvalidPath)?;
                 let data = crate::path::Challenges::fresh();
                 m.challenges.on_sent(data);

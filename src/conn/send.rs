@@ -519,6 +519,7 @@ impl Connection {
             self.levels.ku.on_sent(own, pn);
             self.paths[pi].st.sent += 1;
             self.paths[pi].ecn.on_sent(pkt.ect);
+            self.paths[pi].pmtud.on_sent(pn);
         }
         if let Some(sp) = self.space_mut(level, pi) {
             sp.sent.on_packet_sent(sp.recovery, pkt);

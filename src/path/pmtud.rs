@@ -65,6 +65,10 @@ pub(crate) struct Pmtud {
     suspicious: u8,
     /// Fallbacks to the base size so far.
     pub(crate) black_holes: u32,
+    /// After a fallback: the size before and the first packet number sent
+    /// after it. A large packet sent before it that is acknowledged after
+    /// all (a late ACK, not a black hole) undoes the fallback.
+    undo: Option<(usize, u64)>,
 }
 
 impl Pmtud {
@@ -84,6 +88,7 @@ impl Pmtud {
             largest_acked_large: None,
             suspicious: 0,
             black_holes: 0,
+            undo: None,
         }
     }
 
@@ -134,6 +139,17 @@ impl Pmtud {
         if size > BASE {
             self.largest_acked_large = Some(self.largest_acked_large.map_or(pn, |l| l.max(pn)));
             self.suspicious = 0;
+            if let Some((before, _)) = self.undo.take_if(|&mut (_, first)| pn < first) {
+                self.current = self.current.max(before);
+                self.black_holes -= 1;
+            }
+        }
+    }
+
+    /// The next packet sent has number `pn` (arms the undo of a fallback).
+    pub(crate) fn on_sent(&mut self, pn: u64) {
+        if let Some((_, first @ u64::MAX)) = &mut self.undo {
+            *first = pn;
         }
     }
 
@@ -171,6 +187,7 @@ impl Pmtud {
         if self.current <= BASE {
             return false;
         }
+        self.undo = Some((self.current, u64::MAX));
         self.current = BASE;
         self.ceiling = self.max;
         self.top_tried = false;
@@ -260,6 +277,24 @@ mod tests {
         assert_eq!((p.current(), p.black_holes), (BASE, 1));
         // The search starts over from the top.
         assert_eq!(p.probe_size(now), Some(1472));
+    }
+
+    #[test]
+    fn a_late_ack_of_a_large_packet_undoes_the_fallback() {
+        let mut p = Pmtud::new(true, 1350, 1472);
+        p.on_sent(7);
+        assert!(p.on_pto(2), "two PTOs: the peer's ACKs are only late");
+        p.on_sent(8);
+        p.on_acked(6, 1350);
+        assert_eq!((p.current(), p.black_holes), (1350, 0));
+        // Once undone, later acknowledgements change nothing.
+        p.on_acked(9, 1350);
+        assert_eq!(p.current(), 1350);
+        // A real black hole: nothing sent before the fallback is acknowledged.
+        assert!(p.on_pto(2));
+        p.on_sent(10);
+        p.on_acked(11, 1200);
+        assert_eq!((p.current(), p.black_holes), (BASE, 1));
     }
 
     #[test]
