@@ -179,6 +179,15 @@ fn note_alpn(conn: &Connection, side: &mut Side) {
     }
 }
 
+/// Keeps the first path's datagram size and adds the connection's black
+/// holes (path MTU discovery).
+fn note_mtu(conn: &Connection, side: &mut Side) {
+    if let Some(p) = conn.path_stats().next() {
+        side.mtu = Some(p.mtu);
+    }
+    *side.mtu_black_holes.get_or_insert(0) += conn.path_stats().map(|p| p.mtu_black_holes).sum::<u32>();
+}
+
 fn abandoned(conn: &Connection) -> u64 {
     conn.path_stats().filter(|p| !p.active).count() as u64
 }
@@ -265,6 +274,7 @@ fn attempt(
     *side.early_data.get_or_insert(0) += usize::from(c.conn.is_early_data_accepted());
     *side.ecn_validated.get_or_insert(0) += usize::from(ecn_validated(&c.conn));
     note_alpn(&c.conn, side);
+    note_mtu(&c.conn, side);
     // The next connection resumes this one's ticket. A connection whose
     // answers came in 0.5-RTT may close before the server's ticket arrives
     // (aioquic sends it once the handshake completes): no ticket only
@@ -277,11 +287,12 @@ fn attempt(
 }
 
 /// Starts a server (two addresses when the case is multipath: a noq client
-/// opens its second path towards the second one).
+/// opens its second path towards the second one; or when it offers a
+/// preferred address, which the relay forwards to the second).
 pub fn server(spec: &Spec) -> Result<ServerHandle, String> {
     let cfg = config(true, spec)?;
     let ip: IpAddr = loopback(if spec.ipv6 { "::1".parse().unwrap() } else { "127.0.0.1".parse().unwrap() });
-    let n = if spec.mp.is_some() { 2 } else { 1 };
+    let n = if spec.mp.is_some() || spec.preferred.is_some() { 2 } else { 1 };
     let socks = (0..n).map(|_| bind(ip)).collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
     let socks = Sockets::new(socks).map_err(|e| e.to_string())?;
     let ep_cfg = EndpointConfig { retry: spec.retry, new_tokens: false, ..EndpointConfig::default() };
@@ -343,6 +354,7 @@ fn serve<A: ServerApp<Connection> + Default>(
                 early += usize::from(conn.is_early_data_accepted());
                 ecn += usize::from(ecn_validated(&conn));
                 note_alpn(&conn, &mut side);
+                note_mtu(&conn, &mut side);
                 side.files += app.served();
                 side.errors.extend(app.take_errors());
                 (key_updates, initiated) = key_updates_seen(&conn, key_updates, initiated);
@@ -356,6 +368,7 @@ fn serve<A: ServerApp<Connection> + Default>(
             early += usize::from(conn.is_early_data_accepted());
             ecn += usize::from(ecn_validated(conn));
             note_alpn(conn, &mut side);
+            note_mtu(conn, &mut side);
             side.files += app.served();
             side.errors.extend(app.take_errors());
         }
