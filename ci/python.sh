@@ -11,7 +11,10 @@ VENV="${MPQUIC_VENV:-$HOME/.cache/mpquic/venv}"
 PY="${PYTHON:-python3}"
 # Pinned so that runs are reproducible; bump together.
 # ray: the --ray backend of mpquic.repro and its test (cp311 manylinux wheel).
-PIP_PKGS=(maturin==1.16.0 pytest==9.2.0 pandas==3.1.1 matplotlib==3.11.2 tqdm==4.70.1 ray==2.60.0)
+# jsonschema: tests/test_qlog.py validates mpquic-server's qlog files against
+# ci/qlog-schema/.
+PIP_PKGS=(maturin==1.16.0 pytest==9.2.0 pandas==3.1.1 matplotlib==3.11.2 tqdm==4.70.1 ray==2.60.0
+    jsonschema==4.26.0)
 
 if [ ! -x "$VENV/bin/python" ]; then
     if ! "$PY" -m venv "$VENV" 2>/dev/null; then

@@ -67,6 +67,8 @@ pub struct Config {
     pub(crate) max_ack_delay: Duration,
     pub(crate) active_cid_limit: u64,
     pub(crate) disable_active_migration: bool,
+    /// Server: the addresses offered as preferred_address (RFC 9000 §9.6).
+    pub(crate) preferred_address: (Option<std::net::SocketAddrV4>, Option<std::net::SocketAddrV6>),
     pub(crate) initial_max_path_id: Option<u32>,
     pub(crate) reset_key: Option<crate::server::StatelessResetKey>,
     pub(crate) cid_prefix: Option<u8>,
@@ -135,6 +137,7 @@ impl Config {
             max_ack_delay: Duration::from_millis(25),
             active_cid_limit: 4,
             disable_active_migration: false,
+            preferred_address: (None, None),
             initial_max_path_id: None,
             reset_key: None,
             cid_prefix: None,
@@ -363,6 +366,18 @@ impl Config {
     }
     pub(crate) fn first_version(&self) -> Version {
         self.initial_version.or(self.versions.first().copied()).unwrap_or_default()
+    }
+    /// Server: offer `addr` as the preferred address (RFC 9000 §9.6; one
+    /// IPv4 and one IPv6 address may be set). Clients move their first path
+    /// there once the handshake is confirmed, after validating it; the
+    /// server must receive on `addr` and hand those datagrams to the same
+    /// connection (an [`Endpoint`](crate::Endpoint) routes them by
+    /// connection ID like any other). Needs non-empty connection IDs.
+    pub fn set_preferred_address(&mut self, addr: std::net::SocketAddr) {
+        match addr {
+            std::net::SocketAddr::V4(a) => self.preferred_address.0 = Some(a),
+            std::net::SocketAddr::V6(a) => self.preferred_address.1 = Some(a),
+        }
     }
     /// Advertise disable_active_migration.
     pub fn set_disable_active_migration(&mut self, v: bool) {

@@ -13,6 +13,9 @@ mod early;
 #[cfg(test)]
 mod ecn_tests;
 mod handshake;
+mod migration;
+#[cfg(test)]
+mod migration_tests;
 mod multipath;
 mod pmtud;
 #[cfg(test)]
@@ -352,6 +355,9 @@ impl Connection {
         let mut cids = CidState::new(*scid, config.active_cid_limit, reset_key, config.cid_prefix);
         let version = config.first_version();
         let mut params = local_params(config, scid, &cids, is_server.then_some((dcid, retry_scid)));
+        if is_server {
+            params.preferred_address = preferred_address(config, &mut cids);
+        }
         if crate::version::negotiates(&config.versions) {
             params.version_information = Some(VersionInfo::new(version, &config.versions));
         }
@@ -426,7 +432,11 @@ impl Connection {
                     .map_err(|e| Error::Config(e.to_string()))?,
             }),
             config_max_path_id: config.initial_max_path_id,
-            qlog: config.qlog.then(|| crate::qlog::Qlog::new(now)),
+            qlog: config.qlog.then(|| {
+                let vantage =
+                    if is_server { crate::qlog::Vantage::Server } else { crate::qlog::Vantage::Client };
+                crate::qlog::Qlog::new(now, vantage, dcid.as_slice())
+            }),
             accept_dsr: wants_dsr(config),
             send_dsr: false,
             last_now: now,
@@ -435,6 +445,11 @@ impl Connection {
             #[cfg(test)]
             test_frames: Vec::new(),
         };
+        if let Some(q) = &mut conn.qlog {
+            q.state(now, crate::qlog::ConnState::Attempted);
+            q.parameters_set(now, false, &conn.local_params);
+            q.tuple_assigned(now, PathId::ZERO, local, peer);
+        }
         if let Some(p) = early_params {
             conn.start_early_data(&p)?;
         }
@@ -522,8 +537,15 @@ impl Connection {
     pub fn paths(&self) -> impl Iterator<Item = (PathId, SocketAddr, SocketAddr)> + '_ {
         self.paths.iter().filter(|p| !p.abandoned).map(|p| (p.id, p.local, p.peer))
     }
-    /// The next queued qlog event (one JSON object), if qlog is enabled
-    /// ([`Config::enable_qlog`]).
+    /// The first record of this connection's qlog file (vantage point,
+    /// original destination connection ID as `group_id`), if qlog is
+    /// enabled ([`Config::enable_qlog`]); write it with
+    /// [`crate::qlog::write_record`] before the events.
+    pub fn qlog_header(&self) -> Option<crate::qlog::Header> {
+        self.qlog.as_ref().map(|q| q.header())
+    }
+    /// The next queued qlog event (one JSON object, see [`crate::qlog`]),
+    /// if qlog is enabled ([`Config::enable_qlog`]).
     pub fn qlog_next(&mut self) -> Option<String> {
         self.qlog.as_mut()?.next()
     }
@@ -535,12 +557,16 @@ impl Connection {
     pub(crate) fn push_event(&mut self, e: PathEvent) {
         if let Some(q) = &mut self.qlog {
             let (id, kind) = match e {
-                PathEvent::New(id, ..) => (id, "new"),
+                PathEvent::New(id, local, peer) => {
+                    q.tuple_assigned(self.last_now, id, local, peer);
+                    (id, "new")
+                }
                 PathEvent::Validated(id) => (id, "validated"),
                 PathEvent::FailedValidation(id) => (id, "failed_validation"),
                 PathEvent::Abandoned(id) => (id, "abandoned"),
                 PathEvent::StatusChanged(id, PathStatus::Backup) => (id, "status_backup"),
                 PathEvent::StatusChanged(id, _) => (id, "status_available"),
+                PathEvent::Migrated(id, ..) => (id, "migrated"),
             };
             q.path_event(self.last_now, id, kind);
         }
@@ -581,6 +607,12 @@ impl Connection {
             role,
         };
         q.metrics_updated(now, p.id, &m);
+    }
+    /// Log `quic:connection_state_updated` (qlog enabled only).
+    pub(crate) fn qlog_state(&mut self, now: Instant, s: crate::qlog::ConnState) {
+        if let Some(q) = &mut self.qlog {
+            q.state(now, s);
+        }
     }
     /// Replace the path scheduler, e.g. with one implemented outside the
     /// crate (see [`crate::sched`]). Takes effect from the next packet.
@@ -690,7 +722,11 @@ impl Connection {
         let wait = self.max_pto() * 3;
         let ready =
             self.handshake_confirmed && !ku.awaiting_peer && ku.phase_acked.is_some_and(|t| now >= t + wait);
-        ready && self.levels.initiate_update()
+        let updated = ready && self.levels.initiate_update();
+        if let (true, Some(q)) = (updated, &mut self.qlog) {
+            q.local_key_update(now, self.levels.ku.updates);
+        }
+        updated
     }
 
     /// Server: send `token` (from [`crate::server::Validator::new_token`]) in
@@ -780,12 +816,14 @@ impl Connection {
     fn enter_closing(&mut self, now: Instant) {
         let pto = self.max_pto();
         self.state = State::Closing { until: now + pto * 3 };
+        self.qlog_state(now, crate::qlog::ConnState::Closing);
         self.close_pending = true;
     }
 
     fn enter_draining(&mut self, now: Instant) {
         let pto = self.max_pto();
         self.state = State::Draining { until: now + pto * 3 };
+        self.qlog_state(now, crate::qlog::ConnState::Draining);
         self.close_pending = false;
     }
 }
@@ -824,6 +862,20 @@ fn local_params(
         params.stateless_reset_token = Some(cids.reset_token_for(scid));
     }
     params
+}
+
+/// A server's preferred_address parameter, if one is configured (its
+/// connection ID is issued here).
+fn preferred_address(
+    config: &Config,
+    cids: &mut CidState,
+) -> Option<crate::transport_params::PreferredAddress> {
+    let (ipv4, ipv6) = config.preferred_address;
+    if ipv4.is_none() && ipv6.is_none() {
+        return None;
+    }
+    let (cid, reset_token) = cids.issue_preferred()?;
+    Some(crate::transport_params::PreferredAddress { ipv4, ipv6, cid, reset_token })
 }
 
 /// The rec scheduler asks the peer for per-path desired sending rates.

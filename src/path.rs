@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 mod cids;
 mod ecn;
+pub(crate) mod migration;
 pub(crate) mod pmtud;
 mod state;
 
@@ -184,6 +185,10 @@ pub enum PathEvent {
     Abandoned(PathId),
     /// The peer changed the path's status.
     StatusChanged(PathId, PathStatus),
+    /// The path moved to this (local, peer) address pair after validating
+    /// it (RFC 9000 §9: our [`Connection::migrate`](crate::Connection::migrate)
+    /// or the server's preferred address).
+    Migrated(PathId, SocketAddr, SocketAddr),
 }
 
 /// Per-path statistics.
@@ -276,6 +281,8 @@ pub enum PathError {
     LastPath,
     /// A path with this 4-tuple already exists.
     Exists,
+    /// The peer asked not to be migrated to (disable_active_migration).
+    MigrationDisabled,
 }
 
 impl std::fmt::Display for PathError {
@@ -288,6 +295,7 @@ impl std::fmt::Display for PathError {
             PathError::UnknownPath => "no such path",
             PathError::LastPath => "cannot abandon the last path",
             PathError::Exists => "path already exists",
+            PathError::MigrationDisabled => "the peer disabled active migration",
         })
     }
 }

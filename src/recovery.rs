@@ -110,8 +110,9 @@ pub struct SentPacket<T> {
     pub tx_in_flight: usize,
     /// Sent with the ECT(0) codepoint (ECN validation counts these).
     pub ect: bool,
-    /// A path MTU probe: its loss is no congestion signal (RFC 9000 §14.4).
-    pub pmtu_probe: bool,
+    /// A probe — of the path MTU, or of another address pair — whose loss
+    /// is no congestion signal (RFC 9000 §14.4, §9.4).
+    pub probe: bool,
     /// The connection's record of what the packet carried.
     pub data: T,
 }
@@ -140,7 +141,7 @@ impl<T> SentPacket<T> {
             is_app_limited: false,
             tx_in_flight: 0,
             ect: false,
-            pmtu_probe: false,
+            probe: false,
             data,
         }
     }

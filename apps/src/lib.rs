@@ -1,6 +1,6 @@
 //! Shared pieces of the `mpquic-server` and `mpquic-client` binaries: the
 //! UDP event loop with pacing, URL and file-path handling, statistics and
-//! the per-connection JSON-lines event log.
+//! the per-connection qlog file.
 
 #![warn(missing_docs)]
 

@@ -1,18 +1,25 @@
-//! Per-connection event log (`--qlog-dir`).
+//! Per-connection qlog file (`--qlog-dir`): `<odcid>_server.sqlog` from
+//! `mpquic-server`, `<odcid>_client.sqlog` from `mpquic-client`.
 //!
-//! JSON lines of two kinds. The engine's qlog-style events
-//! ([`mpquic::qlog`]: `recovery:metrics_updated`, `recovery:packet_lost`,
-//! `multipath:path_event`, `multipath:path_suspect`) are copied as they are
-//! (fields `time`, `name`, `data`). The application adds its own records
-//! from the public API — one `path_stats` record per path every 100 ms, plus
-//! `path_event`, `request` and `closed` records — each with `t_ms`
-//! (milliseconds since the connection started) and `event`.
+//! A JSON-SEQ qlog file in the main schema ([`mpquic::qlog`] says which
+//! drafts and why): the header first, then one record per event, each an
+//! RS byte, a JSON object and a newline, so qvis and other qlog tools load
+//! it. The engine's events (`quic:packet_sent`, `quic:recovery_metrics_updated`,
+//! `mpquic:path_event`, ...) are copied as they are; the application adds
+//! its own in the `mpquic` namespace from the public API — the server one
+//! `mpquic:path_stats` per path and one `mpquic:out_of_order` every 100 ms,
+//! `mpquic:accepted` at the start and `mpquic:closed` at the end. Their
+//! `time` counts from the same start as the engine's (the server accepts a
+//! connection at the instant the engine creates it), and every record is
+//! written in time order: the engine's queued events first, then the
+//! application's of the same instant.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use mpquic::qlog::{write_record, Header, Vantage};
 use mpquic::Connection;
 use serde_json::{json, Value};
 
@@ -35,22 +42,59 @@ pub fn check_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::remove_file(probe)
 }
 
+/// `t` as an RFC 3339 date-time in UTC with milliseconds.
+pub fn rfc3339(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (proleptic Gregorian).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
 impl EventLog {
-    /// Create `dir/<name>.jsonl`.
-    pub fn create(dir: &Path, name: &str, now: Instant) -> std::io::Result<EventLog> {
+    /// Create `dir/<odcid>_<vantage>.sqlog` for `conn` (created at `now`)
+    /// and write its header, titled `program` (with the wall-clock time: an
+    /// application may read the clock).
+    #[allow(clippy::disallowed_methods)]
+    pub fn create(dir: &Path, conn: &Connection, program: &str, now: Instant) -> std::io::Result<EventLog> {
         std::fs::create_dir_all(dir)?;
-        let f = File::create(dir.join(format!("{name}.jsonl")))?;
-        Ok(EventLog { w: BufWriter::new(f), start: now, next: now })
+        let header = conn
+            .qlog_header()
+            .unwrap_or_else(|| Header::new(Vantage::Server))
+            .title(program)
+            .name(program)
+            .wall_clock_time(&rfc3339(SystemTime::now()));
+        let id = header.group_id.clone().unwrap_or_else(|| format!("{:?}", now));
+        let f = File::create(dir.join(format!("{id}_{}.sqlog", header.vantage.as_str())))?;
+        let mut w = BufWriter::new(f);
+        write_record(&mut w, &header.to_json())?;
+        Ok(EventLog { w, start: now, next: now })
     }
 
-    /// Write one record.
-    pub fn event(&mut self, now: Instant, event: &str, mut data: Value) {
-        if let Value::Object(m) = &mut data {
-            m.insert("t_ms".into(), json!(now.saturating_duration_since(self.start).as_secs_f64() * 1e3));
-            m.insert("event".into(), json!(event));
-        }
+    /// Write one `mpquic:<event>` record with `data`.
+    pub fn event(&mut self, now: Instant, event: &str, data: Value) {
+        let rec = json!({
+            "time": (now.saturating_duration_since(self.start).as_secs_f64() * 1e6).round() / 1e3,
+            "name": format!("mpquic:{event}"),
+            "data": data,
+        });
         // Logging is best-effort: a full disk must not break the transfer.
-        let _ = writeln!(self.w, "{data}");
+        let _ = write_record(&mut self.w, &rec.to_string());
     }
 
     /// When [`EventLog::sample`] wants to run next.
@@ -85,13 +129,26 @@ impl EventLog {
 
     /// Copy the engine's queued qlog events.
     pub fn engine_events(&mut self, conn: &mut Connection) {
-        while let Some(line) = conn.qlog_next() {
-            let _ = writeln!(self.w, "{line}");
+        while let Some(ev) = conn.qlog_next() {
+            let _ = write_record(&mut self.w, &ev);
         }
     }
 
     /// Flush buffered records.
     pub fn flush(&mut self) {
         let _ = self.w.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_dates() {
+        let at = |s: u64, ms: u64| rfc3339(UNIX_EPOCH + Duration::from_secs(s) + Duration::from_millis(ms));
+        assert_eq!(at(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(at(951_782_400, 5), "2000-02-29T00:00:00.005Z");
+        assert_eq!(at(1_795_665_599, 999), "2026-11-26T03:59:59.999Z");
     }
 }

@@ -261,11 +261,13 @@ impl Server {
         let Some((conn, c)) = self.ep.get(h) else { return };
         c.peer = Some(info.from);
         c.log = qlog_dir.as_ref().and_then(|dir| {
-            let name = hex(conn.source_id().as_slice());
-            EventLog::create(dir, &name, now).map_err(|e| eprintln!("mpquic-server: qlog: {e}")).ok()
+            EventLog::create(dir, conn, "mpquic-server", now)
+                .map_err(|e| eprintln!("mpquic-server: qlog: {e}"))
+                .ok()
         });
         if let Some(l) = c.log.as_mut() {
-            l.event(now, "connection_started", json!({"peer": info.from.to_string(), "local": info.to.to_string(), "retry": self.opts.retry}));
+            l.engine_events(conn);
+            l.event(now, "accepted", json!({"peer": info.from.to_string(), "local": info.to.to_string(), "retry": self.opts.retry}));
         }
     }
 
@@ -285,11 +287,9 @@ impl Server {
     fn service(&mut self, handle: Handle, now: Instant, out: &mut [u8]) {
         let Some((conn, c)) = self.ep.get(handle) else { return };
         let peer = c.peer.or_else(|| conn.paths().next().map(|p| p.2)).unwrap_or(self.opts.listen[0]);
-        while let Some(ev) = conn.path_event_next() {
-            if let Some(l) = c.log.as_mut() {
-                l.event(now, "path_event", json!({ "detail": format!("{ev:?}") }));
-            }
-        }
+        // Path events are in the qlog already (the engine's
+        // `mpquic:path_event`); nothing else here wants them.
+        while conn.path_event_next().is_some() {}
         // Requests that came in 0-RTT are answered at once (0.5-RTT).
         let ready = conn.is_established() || conn.is_in_early_data();
         if ready && c.h3.is_none() && !conn.is_draining() {
@@ -306,8 +306,9 @@ impl Server {
             serve(conn, c, peer, &self.root, now, &mut logs);
         }
         if let Some(l) = c.log.as_mut() {
-            l.sample(conn, now);
+            // The engine's events happened before `now`: they go first.
             l.engine_events(conn);
+            l.sample(conn, now);
         }
         let wake = c.out.flush(conn, &self.socks, out, now).unwrap_or(None);
         let wake = net::earliest(wake, c.log.as_ref().map(|l| l.next_sample()));
@@ -321,11 +322,12 @@ impl Server {
 
     /// The connection is gone: log the requests it left unfinished (one
     /// access-log line per request) and close its event log.
-    fn closed(&mut self, conn: Connection, mut c: Client, peer: SocketAddr, now: Instant) {
+    fn closed(&mut self, mut conn: Connection, mut c: Client, peer: SocketAddr, now: Instant) {
         for r in c.responses.values() {
             let _ = writeln!(self.access, "{}", access_line(peer, r, now, " (connection closed)"));
         }
         if let Some(mut l) = c.log.take() {
+            l.engine_events(&mut conn);
             let info = conn.peer_error().or(conn.local_error()).cloned();
             l.event(
                 now,
@@ -351,10 +353,6 @@ fn release_freed_memory() {
     unsafe {
         libc::malloc_trim(0);
     }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 fn header<'a>(headers: &'a [Header], name: &str) -> Option<&'a str> {

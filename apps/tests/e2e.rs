@@ -44,19 +44,32 @@ fn download_20mb_with_summary_and_access_log() {
     let log = std::fs::read_to_string(&srv.access_log).unwrap();
     assert!(log.contains(&format!("\"GET /big.bin HTTP/3\" 200 {BIG}")), "{log}");
     assert!(log.contains("\"GET /small.txt HTTP/3\" 200 6"), "{log}");
-    // The event log has path statistics.
+    // The qlog file is JSON-SEQ (RS, JSON, newline per record), its first
+    // record the main schema's header...
     let qdir = root.with_extension("qlog");
     let f = std::fs::read_dir(&qdir).unwrap().next().unwrap().unwrap().path();
+    assert!(f.to_str().unwrap().ends_with("_server.sqlog"), "{f:?}");
     let text = std::fs::read_to_string(f).unwrap();
-    assert!(text.lines().any(|l| l.contains("\"event\":\"path_stats\"")));
-    // ...and the engine's qlog events, each a JSON object.
-    let metrics: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|v| v["name"] == "recovery:metrics_updated")
+    assert!(text.starts_with('\u{1e}') && text.ends_with('\n'));
+    let records: Vec<serde_json::Value> = text
+        .split('\u{1e}')
+        .skip(1)
+        .map(|r| serde_json::from_str(r.strip_suffix('\n').expect("newline after each record")).unwrap())
         .collect();
+    assert_eq!(records[0]["file_schema"], "urn:ietf:params:qlog:file:sequential");
+    assert_eq!(records[0]["trace"]["vantage_point"]["type"], "server");
+    // ...then events in time order: the application's path statistics...
+    let events = &records[1..];
+    assert!(events.windows(2).all(|w| w[0]["time"].as_f64() <= w[1]["time"].as_f64()), "time order");
+    assert!(events.iter().any(|e| e["name"] == "mpquic:path_stats"));
+    // ...and the engine's events.
+    let metrics: Vec<_> = events.iter().filter(|v| v["name"] == "quic:recovery_metrics_updated").collect();
     assert!(!metrics.is_empty(), "no engine metrics in the event log");
     assert!(metrics.iter().all(|m| m["data"]["congestion_window"].as_u64().is_some_and(|c| c > 0)));
+    assert!(events.iter().any(|e| e["name"] == "quic:packet_sent"));
+    assert!(events
+        .iter()
+        .any(|e| e["name"] == "quic:connection_state_updated" && e["data"]["new"] == "closed"));
 }
 
 #[test]

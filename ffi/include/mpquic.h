@@ -46,6 +46,9 @@ typedef enum mpquic_path_event_type {
   MPQUIC_PATH_EVENT_ABANDONED = 3,
   // The peer changed the path's status (`backup` in the event).
   MPQUIC_PATH_EVENT_STATUS_CHANGED = 4,
+  // The path moved to the address pair in the event (mpquic_conn_migrate,
+  // or the server's preferred address), after validating it.
+  MPQUIC_PATH_EVENT_MIGRATED = 5,
 } mpquic_path_event_type;
 
 // What became of a datagram given to mpquic_endpoint_recv.
@@ -537,6 +540,13 @@ int32_t mpquic_config_enable_ecn(struct mpquic_config *cfg, bool v);
 // buffers that hold them (1472 bytes over IPv4 by default).
 int32_t mpquic_config_enable_pmtud(struct mpquic_config *cfg, bool v);
 
+// Server: offer `addr` as the preferred address (RFC 9000 §9.6; one IPv4
+// and one IPv6 address). Clients move there once the handshake is
+// confirmed; feed the datagrams received on it to the same connection.
+int32_t mpquic_config_set_preferred_address(struct mpquic_config *cfg,
+                                            const struct sockaddr *addr,
+                                            socklen_t addr_len);
+
 // The largest IP packet path MTU discovery tries (default 1500).
 int32_t mpquic_config_set_max_mtu(struct mpquic_config *cfg, size_t bytes);
 
@@ -876,6 +886,21 @@ int64_t mpquic_conn_probe_path(struct mpquic_conn *conn,
                                const struct sockaddr *peer,
                                socklen_t peer_len,
                                uint64_t now_ns);
+
+// Client: move path `path_id` to the local address `local` (active
+// migration, RFC 9000 §9.2): the new address is validated first while the
+// path keeps the old one; MPQUIC_PATH_EVENT_MIGRATED says when it moved
+// (MPQUIC_PATH_EVENT_FAILED_VALIDATION if it could not). Bind a socket to
+// `local` and feed its datagrams to mpquic_conn_recv. Returns 0,
+// MPQUIC_ERROR_INVALID_PATH, MPQUIC_ERROR_PATH_LIMIT (no spare connection
+// ID of the peer's yet), MPQUIC_ERROR_INVALID_STATE (the server disabled
+// active migration) or MPQUIC_ERROR_NOT_MULTIPATH (a server, or the
+// handshake is not confirmed yet).
+int32_t mpquic_conn_migrate(struct mpquic_conn *conn,
+                            uint32_t path_id,
+                            const struct sockaddr *local,
+                            socklen_t local_len,
+                            uint64_t now_ns);
 
 // Multipath: abandon path `path_id` with application error `code`
 // (PATH_ABANDON). Returns 0, MPQUIC_ERROR_INVALID_PATH,

@@ -353,6 +353,27 @@ pub unsafe extern "C" fn mpquic_config_enable_pmtud(cfg: *mut mpquic_config, v: 
     }
 }
 
+/// Server: offer `addr` as the preferred address (RFC 9000 §9.6; one IPv4
+/// and one IPv6 address). Clients move there once the handshake is
+/// confirmed; feed the datagrams received on it to the same connection.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_set_preferred_address(
+    cfg: *mut mpquic_config,
+    addr: *const libc::sockaddr,
+    addr_len: libc::socklen_t,
+) -> i32 {
+    // SAFETY: forwarded contract; the address covers its length.
+    unsafe {
+        let Some(a) = crate::addr::from_c(addr, addr_len) else {
+            return crate::MPQUIC_ERROR_INVALID_ARGUMENT.code();
+        };
+        with_cfg(cfg, |c| {
+            c.set_preferred_address(a);
+            Ok(())
+        })
+    }
+}
+
 /// The largest IP packet path MTU discovery tries (default 1500).
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_config_set_max_mtu(cfg: *mut mpquic_config, bytes: usize) -> i32 {

@@ -273,6 +273,9 @@ pub enum mpquic_path_event_type {
     MPQUIC_PATH_EVENT_ABANDONED = 3,
     /// The peer changed the path's status (`backup` in the event).
     MPQUIC_PATH_EVENT_STATUS_CHANGED = 4,
+    /// The path moved to the address pair in the event (mpquic_conn_migrate,
+    /// or the server's preferred address), after validating it.
+    MPQUIC_PATH_EVENT_MIGRATED = 5,
 }
 
 /// Something that happened to a path (mpquic_conn_path_event_next).
@@ -1178,6 +1181,12 @@ pub unsafe extern "C" fn mpquic_conn_path_event_next(
                 E::Validated(id) => (e.kind, e.path_id) = (MPQUIC_PATH_EVENT_VALIDATED, id.0),
                 E::FailedValidation(id) => (e.kind, e.path_id) = (MPQUIC_PATH_EVENT_FAILED_VALIDATION, id.0),
                 E::Abandoned(id) => (e.kind, e.path_id) = (MPQUIC_PATH_EVENT_ABANDONED, id.0),
+                E::Migrated(id, local, peer) => {
+                    e.kind = MPQUIC_PATH_EVENT_MIGRATED;
+                    e.path_id = id.0;
+                    e.local_len = to_c(&local, &mut e.local);
+                    e.peer_len = to_c(&peer, &mut e.peer);
+                }
                 E::StatusChanged(id, st) => {
                     e.kind = MPQUIC_PATH_EVENT_STATUS_CHANGED;
                     e.path_id = id.0;
@@ -1222,6 +1231,36 @@ pub unsafe extern "C" fn mpquic_conn_probe_path(
                 }
             },
         )
+    }
+}
+
+/// Client: move path `path_id` to the local address `local` (active
+/// migration, RFC 9000 §9.2): the new address is validated first while the
+/// path keeps the old one; MPQUIC_PATH_EVENT_MIGRATED says when it moved
+/// (MPQUIC_PATH_EVENT_FAILED_VALIDATION if it could not). Bind a socket to
+/// `local` and feed its datagrams to mpquic_conn_recv. Returns 0,
+/// MPQUIC_ERROR_INVALID_PATH, MPQUIC_ERROR_PATH_LIMIT (no spare connection
+/// ID of the peer's yet), MPQUIC_ERROR_INVALID_STATE (the server disabled
+/// active migration) or MPQUIC_ERROR_NOT_MULTIPATH (a server, or the
+/// handshake is not confirmed yet).
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_migrate(
+    conn: *mut mpquic_conn,
+    path_id: u32,
+    local: *const sockaddr,
+    local_len: socklen_t,
+    now_ns: u64,
+) -> i32 {
+    // SAFETY: see with_conn; the address covers its length.
+    unsafe {
+        with_conn(conn, MPQUIC_ERROR_INVALID_ARGUMENT.code(), MPQUIC_ERROR_INTERNAL.code(), |c| {
+            let Some(local) = from_c(local, local_len) else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() };
+            let now = c.now(now_ns);
+            match c.inner.migrate(engine::PathId(path_id), local, now) {
+                Ok(()) => 0,
+                Err(e) => path_error(&e).code(),
+            }
+        })
     }
 }
 

@@ -149,6 +149,7 @@ pub(crate) fn path_error(e: &engine::PathError) -> mpquic_error {
         P::UnknownPath => MPQUIC_ERROR_INVALID_PATH,
         P::LastPath => MPQUIC_ERROR_LAST_PATH,
         P::Exists => MPQUIC_ERROR_PATH_EXISTS,
+        P::MigrationDisabled => MPQUIC_ERROR_INVALID_STATE,
     }
 }
 

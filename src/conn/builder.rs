@@ -85,6 +85,24 @@ impl<'a> PacketBuilder<'a> {
         self.w.pos() == self.hdr_len
     }
 
+    /// Where [`PacketBuilder::finish`] ends the plaintext.
+    fn plain_end(&self, min_plain: usize) -> usize {
+        self.w.pos().max(self.pn_offset + 4).max(min_plain).min(self.payload_end())
+    }
+
+    /// The packet as [`PacketBuilder::finish`] will seal it, for qlog: the
+    /// frames written, the padding added, the sealed length.
+    pub(super) fn plain(&self, min_plain: usize) -> crate::qlog::Plain<'_> {
+        let frames_end = self.w.pos();
+        let plain_end = self.plain_end(min_plain).max(frames_end);
+        crate::qlog::Plain {
+            frames: &self.w.written()[self.hdr_len..],
+            padding: plain_end - frames_end,
+            len: plain_end + TAG_LEN,
+            mtu_probe: false,
+        }
+    }
+
     /// Pad the plaintext to `min_plain` bytes (PADDING frames are zeros;
     /// never beyond the room left for the tag) and at least to what the
     /// header-protection sample needs (4 bytes after the packet number's
@@ -93,7 +111,7 @@ impl<'a> PacketBuilder<'a> {
     #[inline]
     pub(super) fn finish(mut self, min_plain: usize, keys: &Keys, nonce_path: u32) -> Result<usize, Error> {
         let frames_end = self.w.pos();
-        let plain_end = frames_end.max(self.pn_offset + 4).max(min_plain).min(self.payload_end());
+        let plain_end = self.plain_end(min_plain);
         if plain_end < frames_end {
             return Err(Error::BufferTooShort);
         }

@@ -42,6 +42,7 @@ impl Connection {
         self.peer_close =
             Some(CloseInfo { is_app: false, code: 0, frame_type: None, reason: reason.to_vec() });
         self.state = State::Closed;
+        self.qlog_state(self.last_now, crate::qlog::ConnState::Closed);
     }
 
     pub(super) fn on_version_negotiation(
@@ -139,6 +140,7 @@ impl Connection {
             return;
         }
         self.handshake_confirmed = true;
+        self.qlog_state(self.last_now, crate::qlog::ConnState::HandshakeConfirmed);
         self.drop_level(Level::Handshake);
         // Paths the client opened before: probe them now (see `probe_path`).
         for p in self.paths.iter_mut().filter(|p| !p.validated && !p.abandoned && p.challenges.count() == 0) {
@@ -209,6 +211,9 @@ impl Connection {
         for p in &mut self.paths {
             p.recovery.set_max_ack_delay(mad);
         }
+        if let Some(pa) = &params.preferred_address {
+            self.on_preferred_address(pa);
+        }
         if let Some(tok) = params.stateless_reset_token {
             if let Some(c) = self.cids.peer.iter_mut().find(|c| c.path == PathId::ZERO && c.seq == 0) {
                 c.reset_token = Some(tok);
@@ -228,6 +233,10 @@ impl Connection {
         if let Some(v) = params.extra_param(crate::frame::path_dsr::REC_TRANSPORT_PARAM_ID) {
             crate::frame::path_dsr::decode_transport_param(v).map_err(Error::Transport)?;
             self.send_dsr = self.multipath;
+        }
+        if let Some(q) = &mut self.qlog {
+            q.parameters_set(self.last_now, true, &params);
+            q.state(self.last_now, crate::qlog::ConnState::HandshakeComplete);
         }
         self.peer_params = Some(params);
         self.state = State::Established;

@@ -65,6 +65,9 @@ impl Connection {
         self.apply_early_status(&mut p);
         self.paths.push(p);
         self.stats.paths += 1;
+        if let Some(q) = &mut self.qlog {
+            q.tuple_assigned(now, id, local, peer);
+        }
         Ok(id)
     }
 

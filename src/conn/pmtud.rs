@@ -44,13 +44,17 @@ impl Connection {
         let pn_len = packet::pn_len_for(pn, p.space.largest_acked());
         let mut b = PacketBuilder::new(out, &self.header(Level::OneRtt, pi, pn, pn_len))?;
         Frame::Ping.encode(b.w()).map_err(|_| Error::BufferTooShort)?;
+        if let Some(q) = &mut self.qlog {
+            let plain = crate::qlog::Plain { mtu_probe: true, ..b.plain(size - TAG_LEN) };
+            q.packet_sent(now, Level::OneRtt, self.paths[pi].id, pn, plain);
+        }
         let (keys, nonce_path) = self.seal_keys(Level::OneRtt, pi)?;
         let len = b.finish(size - TAG_LEN, keys, nonce_path)?;
         let mut frames = SentFrames::new();
         frames.push(SentFrame::Ping);
         let mut pkt = SentPacket::new(pn, now, len, true, true, frames);
         pkt.ect = self.paths[pi].ecn.marks();
-        pkt.pmtu_probe = true;
+        pkt.probe = true;
         let ecn = if pkt.ect { Ecn::Ect0 } else { Ecn::NotEct };
         self.paths[pi].pmtud.on_probe_sent(pn, len);
         self.on_packet_built(Level::OneRtt, pi, pkt);
@@ -69,6 +73,7 @@ impl Connection {
             d.on_acked(pkt.pn, pkt.size);
         }
         self.pmtud_on_lost(pi, lost);
+        self.qlog_mtu(pi);
     }
 
     /// Path `pi`'s packets declared lost at once (by one ACK or the loss timer).
@@ -83,6 +88,7 @@ impl Connection {
                 self.paths[pi].id
             );
         }
+        self.qlog_mtu(pi);
     }
 
     /// Path `pi`'s PTO fired.
@@ -90,6 +96,15 @@ impl Connection {
         let p = &mut self.paths[pi];
         if self.handshake_confirmed && p.pmtud.on_pto(p.recovery.pto_count()) {
             log::debug!("path {:?}: {} PTOs running; back to 1200 bytes", p.id, p.recovery.pto_count());
+        }
+        self.qlog_mtu(pi);
+    }
+
+    /// Log `quic:mtu_updated` if path `pi`'s datagram size changed (qlog
+    /// enabled only).
+    fn qlog_mtu(&mut self, pi: usize) {
+        if let (Some(q), Some(p)) = (&mut self.qlog, self.paths.get(pi)) {
+            q.mtu_updated(self.last_now, p.id, p.pmtud.current());
         }
     }
 }

@@ -153,6 +153,9 @@ impl Connection {
         let newest = acks.largest_received().is_none_or(|l| pn > l);
         self.on_peer_packet(level, scid);
         let payload = &pkt[payload];
+        if let Some(q) = &mut self.qlog {
+            q.packet_received(now, level, path_id, pn, payload, plen);
+        }
         let facts =
             PacketFacts { ecn: info.ecn, ..self.on_frames(payload, level, path_id, info, now).map_err(Err)? };
         let pidx = self.path_index(path_id).unwrap_or(0);
@@ -225,6 +228,9 @@ impl Connection {
         let pto = self.max_pto();
         self.levels.rotate(now + pto * 3);
         self.levels.ku.on_received(path_id, pn);
+        if let Some(q) = &mut self.qlog {
+            q.peer_key_update(now, self.levels.ku.updates);
+        }
         Ok(())
     }
 
@@ -269,6 +275,9 @@ impl Connection {
         let cfg = &self.path_config;
         let p = &mut self.paths[pidx];
         if info.from == p.peer {
+            // The client now sends to another of our addresses (our
+            // preferred address, RFC 9000 §9.6.3): answer from there.
+            p.local = info.to;
             return;
         }
         if p.moved_from.is_some_and(|(old, validated)| old == info.from && validated) {
@@ -357,7 +366,7 @@ impl Connection {
         f: Frame<'_>,
         level: Level,
         path_id: PathId,
-        _info: RecvInfo,
+        info: RecvInfo,
         now: Instant,
     ) -> Result<(), TransportError> {
         match f {
@@ -396,13 +405,10 @@ impl Connection {
             }
             Frame::PathChallenge(data) => {
                 if let Some(i) = self.path_index(path_id) {
-                    let p = &mut self.paths[i];
-                    if p.responses.len() < 8 {
-                        p.responses.push(data);
-                    }
+                    self.on_path_challenge(i, info.to, info.from, data);
                 }
             }
-            Frame::PathResponse(data) => self.on_path_response(path_id, data),
+            Frame::PathResponse(data) => self.on_path_response(path_id, data, now),
             Frame::ConnectionClose { error_code, frame_type, reason } => {
                 self.peer_close = Some(CloseInfo {
                     is_app: frame_type.is_none(),
@@ -480,8 +486,11 @@ impl Connection {
         Ok(())
     }
 
-    fn on_path_response(&mut self, path_id: PathId, data: [u8; 8]) {
+    fn on_path_response(&mut self, path_id: PathId, data: [u8; 8], now: Instant) {
         let Some(i) = self.path_index(path_id) else { return };
+        if self.on_migration_response(i, &data, now) {
+            return;
+        }
         let p = &mut self.paths[i];
         if p.challenges.answers(&data) {
             p.end_validation();
@@ -604,7 +613,7 @@ impl Connection {
             self.stats.lost += 1;
             self.paths[pi].st.lost += 1;
             if let Some(q) = &mut self.qlog {
-                q.packet_lost(now, pid, pkt.pn, pkt.size);
+                q.packet_lost(now, level, pid, pkt.pn, pkt.size);
             }
             for f in pkt.data {
                 self.on_frame_lost(f, level, pi);

@@ -124,20 +124,29 @@ impl Connection {
         if self.close_pending {
             return self.send_close(&mut out[..limit], pi, now);
         }
-        let (written, ecn) = match self.pmtu_probe_due(pi, out.len(), now) {
-            Some(size) => self.write_pmtu_probe(&mut out[..size], pi, now)?,
-            None => self.write_datagram(&mut out[..limit], pi, job, now)?,
+        let mut pair = None;
+        let (written, ecn) = if self.off_path_due(pi, now) {
+            let o = self.write_off_path(out, pi, now)?;
+            pair = Some((o.from, o.to));
+            (o.len, crate::Ecn::NotEct)
+        } else if let Some(size) = self.pmtu_probe_due(pi, out.len(), now) {
+            self.write_pmtu_probe(&mut out[..size], pi, now)?
+        } else {
+            self.write_datagram(&mut out[..limit], pi, job, now)?
         };
         if written == 0 {
             return Ok(None);
         }
         let path = &mut self.paths[pi];
-        path.amp_sent += written as u64;
+        if pair.is_none() {
+            path.amp_sent += written as u64;
+        }
         path.st.sent_bytes += written as u64;
         self.stats.sent += 1;
         self.stats.sent_bytes += written as u64;
         let at = if self.pacing { path.recovery.next_send_time(now).unwrap_or(now) } else { now };
-        let info = SendInfo { from: path.local, to: path.peer, path_id: path.id, at, ecn };
+        let (from, to) = pair.unwrap_or((path.local, path.peer));
+        let info = SendInfo { from, to, path_id: path.id, at, ecn };
         if self.multipath {
             let sent =
                 Sent { datagram_bytes: written, stream_bytes: job.stream_bytes, redundant: job.is_copy() };
@@ -321,6 +330,9 @@ impl Connection {
         let mut min_plain = pad_to.map_or(0, |p| p.saturating_sub(TAG_LEN));
         if probing && self.multipath {
             min_plain = min_plain.max(MIN_INITIAL_SIZE - TAG_LEN);
+        }
+        if let Some(q) = &mut self.qlog {
+            q.packet_sent(now, level, self.paths[pi].id, due.pn, b.plain(min_plain));
         }
         let (keys, nonce_path) = self.seal_keys(level, pi)?;
         let pkt_len = b.finish(min_plain, keys, nonce_path)?;
@@ -872,6 +884,9 @@ impl Connection {
         // A client's Initial datagrams are 1200 bytes, closing ones too (§14.1).
         let min_plain =
             if level == Level::Initial && !self.is_server { MIN_INITIAL_SIZE - TAG_LEN } else { 0 };
+        if let Some(q) = &mut self.qlog {
+            q.packet_sent(now, level, self.paths[pi].id, pn, b.plain(min_plain));
+        }
         let (keys, nonce_path) = self.seal_keys(level, pi)?;
         let pkt_len = b.finish(min_plain, keys, nonce_path)?;
         if let Some(sp) = self.space_mut(level, pi) {

@@ -804,12 +804,15 @@ fn redundant_copies_are_sent_counted_and_harmless() {
     assert!(m.paths.iter().any(|x| x.redundant_bytes > 0), "{m:?}");
 }
 
+fn with_qlog(mut c: Config) -> Config {
+    c.enable_qlog(true);
+    c
+}
+
 #[test]
 fn qlog_events_describe_paths_losses_and_metrics() {
-    let mut ccfg = mp_config(false);
-    ccfg.enable_qlog(true);
-    let mut scfg = mp_config(true);
-    scfg.enable_qlog(true);
+    let ccfg = with_qlog(mp_config(false));
+    let mut scfg = with_qlog(mp_config(true));
     scfg.set_scheduler("rr").unwrap();
     let mut p = Pair::two_paths(&ccfg, &scfg);
     p.loss = 0.02;
@@ -819,25 +822,101 @@ fn qlog_events_describe_paths_losses_and_metrics() {
         .map(|l| serde_json::from_str(&l).unwrap_or_else(|e| panic!("bad JSON {l}: {e}")))
         .collect();
     let named = |n: &str| events.iter().filter(|e| e["name"] == n).collect::<Vec<_>>();
-    let metrics = named("recovery:metrics_updated");
+    let metrics = named("quic:recovery_metrics_updated");
     for path in [0, 1] {
         let m: Vec<_> = metrics.iter().filter(|e| e["data"]["path_id"] == path).collect();
         assert!(m.len() > 2, "path {path}: {} metrics events", m.len());
+        assert!(m.iter().all(|e| e["tuple"].as_str().and_then(|t| t.parse().ok()) == Some(path)));
         let last = &m[m.len() - 1]["data"];
         assert!(last["congestion_window"].as_u64().unwrap() > 0);
         assert!(last["smoothed_rtt"].as_f64().unwrap() > 0.0);
         assert!(last["bytes_acked"].as_u64().unwrap() > 0);
     }
-    let lost = named("recovery:packet_lost");
+    let lost = named("quic:packet_lost");
     assert_eq!(lost.len() as u64, p.s.stats().lost, "one event per lost packet");
-    assert!(named("multipath:path_event").iter().any(|e| e["data"]["event"] == "new"));
+    assert!(named("mpquic:path_event").iter().any(|e| e["data"]["event"] == "new"));
+    // Both paths' addresses, and packets on both paths.
+    let tuples: Vec<_> = named("quic:tuple_assigned").iter().map(|e| e["data"]["tuple_id"].clone()).collect();
+    assert_eq!(tuples, ["0", "1"]);
+    for (name, ty) in
+        [("quic:packet_sent", "1RTT"), ("quic:packet_received", "1RTT"), ("quic:packet_sent", "initial")]
+    {
+        for path in ["0", "1"].iter().take(if ty == "1RTT" { 2 } else { 1 }) {
+            assert!(
+                named(name).iter().any(|e| e["tuple"] == *path && e["data"]["header"]["packet_type"] == ty),
+                "{name} {ty} on path {path}"
+            );
+        }
+    }
+    let stream_bytes: u64 = named("quic:packet_sent")
+        .iter()
+        .flat_map(|e| e["data"]["frames"].as_array().unwrap().iter())
+        .filter(|f| f["frame_type"] == "stream")
+        .map(|f| f["raw"]["payload_length"].as_u64().unwrap())
+        .sum();
+    assert!(stream_bytes >= data.len() as u64, "{stream_bytes}");
+    let states: Vec<_> =
+        named("quic:connection_state_updated").iter().map(|e| e["data"]["new"].as_str().unwrap()).collect();
+    assert_eq!(states, ["attempted", "handshake_complete", "handshake_confirmed"]);
+    assert_eq!(named("quic:parameters_set").len(), 2);
     // Times never go backwards.
     let times: Vec<f64> = events.iter().map(|e| e["time"].as_f64().unwrap()).collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]));
     // The client validated the path it opened.
     let c: Vec<String> = std::iter::from_fn(|| p.c.qlog_next()).collect();
     assert!(c.iter().any(|l| l.contains("\"event\":\"validated\"")));
+    assert!(c.iter().any(|l| l.contains("\"quic:tuple_assigned\"") && l.contains("\"tuple_id\":\"1\"")));
+    // Closing: the CONNECTION_CLOSE packet and the states down to closed.
+    p.c.close(true, 0x100, b"done", p.now());
+    p.run_for(Duration::from_secs(2));
+    let c: Vec<String> = std::iter::from_fn(|| p.c.qlog_next()).collect();
+    assert!(c
+        .iter()
+        .any(|l| l.contains("\"quic:packet_sent\"") && l.contains("\"frame_type\":\"connection_close\"")));
+    let s: Vec<String> = std::iter::from_fn(|| p.s.qlog_next()).collect();
+    for (log, state) in [(&c, "closing"), (&c, "closed"), (&s, "draining"), (&s, "closed")] {
+        assert!(log.iter().any(|l| l.contains(&format!("\"new\":\"{state}\""))), "{state}");
+    }
+    let h = p.c.qlog_header().unwrap();
+    assert_eq!(h.vantage, crate::qlog::Vantage::Client);
+    assert_eq!(p.s.qlog_header().unwrap().group_id, h.group_id, "both ends name the connection by its ODCID");
     assert_eq!(p.s.qlog_dropped(), 0);
+}
+
+#[test]
+fn qlog_logs_key_updates_at_both_ends() {
+    let ccfg = with_qlog(config(false));
+    let mut scfg = with_qlog(config(true));
+    scfg.set_key_update_interval(1000);
+    let mut p = Pair::new(&ccfg, &scfg);
+    let mut link = emu::link::LinkConfig::new(std::sync::Arc::new(emu::trace::Trace::constant(2)));
+    link.queue =
+        emu::queue::QueueConfig { kind: emu::queue::QueueKind::DropTail, packets: Some(50), bytes: None };
+    p.wire.bottleneck = Some(link);
+    p.handshake();
+    let data = pattern(6_000_000);
+    assert_eq!(p.transfer(0, &data), data);
+    p.run_for(Duration::from_millis(500));
+    let updates = p.s.stats().key_updates;
+    assert!(updates >= 2 && p.s.stats().key_updates_initiated == updates, "{updates}");
+    // The server started every update (its secret first, the client's when
+    // the client answers); the client followed each (both secrets at once).
+    for (conn, trigger) in [(&mut p.s, "local_update"), (&mut p.c, "remote_update")] {
+        let keys: Vec<serde_json::Value> = std::iter::from_fn(|| conn.qlog_next())
+            .filter(|l| l.contains("\"quic:key_updated\""))
+            .map(|l| serde_json::from_str(&l).unwrap())
+            .collect();
+        for secret in ["server_1rtt_secret", "client_1rtt_secret"] {
+            let phases: Vec<u64> = keys
+                .iter()
+                .filter(|k| k["data"]["key_type"] == secret)
+                .map(|k| k["data"]["key_phase"].as_u64().unwrap())
+                .collect();
+            assert_eq!(phases, (1..=updates).collect::<Vec<_>>(), "{trigger} {secret}");
+        }
+        assert!(keys.iter().all(|k| k["data"]["trigger"] == trigger));
+        assert_eq!(conn.qlog_dropped(), 0);
+    }
 }
 
 #[test]

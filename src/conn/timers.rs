@@ -33,6 +33,8 @@ pub(super) enum TimerKind {
     Drop,
     /// The path heard nothing for a while: probe it.
     Quiet,
+    /// A migration's next PATH_CHALLENGE, or its end.
+    Migration,
 }
 
 /// The idle timeout: configured, and when it fires.
@@ -104,6 +106,7 @@ impl Connection {
             put((id, TimerKind::ChallengeExpiry), p.challenge_deadline);
             put((id, TimerKind::Drop), p.drop_at);
             put((id, TimerKind::Quiet), p.quiet_at);
+            put((id, TimerKind::Migration), self.migration_timer(pi));
         }
     }
 
@@ -116,6 +119,7 @@ impl Connection {
             State::Closing { until } | State::Draining { until } => {
                 if now >= until {
                     self.state = State::Closed;
+                    self.qlog_state(now, crate::qlog::ConnState::Closed);
                 }
                 return;
             }
@@ -125,12 +129,14 @@ impl Connection {
             if now >= d {
                 log::debug!("idle timeout");
                 self.state = State::Closed;
+                self.qlog_state(now, crate::qlog::ConnState::Closed);
                 return;
             }
         }
         self.dispatch.on_timeout(now);
         self.on_loss_timeout(now);
         self.on_path_timers(now);
+        self.expire_migrations(now);
         if self.multipath {
             self.probe_quiet_paths(now);
         }
@@ -228,7 +234,7 @@ impl Connection {
                 self.stats.lost += 1;
                 self.paths[pi].st.lost += 1;
                 if let Some(q) = &mut self.qlog {
-                    q.packet_lost(now, self.paths[pi].id, pkt.pn, pkt.size);
+                    q.packet_lost(now, Level::OneRtt, self.paths[pi].id, pkt.pn, pkt.size);
                 }
                 for f in pkt.data {
                     self.on_frame_lost(f, Level::OneRtt, pi);

@@ -152,6 +152,60 @@ impl CidState {
         self.local_generation += 1;
     }
 
+    /// Issue the connection ID of a server's preferred address: sequence
+    /// number 1 on path 0, announced in the transport parameter rather than
+    /// by NEW_CONNECTION_ID (RFC 9000 §5.1.1). Returns it with its reset
+    /// token.
+    pub(crate) fn issue_preferred(&mut self) -> Option<(ConnectionId, [u8; 16])> {
+        if self.cid_len == 0 || self.next_seq(PathId::ZERO) != 1 {
+            return None;
+        }
+        let cid = crate::conn::random_cid_with_prefix(self.cid_len, self.prefix);
+        let reset_token = self.reset_token_for(&cid);
+        self.local.push(LocalCid { path: PathId::ZERO, seq: 1, cid, reset_token, announce_pending: false });
+        if let Some((_, s)) = self.next_local_seq.iter_mut().find(|(p, _)| *p == PathId::ZERO) {
+            *s = 2;
+        }
+        self.local_generation += 1;
+        Some((cid, reset_token))
+    }
+
+    /// The peer gave us ID number `seq` for `path`.
+    pub(crate) fn has_peer_cid_seq(&self, path: PathId, seq: u64) -> bool {
+        self.peer.iter().any(|c| c.path == path && c.seq == seq)
+    }
+
+    /// Record an ID of the peer's given other than by NEW_CONNECTION_ID
+    /// (the preferred address's).
+    pub(crate) fn add_peer_cid(&mut self, path: PathId, seq: u64, cid: ConnectionId, token: [u8; 16]) {
+        self.peer.push(PeerCid { path, seq, cid, reset_token: Some(token), in_use: false });
+    }
+
+    /// The peer's connection ID with sequence number `seq` on `path`.
+    pub(crate) fn peer_cid(&self, path: PathId, seq: u64) -> Option<ConnectionId> {
+        self.peer.iter().find(|c| c.path == path && c.seq == seq).map(|c| c.cid)
+    }
+
+    /// An unused connection ID of the peer's for `path` (to move the path
+    /// to a new address pair with, RFC 9000 §9.5).
+    pub(crate) fn spare_peer_cid(&self, path: PathId) -> Option<u64> {
+        self.peer.iter().filter(|c| c.path == path && !c.in_use).map(|c| c.seq).min()
+    }
+
+    /// Use the peer's ID `seq` on `path` from now on and retire the one in
+    /// use before.
+    pub(crate) fn switch_peer_cid(&mut self, path: PathId, seq: u64) {
+        for c in self.peer.iter_mut().filter(|c| c.path == path) {
+            if c.in_use && c.seq != seq {
+                c.in_use = false;
+                self.retire_pending.push((path, c.seq));
+            }
+            c.in_use |= c.seq == seq;
+        }
+        let retired = &self.retire_pending;
+        self.peer.retain(|c| !(c.path == path && !c.in_use && retired.contains(&(path, c.seq))));
+    }
+
     /// Issue more CIDs for `path` up to the peer's limit.
     pub(crate) fn issue(&mut self, path: PathId) {
         if self.cid_len == 0 {

@@ -132,6 +132,10 @@ pub(crate) struct Path {
     pub(crate) dsr_pending: Option<u64>,
     /// Path MTU discovery: the datagram size in use on this path.
     pub(crate) pmtud: Pmtud,
+    /// The address pair this path is moving to, while it is validated.
+    pub(crate) migration: Option<super::migration::Migration>,
+    /// PATH_RESPONSEs owed on other address pairs.
+    pub(crate) off_path_responses: Vec<super::migration::OffPathResponse>,
     /// While a new peer address is being validated after the peer moved
     /// (NAT rebinding, RFC 9000 §9.3): the address before, and whether it
     /// was validated, to return to if validation fails.
@@ -265,6 +269,8 @@ impl Path {
             dsr_pending: None,
             ecn: EcnPath::new(config.ecn),
             pmtud: config.pmtud(peer),
+            migration: None,
+            off_path_responses: Vec::new(),
             moved_from: None,
         }
     }
@@ -294,6 +300,28 @@ impl Path {
         self.amp_sent = 0;
         self.end_validation();
         self.challenge_pending = true;
+    }
+
+    /// Our migration to `local` → `peer` was validated (RFC 9000 §9.2-9.4):
+    /// send there from now on. A new IP address at either end is a new
+    /// network path: fresh controller, RTT estimate, MTU search and ECN
+    /// test; a new port alone keeps them.
+    pub(crate) fn move_to(&mut self, local: SocketAddr, peer: SocketAddr, config: &PathConfig, now: Instant) {
+        if local.ip() != self.local.ip() || peer.ip() != self.peer.ip() {
+            let params = CcParams {
+                path_id: self.id,
+                mss: config.mss,
+                initial_window: cc::initial_window(config.mss),
+                now,
+                seed: cc::path_seed(local, peer),
+            };
+            self.recovery.restart_on_new_address(config.controller(params), config.initial_rtt);
+            self.pmtud = config.pmtud(peer);
+            self.ecn = EcnPath::new(config.ecn);
+        }
+        self.local = local;
+        self.peer = peer;
+        self.moved_from = None;
     }
 
     /// Path validation of a new peer address failed: back to the old one.

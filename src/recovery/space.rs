@@ -371,12 +371,12 @@ impl<T> PacketSpace<T> {
             };
             self.remove_from_flight(path, &p);
             lost_packets += 1;
-            if p.in_flight && !p.pmtu_probe {
+            if p.in_flight && !p.probe {
                 lost_bytes += p.size;
                 lost_in_flight += 1;
                 largest_lost_sent = Some(p.time_sent);
             }
-            if p.ack_eliciting && !p.pmtu_probe && first_sample.is_some_and(|f| p.time_sent >= f) {
+            if p.ack_eliciting && !p.probe && first_sample.is_some_and(|f| p.time_sent >= f) {
                 match run_start {
                     None => run_start = Some(p.time_sent),
                     Some(start) => {

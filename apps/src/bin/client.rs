@@ -15,6 +15,7 @@ use mpquic::h3::{self, quic::Quic};
 use mpquic::Connection;
 use mpquic_apps::net::{self, LocalSpec, Outbox, Sockets};
 use mpquic_apps::pem;
+use mpquic_apps::qlog::{self, EventLog};
 use mpquic_apps::stats::{human_bytes, Samples};
 use mpquic_apps::target::{self, Target};
 use mpquic_apps::{exit, H3_NO_ERROR};
@@ -84,6 +85,10 @@ struct Args {
     /// switch to a preferred one: `--quic-version v2,v1 --initial-version v1`.
     #[arg(long)]
     initial_version: Option<mpquic::Version>,
+    /// Write the connection's qlog (JSON-SEQ, `<odcid>_client.sqlog`) into
+    /// this directory.
+    #[arg(long)]
+    qlog_dir: Option<std::path::PathBuf>,
 }
 
 const EXIT_HELP: &str = "Exit codes: 0 ok, 1 local I/O error, 2 bad arguments (URL, names, --local), \
@@ -242,6 +247,11 @@ fn main() {
     if args.locals.len() > 1 {
         config.set_initial_max_path_id(Some(args.locals.len() as u32 - 1));
     }
+    if let Some(dir) = &args.qlog_dir {
+        qlog::check_dir(dir)
+            .unwrap_or_else(|e| fail(exit::USAGE, format!("--qlog-dir {}: {e}", dir.display())));
+        config.enable_qlog(true);
+    }
 
     let peer = server_addr(&first.host, first.port, &args.locals).unwrap_or_else(|(code, e)| fail(code, e));
     let mut locals: Vec<LocalSpec> =
@@ -319,7 +329,10 @@ fn main() {
         extra_paths: Vec::new(),
         peer,
         reopen: Some(reopen),
+        qlog: None,
+        qlog_dir: args.qlog_dir.clone(),
     };
+    c.open_qlog();
     if let Some(b) = &c.bar {
         b.set_style(
             ProgressStyle::with_template("{bytes}/{total_bytes} {bar:30} {binary_bytes_per_sec} eta {eta}")
@@ -327,6 +340,7 @@ fn main() {
         );
     }
     let code = c.run(started, timeout);
+    c.write_qlog();
     if let Some(b) = &c.bar {
         b.finish_and_clear();
     }
@@ -364,6 +378,9 @@ struct Client {
     /// A new connection attempt after Version Negotiation: (version to
     /// use, version refused).
     reopen: Option<Reopen>,
+    /// The connection's qlog file (`--qlog-dir`).
+    qlog: Option<EventLog>,
+    qlog_dir: Option<std::path::PathBuf>,
 }
 
 type Reopen = Box<dyn FnOnce(mpquic::Version, mpquic::Version) -> Option<Connection>>;
@@ -374,6 +391,23 @@ fn is_crypto(info: Option<&mpquic::CloseInfo>) -> bool {
 }
 
 impl Client {
+    /// Start the connection's qlog file, if `--qlog-dir` asks for one.
+    fn open_qlog(&mut self) {
+        let Some(dir) = &self.qlog_dir else { return };
+        match EventLog::create(dir, &self.conn, "mpquic-client", Instant::now()) {
+            Ok(l) => self.qlog = Some(l),
+            Err(e) => eprintln!("mpquic-client: --qlog-dir {}: {e}", dir.display()),
+        }
+    }
+
+    /// Copy the engine's queued qlog events to the file.
+    fn write_qlog(&mut self) {
+        if let Some(l) = self.qlog.as_mut() {
+            l.engine_events(&mut self.conn);
+            l.flush();
+        }
+    }
+
     fn run(&mut self, started: Instant, timeout: Duration) -> i32 {
         let mut buf = vec![0u8; net::MAX_DATAGRAM];
         let mut out = vec![0u8; net::MAX_DATAGRAM];
@@ -394,6 +428,9 @@ impl Client {
             }
             if self.done_at.is_some() && (self.conn.is_closed() || self.conn.is_draining()) {
                 return self.final_code();
+            }
+            if let Some(l) = self.qlog.as_mut() {
+                l.engine_events(&mut self.conn);
             }
             if self.conn.is_closed() {
                 if self.after_version_negotiation() {
@@ -558,8 +595,11 @@ impl Client {
         let refused = self.conn.version();
         let Some(conn) = self.reopen.take().and_then(|open| open(v, refused)) else { return false };
         eprintln!("mpquic-client: the server does not take QUIC {refused}; trying {v}");
+        // The new attempt is a new connection: its own qlog file.
+        self.write_qlog();
         self.conn = conn;
         self.out = Outbox::default();
+        self.open_qlog();
         true
     }
 

@@ -42,7 +42,7 @@ struct Args {
     /// Write the access log here instead of stderr.
     #[arg(long)]
     access_log: Option<PathBuf>,
-    /// Write per-connection JSON-lines event logs into this directory.
+    /// Write one qlog file (JSON-SEQ, `<odcid>_server.sqlog`) per connection into this directory.
     #[arg(long)]
     qlog_dir: Option<PathBuf>,
     /// Idle timeout in milliseconds.

@@ -334,7 +334,8 @@ fn path_mtus_and_their_schedules() {
     let s = parse(&format!("{base}mtu = 1400\n")).unwrap();
     assert_eq!(s.paths[0].up.mtu, [(Duration::ZERO, 1400)]);
     assert_eq!(s.paths[0].down.mtu, [(Duration::ZERO, 1400)]);
-    let sched = "[[path.schedule]]\nparam = \"mtu\"\ndirection = \"down\"\npoints = [[0.0, 1500.0], [3.0, 1300.0]]\n";
+    let sched =
+        "[[path.schedule]]\nparam = \"mtu\"\ndirection = \"down\"\npoints = [[0.0, 1500.0], [3.0, 1300.0]]\n";
     let s = parse(&format!("{base}{sched}")).unwrap();
     assert!(s.paths[0].up.mtu.is_empty());
     assert_eq!(s.paths[0].down.mtu, [(Duration::ZERO, 1500), (Duration::from_secs(3), 1300)]);

@@ -204,7 +204,7 @@ pub unsafe extern "C" fn quiche_conn_path_event_next(conn: *mut quiche_conn) -> 
                 PathEvent::Validated(id) => (QUICHE_PATH_EVENT_VALIDATED, id),
                 PathEvent::FailedValidation(id) => (QUICHE_PATH_EVENT_FAILED_VALIDATION, id),
                 PathEvent::Abandoned(id) => (QUICHE_PATH_EVENT_CLOSED, id),
-                PathEvent::StatusChanged(..) => continue,
+                PathEvent::StatusChanged(..) | PathEvent::Migrated(..) => continue,
             };
             let addrs = live.paths().find(|(p, _, _)| *p == id);
             let ev = quiche_path_event { ty, local: addrs.map(|a| a.1), peer: addrs.map(|a| a.2) };

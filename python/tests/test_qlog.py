@@ -1,0 +1,169 @@
+"""mpquic-server's and mpquic-client's qlog files against the qlog JSON Schema
+(ci/qlog-schema).
+
+A two-path download (mpquic-client with two local addresses) from a real
+mpquic-server, both with --qlog-dir; every record
+of the files they write must validate (header: main schema QlogFileSeq,
+events: the QUIC events mpquic emits and its extensions), and the file must
+be loadable the way qvis loads JSON-SEQ (split on RS, first record the
+header with qlog_version / qlog_format). Deliberately broken records must
+fail, so the check can fail.
+"""
+import copy
+import json
+import signal
+import subprocess
+import time
+
+import pytest
+
+jsonschema = pytest.importorskip("jsonschema")
+
+from conftest import REPO, _free_udp_port, _server_binary
+
+SCHEMA = json.loads((REPO / "ci" / "qlog-schema" / "mpquic-qlog.schema.json").read_text())
+
+
+def _validator(definition):
+    cls = jsonschema.Draft202012Validator
+    cls.check_schema(SCHEMA)
+    return cls({**SCHEMA, "$ref": f"#/$defs/{definition}"})
+
+
+HEADER = _validator("header")
+EVENT = _validator("event")
+
+
+def qvis_records(text):
+    """The records as qvis's JSON-SEQ loader reads them: split on RS, trim,
+    JSON.parse each; the first must be the header it recognises."""
+    assert text.startswith("\x1e"), "a JSON-SEQ file starts with RS"
+    parts = text.split("\x1e")[1:]
+    assert all(p.endswith("\n") for p in parts), "each record ends with a newline (RFC 7464)"
+    records = [json.loads(p.strip()) for p in parts]
+    header = records[0]
+    assert header.get("qlog_version") is not None and header.get("qlog_format") == "JSON-SEQ"
+    assert "trace" in header
+    return records
+
+
+def errors(validator, record):
+    return [e.message for e in validator.iter_errors(record)]
+
+
+@pytest.fixture(scope="module")
+def qlog_files(tmp_path_factory):
+    """The server's and the client's qlog files of one two-path download of 4 MB."""
+    binary = _server_binary()
+    client = binary and binary.with_name("mpquic-client")
+    if binary is None or not client.is_file():
+        pytest.skip("mpquic-server / mpquic-client are not built (cargo build --release -p mpquic-apps)")
+    root = tmp_path_factory.mktemp("qlog-www")
+    (root / "f.bin").write_bytes(bytes(range(256)) * 16000)
+    qdir = tmp_path_factory.mktemp("qlog-out")
+    port = _free_udp_port()
+    certs = REPO / "tests" / "certs"
+    proc = subprocess.Popen(
+        [str(binary), "--listen", f"127.0.0.1:{port}", "--root", str(root), "--qlog-dir", str(qdir),
+         "--cert", str(certs / "cert.pem"), "--key", str(certs / "key.pem")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        time.sleep(0.5)
+        if proc.poll() is not None:
+            pytest.fail("mpquic-server exited at start: " + proc.stderr.read().decode(errors="replace"))
+        out = root / "out.bin"
+        r = subprocess.run([str(client), f"https://127.0.0.1:{port}/f.bin", "--local", "127.0.0.1",
+                            "--local", "127.0.0.2", "--insecure", "-o", str(out), "--qlog-dir", str(qdir)],
+                           capture_output=True, timeout=60)
+        assert r.returncode == 0, r.stderr.decode(errors="replace")
+        assert out.stat().st_size == 256 * 16000
+        time.sleep(0.5)
+    finally:
+        # SIGTERM: the server closes what is left and flushes its logs.
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    files = {side: sorted(qdir.glob(f"*_{side}.sqlog")) for side in ["server", "client"]}
+    assert all(len(f) == 1 for f in files.values()), files
+    # Both ends name the file by the connection's original destination CID.
+    assert files["server"][0].name.split("_")[0] == files["client"][0].name.split("_")[0]
+    return {side: f[0] for side, f in files.items()}
+
+
+@pytest.mark.parametrize("side", ["server", "client"])
+def test_every_record_validates(qlog_files, side):
+    records = qvis_records(qlog_files[side].read_text())
+    assert errors(HEADER, records[0]) == []
+    assert records[0]["trace"]["vantage_point"]["type"] == side
+    bad = [(i, r["name"], errors(EVENT, r)) for i, r in enumerate(records[1:], 1) if errors(EVENT, r)]
+    assert bad == [], bad[:5]
+    times = [r["time"] for r in records[1:]]
+    assert times == sorted(times), "events in time order"
+
+
+@pytest.mark.parametrize("side", ["server", "client"])
+def test_the_log_shows_both_paths(qlog_files, side):
+    events = qvis_records(qlog_files[side].read_text())[1:]
+    names = {e["name"] for e in events}
+    for n in ["quic:parameters_set", "quic:connection_state_updated", "quic:packet_sent",
+              "quic:packet_received", "quic:recovery_metrics_updated", "quic:tuple_assigned",
+              "mpquic:path_event"] + (["mpquic:path_stats"] if side == "server" else []):
+        assert n in names, n
+    tuples = {e["data"]["tuple_id"] for e in events if e["name"] == "quic:tuple_assigned"}
+    assert tuples == {"0", "1"}
+    for t in ["0", "1"]:
+        sent = [e for e in events if e["name"] == "quic:packet_sent" and e["tuple"] == t]
+        assert sent and all(e["data"]["header"]["path_id"] == int(t) for e in sent)
+    frames = {f["frame_type"] for e in events if e["name"] in ("quic:packet_received", "quic:packet_sent")
+              for f in e["data"].get("frames", [])}
+    assert {"path_ack", "stream", "path_new_connection_id"} <= frames, frames
+    states = [e["data"]["new"] for e in events if e["name"] == "quic:connection_state_updated"]
+    assert states[0] == "attempted" and "handshake_confirmed" in states
+
+
+def test_broken_records_are_rejected(qlog_files):
+    records = qvis_records(qlog_files["server"].read_text())
+    header, events = records[0], records[1:]
+    first = {n: next(e for e in events if e["name"] == n)
+             for n in ["quic:packet_sent", "quic:recovery_metrics_updated", "quic:parameters_set",
+                       "quic:tuple_assigned"]}
+
+    def broken(record, change):
+        r = copy.deepcopy(record)
+        change(r)
+        return r
+
+    bad_headers = [
+        broken(header, lambda h: h["trace"].pop("event_schemas")),
+        broken(header, lambda h: h.update(file_schema="urn:ietf:params:qlog:file:contained")),
+        broken(header, lambda h: h["trace"]["common_fields"]["reference_time"].update(epoch="1970-01-01T00:00:00Z")),
+        broken(header, lambda h: h["trace"]["vantage_point"].update(type="Server")),
+    ]
+    for h in bad_headers:
+        assert errors(HEADER, h), h
+    sent = first["quic:packet_sent"]
+    bad_events = [
+        broken(sent, lambda e: e["data"]["header"].update(packet_type="1rtt")),
+        broken(sent, lambda e: e["data"]["header"].pop("packet_number")),
+        broken(sent, lambda e: e["data"].pop("header")),
+        broken(sent, lambda e: e["data"]["frames"].append({"frame_type": "stream", "length": 5, "stream_id": 0})),
+        broken(sent, lambda e: e["data"]["frames"].append({"frame_type": "mystery"})),
+        broken(sent, lambda e: e.pop("tuple")),
+        broken(sent, lambda e: e.update(time=-1)),
+        broken(sent, lambda e: e.update(name="transport:packet_sent")),
+        broken(first["quic:recovery_metrics_updated"], lambda e: e["data"].update(congestion_windw=1)),
+        broken(first["quic:recovery_metrics_updated"], lambda e: e["data"].update(smoothed_rtt="5")),
+        broken(first["quic:parameters_set"], lambda e: e["data"].update(initiator="peer")),
+        broken(first["quic:tuple_assigned"], lambda e: e["data"]["tuple_local"].update(port_v4=70000)),
+    ]
+    for e in bad_events:
+        assert errors(EVENT, e), e
+    # The originals are fine: the mutations are what fails.
+    assert errors(HEADER, header) == [] and all(errors(EVENT, e) == [] for e in first.values())
+    # And the framing: a file without RS, or a record without its newline.
+    with pytest.raises(AssertionError):
+        qvis_records(json.dumps(header) + "\n")
+    with pytest.raises(AssertionError):
+        qvis_records("\x1e" + json.dumps(header) + "\x1e{}\n")

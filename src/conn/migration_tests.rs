@@ -1,0 +1,92 @@
+//! Moving a path to another address pair over the test pair (RFC 9000 §9):
+//! the server's preferred address and a client's active migration.
+
+use std::net::SocketAddr;
+
+use crate::testing::{Pair, C_ADDR, S_ADDR};
+use crate::{PathError, PathEvent, PathId};
+
+use super::tests::config;
+
+const S2: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 3333));
+const C2: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 4444));
+
+fn data(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 11 + i / 97) as u8).collect()
+}
+
+fn events(c: &mut crate::Connection) -> Vec<PathEvent> {
+    std::iter::from_fn(|| c.path_event_next()).collect()
+}
+
+fn addrs(c: &crate::Connection) -> (SocketAddr, SocketAddr) {
+    let p = c.path_stats().next().expect("path 0");
+    (p.local, p.peer)
+}
+
+fn preferred_pair() -> Pair {
+    let mut scfg = config(true);
+    scfg.set_preferred_address(S2);
+    Pair::new(&config(false), &scfg)
+}
+
+#[test]
+fn the_client_moves_to_the_servers_preferred_address() {
+    let mut p = preferred_pair();
+    let original = p.s.local_cids().next().expect("the server's first ID");
+    p.handshake();
+    let body = data(1 << 20);
+    assert!(p.transfer(0, &body) == body);
+    assert_eq!(addrs(&p.c), (C_ADDR, S2), "the client sends to the preferred address");
+    assert_eq!(addrs(&p.s), (S2, C_ADDR), "the server answers from it");
+    assert!(events(&mut p.c).contains(&PathEvent::Migrated(PathId::ZERO, C_ADDR, S2)));
+    // The connection ID used with the old address was retired for good.
+    assert!(!p.s.local_cids().any(|c| c == original));
+}
+
+#[test]
+fn a_preferred_address_that_does_not_answer_is_given_up() {
+    let mut p = preferred_pair();
+    p.blackhole.push(S2);
+    p.handshake();
+    let body = data(1 << 20);
+    assert!(p.transfer(0, &body) == body);
+    p.run_for(std::time::Duration::from_secs(5));
+    assert_eq!(addrs(&p.c), (C_ADDR, S_ADDR), "the client stays on the original address");
+    assert!(events(&mut p.c).contains(&PathEvent::FailedValidation(PathId::ZERO)));
+    assert!(p.c.is_established());
+}
+
+#[test]
+fn a_client_migrates_to_a_new_local_address() {
+    let mut p = Pair::default_pair();
+    p.handshake();
+    let body = data(2 << 20);
+    let mut moved = false;
+    let got = p.transfer_with(0, &body, |p, n| {
+        if n > 1 << 19 && !moved {
+            let now = p.now();
+            p.c.migrate(PathId::ZERO, C2, now).expect("migrate");
+            moved = true;
+        }
+    });
+    assert!(got == body);
+    // And more data after the move.
+    assert!(p.transfer(4, &body) == body);
+    p.run_for(std::time::Duration::from_millis(500));
+    assert_eq!(addrs(&p.c), (C2, S_ADDR));
+    assert_eq!(addrs(&p.s), (S_ADDR, C2), "the server followed and validated the new address");
+    assert!(events(&mut p.c).contains(&PathEvent::Migrated(PathId::ZERO, C2, S_ADDR)));
+    assert!(p.s.path_stats().next().unwrap().active);
+}
+
+#[test]
+fn migration_is_refused_where_the_peer_disabled_it() {
+    let mut scfg = config(true);
+    scfg.set_disable_active_migration(true);
+    let mut p = Pair::new(&config(false), &scfg);
+    p.handshake();
+    let now = p.now();
+    assert_eq!(p.c.migrate(PathId::ZERO, C2, now), Err(PathError::MigrationDisabled));
+    assert_eq!(p.s.migrate(PathId::ZERO, C2, now), Err(PathError::NotClient));
+}
