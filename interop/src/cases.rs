@@ -320,7 +320,16 @@ impl Case {
                 alpn => Err(format!("mpquic's connection negotiated ALPN {alpn:?}, not h3")),
             },
             V2 => upgraded_to_v2(seen),
-            Connectionmigration => migration_verdict(seen),
+            Connectionmigration => {
+                let moved = match (role, mpquic.migrated) {
+                    (Role::Client, Some(n)) => format!(
+                        "; mpquic moved {n} time(s), {} failed validation(s)",
+                        mpquic.failed_validations.unwrap_or(0)
+                    ),
+                    _ => String::new(),
+                };
+                migration_verdict(seen).map(|d| d + &moved).map_err(|d| d + &moved)
+            }
             Pmtud => pmtud_verdict(role, mpquic, seen),
             PmtudBlackhole => pmtud_blackhole_verdict(role, mpquic, seen),
             Ecn => ecn_verdict(mpquic, seen),
@@ -379,7 +388,7 @@ fn migration_support(peer: Peer, role: Role) -> Result<(), Unsupported> {
         // noq's server (ServerConfig::preferred_address_v4/v6), aioquic's
         // client (_probe_preferred_address, then it moves once the path
         // validates).
-        _ => Err(ByMpquic("no preferred_address yet (Config::set_preferred_address, client migration)")),
+        _ => Ok(()),
     }
 }
 

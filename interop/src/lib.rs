@@ -122,6 +122,12 @@ pub struct Side {
     /// Black holes path MTU discovery detected, over every connection and
     /// path (mpquic only).
     pub mtu_black_holes: Option<u32>,
+    /// Moves to another address pair, e.g. to the server's preferred
+    /// address (`PathEvent::Migrated`; mpquic client only).
+    pub migrated: Option<usize>,
+    /// Path validations that failed (`PathEvent::FailedValidation`; mpquic
+    /// client only).
+    pub failed_validations: Option<usize>,
 }
 
 /// Runs `spec.connections` client connections one after the other (stopping

@@ -55,6 +55,9 @@ fn config(server: bool, spec: &Spec) -> Result<Config, String> {
     if spec.key_update {
         c.set_key_update_interval(KEY_UPDATE_INTERVAL);
     }
+    if let (true, Some(addr)) = (server, spec.preferred) {
+        c.set_preferred_address(addr);
+    }
     c.enable_session_tickets(spec.resume);
     c.enable_early_data(spec.early_data);
     Ok(c)
@@ -90,6 +93,10 @@ struct Client {
     key_update: bool,
     /// Key updates we started.
     initiated: u64,
+    /// Moves to another address pair (`PathEvent::Migrated`).
+    migrated: usize,
+    /// Path validations that failed (`PathEvent::FailedValidation`).
+    failed_validations: usize,
 }
 
 impl Streams for Client {
@@ -148,6 +155,10 @@ impl Engine for Client {
         // in the current phase): start updates by hand whenever allowed.
         if self.key_update && self.conn.update_keys(now) {
             self.initiated += 1;
+        }
+        while let Some(e) = self.conn.path_event_next() {
+            self.migrated += usize::from(matches!(e, PathEvent::Migrated(..)));
+            self.failed_validations += usize::from(matches!(e, PathEvent::FailedValidation(_)));
         }
         let (Some(mp), Some((local, peer))) = (self.mp, self.second) else { return };
         if self.path.is_none() {
@@ -265,6 +276,8 @@ fn attempt(
         abandoned: false,
         key_update: spec.key_update,
         initiated: 0,
+        migrated: 0,
+        failed_validations: 0,
     };
     let res = sansio::fetch::<_, mpquic::h3::Connection>(&mut c, &mut socks, spec, deadline, side);
     *side.key_updates.get_or_insert(0) += c.conn.stats().key_updates;
@@ -275,6 +288,8 @@ fn attempt(
     *side.ecn_validated.get_or_insert(0) += usize::from(ecn_validated(&c.conn));
     note_alpn(&c.conn, side);
     note_mtu(&c.conn, side);
+    *side.migrated.get_or_insert(0) += c.migrated;
+    *side.failed_validations.get_or_insert(0) += c.failed_validations;
     // The next connection resumes this one's ticket. A connection whose
     // answers came in 0.5-RTT may close before the server's ticket arrives
     // (aioquic sends it once the handshake completes): no ticket only
