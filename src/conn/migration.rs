@@ -165,6 +165,9 @@ impl Connection {
         };
         let mut b = PacketBuilder::new(out, &header)?;
         frame.encode(b.w()).map_err(|_| Error::BufferTooShort)?;
+        if let Some(q) = &mut self.qlog {
+            q.packet_sent(now, Level::OneRtt, self.paths[pi].id, pn, b.plain(size - TAG_LEN));
+        }
         let (keys, nonce_path) = self.seal_keys(Level::OneRtt, pi)?;
         let len = b.finish(size - TAG_LEN, keys, nonce_path)?;
         let mut frames = SentFrames::new();
