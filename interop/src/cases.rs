@@ -4,11 +4,25 @@
 use std::time::Duration;
 
 use crate::content::File;
-use crate::relay::{Plan, Rebind, Seen};
+use crate::relay::{Plan, Rebind, Seen, Sizes};
 use crate::{Mp, Side, Spec};
 
 const KB: u64 = 1 << 10;
 const MB: u64 = 1 << 20;
+
+/// The pmtud case's link MTU (IP packets): UDP payloads up to 1372 bytes.
+const PMTUD_LINK_MTU: u32 = 1400;
+/// The MTU pmtud-blackhole's links drop to (from 1500): UDP payloads up to 1272.
+const BLACKHOLE_LINK_MTU: u32 = 1300;
+/// IPv4 and UDP headers: the largest UDP payload is the link MTU less these.
+const IPV4_UDP: usize = 28;
+/// mpquic's datagram size before path MTU discovery
+/// (`Config::set_max_send_udp_payload_size`'s default).
+const MPQUIC_START: usize = 1350;
+/// Probes of one size mpquic sends before it takes the size as too large
+/// (src/path/pmtud.rs MAX_PROBES): more drops of one size in one search
+/// mean data went over the MTU.
+const MPQUIC_PROBES: u64 = 3;
 
 /// Declares the cases once: the enum, [`ALL`] in the matrix's order, and
 /// each case's name.
@@ -46,6 +60,8 @@ cases! {
     Zerortt => "zerortt",
     Http3 => "http3",
     Blackhole => "blackhole",
+    Pmtud => "pmtud",
+    PmtudBlackhole => "pmtud-blackhole",
     Keyupdate => "keyupdate",
     Ecn => "ecn",
     Amplificationlimit => "amplificationlimit",
@@ -134,7 +150,7 @@ impl Case {
             V2 if peer != Peer::Aioquic => Err(ByPeer("no QUIC v2")),
             Vn if peer == Peer::Aioquic => Err(ByPeer("accepts v2: no Version Negotiation to answer")),
             Vn if role == Role::Server => Err(ByPeer("its client cannot start in a version it lacks")),
-            Connectionmigration => Err(ByMpquic("no active migration (preferred_address) yet")),
+            Connectionmigration => migration_support(peer, role),
             Http3 if peer == Peer::Noq => Err(ByPeer(
                 "noq 1.4 has no HTTP/3, and crates.io has no HTTP/3 crate for noq (no h3-noq; h3-quinn is \
                  bound to quinn's own types)",
@@ -196,6 +212,11 @@ impl Case {
             }
             Keyupdate => spec.files = (1..=4).map(|id| File { id, size: big }).collect(),
             Blackhole => plan.blackhole = Some((big / 4, Duration::from_secs(if quick { 1 } else { 2 }))),
+            Pmtud => plan.mtu = Some(PMTUD_LINK_MTU),
+            PmtudBlackhole => {
+                plan.mtu = Some(1500);
+                plan.mtu_step = Some((big / 4, BLACKHOLE_LINK_MTU));
+            }
             Handshakeloss | Handshakecorruption => {
                 spec.files = small(1);
                 spec.connections = if quick { 3 } else { 20 };
@@ -207,6 +228,7 @@ impl Case {
             }
             Transferloss => plan.loss = 0.02,
             Transfercorruption => plan.corrupt = 0.02,
+            Connectionmigration => plan.preferred_address = true,
             RebindPort => plan.rebind = Some((big / 4, Rebind::Port)),
             RebindAddr => plan.rebind = Some((big / 4, Rebind::Addr)),
             MpHandshake => {
@@ -235,6 +257,7 @@ impl Case {
         spec.v2 = self == V2;
         spec.h3 = self == Http3;
         spec.vn = self == Vn;
+        spec.pmtud = matches!(self, Pmtud | PmtudBlackhole);
         plan.amplification = self == Amplificationlimit;
         if matches!(self, MpTransfer | MpBackup | MpAbandon | MpBlackhole | Multiplexing) {
             // Two paths at 1 ms one way, so the second is not idle in the time a transfer takes.
@@ -297,6 +320,18 @@ impl Case {
                 alpn => Err(format!("mpquic's connection negotiated ALPN {alpn:?}, not h3")),
             },
             V2 => upgraded_to_v2(seen),
+            Connectionmigration => {
+                let moved = match (role, mpquic.migrated) {
+                    (Role::Client, Some(n)) => format!(
+                        "; mpquic moved {n} time(s), {} failed validation(s)",
+                        mpquic.failed_validations.unwrap_or(0)
+                    ),
+                    _ => String::new(),
+                };
+                migration_verdict(seen).map(|d| d + &moved).map_err(|d| d + &moved)
+            }
+            Pmtud => pmtud_verdict(role, mpquic, seen),
+            PmtudBlackhole => pmtud_blackhole_verdict(role, mpquic, seen),
             Ecn => ecn_verdict(mpquic, seen),
             Vn => vn_verdict(mpquic, seen),
             MpHandshake | MpTransfer | MpBackup | MpAbandon if seen.flows.len() < 2 => {
@@ -313,6 +348,170 @@ impl Case {
             _ if spec.connections > 1 => Ok(format!("{} connections", spec.connections)),
             _ => Ok(String::new()),
         }
+    }
+
+    /// What a failed cell's detail adds to the failure: what the relay saw
+    /// in the cases about datagram sizes and addresses, and the cause of a
+    /// known failure.
+    pub fn context(self, peer: Peer, role: Role, mpquic: &Side, seen: &Seen) -> String {
+        let verdict = match self {
+            Case::Pmtud => pmtud_verdict(role, mpquic, seen),
+            Case::PmtudBlackhole => pmtud_blackhole_verdict(role, mpquic, seen),
+            Case::Connectionmigration => migration_verdict(seen),
+            _ => return String::new(),
+        };
+        let mut s = format!(" ({})", verdict.unwrap_or_else(|e| e));
+        if self == Case::PmtudBlackhole && peer == Peer::Quiche && role == Role::Client {
+            s += QUICHE_NO_BLACK_HOLE_DETECTION;
+        }
+        s
+    }
+}
+
+/// connectionmigration (RFC 9000 §9.6): who offers a preferred address as
+/// a server and who moves to one as a client.
+fn migration_support(peer: Peer, role: Role) -> Result<(), Unsupported> {
+    use Unsupported::*;
+    match (peer, role) {
+        (Peer::Quiche, _) => Err(ByPeer(
+            "quiche 0.30 neither sends nor reads preferred_address (transport_params.rs: \"TODO: encode \
+             preferred_address\", \"TODO: decode preferred_address\")",
+        )),
+        (Peer::Noq, Role::Server) => Err(ByPeer(
+            "noq 1.4's client takes the preferred_address CID (connection/mod.rs set_peer_params) but never \
+             moves to the address",
+        )),
+        (Peer::Aioquic, Role::Client) => Err(ByPeer(
+            "aioquic's server cannot offer a preferred_address (no setting; its \
+             _serialize_transport_parameters leaves it out)",
+        )),
+        // noq's server (ServerConfig::preferred_address_v4/v6), aioquic's
+        // client (_probe_preferred_address, then it moves once the path
+        // validates).
+        _ => Ok(()),
+    }
+}
+
+/// connectionmigration: the transfer moved to the server's preferred
+/// address (the relay's second front): most of the server's bytes went
+/// through it, every server datagram there came from the server's address
+/// behind it, and the client sent there.
+pub fn migration_verdict(seen: &Seen) -> Result<String, String> {
+    let sum = |moved: bool, f: fn(&crate::relay::FlowBytes) -> u64| {
+        seen.flows.iter().filter(|b| (b.front > 0) == moved).map(f).sum::<u64>()
+    };
+    let (down_new, down_old) = (sum(true, |b| b.down), sum(false, |b| b.down));
+    let up_new = sum(true, |b| b.up);
+    let share = down_new as f64 / (down_new + down_old).max(1) as f64;
+    let detail = format!(
+        "{:.0}% of the server's bytes from its preferred address ({} of {} kB), {} kB from the client \
+         to it, {} client datagrams to the first address after the move, {} server datagrams from a \
+         wrong address",
+        100.0 * share,
+        down_new / 1000,
+        (down_new + down_old) / 1000,
+        up_new / 1000,
+        seen.up_old_after_move,
+        seen.down_wrong_source
+    );
+    if share >= 0.5 && up_new > 0 && seen.down_wrong_source == 0 {
+        Ok(detail)
+    } else {
+        Err(detail)
+    }
+}
+
+/// Why quiche's server cannot get through pmtud-blackhole.
+const QUICHE_NO_BLACK_HOLE_DETECTION: &str =
+    "; quiche 0.30 has no black-hole detection: its search ends at the 1472 B it found (pmtud.rs \
+     should_probe: no probing once a PMTU is set), only a lost probe lowers the size (lib.rs, the \
+     lost Ping { mtu_probe } branch), so every later packet, PTO probes included, is too large for \
+     the 1300 B link; only the application's Connection::revalidate_pmtu restarts the search";
+
+/// mpquic's and the peer's datagrams, as the relay saw them (`ours`: the
+/// side mpquic plays).
+fn sizes(role: Role, seen: &Seen) -> (&Sizes, &Sizes) {
+    match role {
+        Role::Client => (&seen.up_sizes, &seen.down_sizes),
+        Role::Server => (&seen.down_sizes, &seen.up_sizes),
+    }
+}
+
+/// What a side's datagrams show: the largest sent and the largest through,
+/// and the ones the MTU stopped, by size.
+fn describe(s: &Sizes) -> String {
+    let over = if s.over_mtu.is_empty() {
+        "none over the MTU".to_string()
+    } else {
+        let by_size = s.over_mtu.iter().map(|(size, n)| format!("{size}x{n}")).collect::<Vec<_>>();
+        format!("over the MTU {}", by_size.join(" "))
+    };
+    format!("largest {} B sent, {} B through, {over}", s.largest, s.largest_passed)
+}
+
+/// pmtud: the links carry UDP payloads up to 1372 bytes. mpquic as the
+/// sender (server) must have grown past its 1350-byte start, lost only
+/// probes to the MTU (at most 3 of a size per search), and end in
+/// 1352..=1372; as the receiver (client) it
+/// sends requests and ACKs, probes only while it has stream data to send,
+/// and must not have lost anything but probes either. The peer's side is
+/// reported: whether it probed (sent over 1200 bytes) and what got through.
+fn pmtud_verdict(role: Role, mpquic: &Side, seen: &Seen) -> Result<String, String> {
+    let (ours, theirs) = sizes(role, seen);
+    let top = PMTUD_LINK_MTU as usize - IPV4_UDP;
+    let probed = |s: &Sizes| if s.largest > 1200 { "probed" } else { "did not probe" };
+    let detail = format!(
+        "mpquic: mtu {:?}, {} black hole(s), {}; peer {}: {}",
+        mpquic.mtu,
+        mpquic.mtu_black_holes.unwrap_or(0),
+        describe(ours),
+        probed(theirs),
+        describe(theirs)
+    );
+    // Each search tries a size at most MPQUIC_PROBES times; a black hole
+    // starts a new search.
+    let searches = 1 + u64::from(mpquic.mtu_black_holes.unwrap_or(0));
+    let only_probes = ours.over_mtu.values().all(|&n| n <= MPQUIC_PROBES * searches);
+    let mtu = mpquic.mtu.unwrap_or(0);
+    let ok = match role {
+        Role::Server => ours.largest_passed > MPQUIC_START && (MPQUIC_START + 2..=top).contains(&mtu),
+        Role::Client => mtu <= top,
+    };
+    if ok && only_probes {
+        Ok(detail)
+    } else {
+        Err(detail)
+    }
+}
+
+/// pmtud-blackhole: the MTU drops from 1500 to 1300 a quarter into the
+/// transfer. mpquic as the sender (server) must detect the black hole and
+/// end at 1272 bytes or less; as the client (receiver) the files arriving
+/// is the test of the peer, whose behaviour is reported.
+fn pmtud_blackhole_verdict(role: Role, mpquic: &Side, seen: &Seen) -> Result<String, String> {
+    let (ours, theirs) = sizes(role, seen);
+    let after = |s: &Sizes| {
+        format!(
+            "largest {} B through, {} B through after the step, {} over the MTU after it",
+            s.largest_passed, s.largest_after_step, s.over_mtu_after_step
+        )
+    };
+    let detail = format!(
+        "mpquic: mtu {:?}, {} black hole(s), {}; peer: {}",
+        mpquic.mtu,
+        mpquic.mtu_black_holes.unwrap_or(0),
+        after(ours),
+        after(theirs)
+    );
+    let top = BLACKHOLE_LINK_MTU as usize - IPV4_UDP;
+    if !seen.mtu_stepped {
+        return Err(format!("the MTU never dropped; {detail}"));
+    }
+    let found = mpquic.mtu_black_holes.unwrap_or(0) > 0 && mpquic.mtu.is_some_and(|m| m <= top);
+    if role == Role::Client || found {
+        Ok(detail)
+    } else {
+        Err(detail)
     }
 }
 

@@ -77,6 +77,12 @@ pub struct Spec {
     /// v1 too) against a v1-only server, whose Version Negotiation makes it
     /// start a new attempt in v1 (RFC 9368 §2.1).
     pub vn: bool,
+    /// Path MTU discovery: the peer runs it too, where it can (mpquic's is
+    /// on by default).
+    pub pmtud: bool,
+    /// The server offers this address as its preferred address (RFC 9000
+    /// §9.6): the relay's front for the server's second address.
+    pub preferred: Option<SocketAddr>,
     /// How long the whole cell may take.
     pub timeout: Duration,
 }
@@ -110,6 +116,18 @@ pub struct Side {
     /// The last attempt ended on Version Negotiation: (version to try next,
     /// version refused).
     pub vn_next: Option<(mpquic::Version, mpquic::Version)>,
+    /// The datagram size the last connection's first path ended with
+    /// (`PathStats::mtu`; mpquic only).
+    pub mtu: Option<usize>,
+    /// Black holes path MTU discovery detected, over every connection and
+    /// path (mpquic only).
+    pub mtu_black_holes: Option<u32>,
+    /// Moves to another address pair, e.g. to the server's preferred
+    /// address (`PathEvent::Migrated`; mpquic client only).
+    pub migrated: Option<usize>,
+    /// Path validations that failed (`PathEvent::FailedValidation`; mpquic
+    /// client only).
+    pub failed_validations: Option<usize>,
 }
 
 /// Runs `spec.connections` client connections one after the other (stopping

@@ -1,10 +1,11 @@
 //! Runs cells (case × peer × role) and renders the matrix as a Markdown
 //! table and as JSON.
 
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::{Duration, Instant};
 
 use crate::cases::{Case, Peer, Role, Unsupported};
-use crate::relay::Relay;
+use crate::relay::{Plan, Relay};
 use crate::{aioquic_peer, mpquic_peer, noq_peer, quiche_peer, ServerHandle, Side, Spec};
 
 /// A cell's result.
@@ -61,7 +62,8 @@ pub struct Cell {
     pub time: Duration,
 }
 
-fn start_server(imp: Option<Peer>, spec: &Spec) -> Result<ServerHandle, String> {
+/// Starts the server `imp` (mpquic if `None`).
+pub fn start_server(imp: Option<Peer>, spec: &Spec) -> Result<ServerHandle, String> {
     match imp {
         None => mpquic_peer::server(spec),
         Some(Peer::Quiche) => quiche_peer::server(spec),
@@ -70,13 +72,40 @@ fn start_server(imp: Option<Peer>, spec: &Spec) -> Result<ServerHandle, String> 
     }
 }
 
-fn run_client(imp: Option<Peer>, spec: &Spec, to: &[std::net::SocketAddr]) -> Side {
+/// Runs the client `imp` (mpquic if `None`) against the relay's fronts `to`.
+pub fn run_client(imp: Option<Peer>, spec: &Spec, to: &[std::net::SocketAddr]) -> Side {
     match imp {
         None => mpquic_peer::client(spec, to),
         Some(Peer::Quiche) => quiche_peer::client(spec, to),
         Some(Peer::Noq) => noq_peer::client(spec, to),
         Some(Peer::Aioquic) => aioquic_peer::client(spec, to),
     }
+}
+
+/// Starts the server `imp` (mpquic if `None`) and the relay in front of it.
+/// With a preferred address the relay's fronts are bound first and the
+/// second one goes into `spec.preferred`: the server offers it, and the
+/// relay forwards it to the server's second address.
+pub fn start(
+    imp: Option<Peer>,
+    spec: &mut Spec,
+    plan: Plan,
+    seed: u64,
+) -> Result<(ServerHandle, Relay), String> {
+    let fronts = if plan.preferred_address {
+        let ip = if spec.ipv6 { Ipv6Addr::LOCALHOST.into() } else { Ipv4Addr::LOCALHOST.into() };
+        let fronts = Relay::fronts(2, ip).map_err(|e| format!("relay: {e}"))?;
+        spec.preferred = Some(fronts[1].local_addr().map_err(|e| format!("relay: {e}"))?);
+        Some(fronts)
+    } else {
+        None
+    };
+    let server = start_server(imp, spec).map_err(|e| format!("server did not start: {e}"))?;
+    let relay = match fronts {
+        Some(fronts) => Relay::start_on(fronts, &server.addrs, plan, seed),
+        None => Relay::start(&server.addrs, plan, seed),
+    };
+    Ok((server, relay.map_err(|e| format!("relay: {e}"))?))
 }
 
 /// The link model's seed of a cell: fixed per cell, so a run of a few
@@ -103,18 +132,14 @@ pub fn run_cell_seeded(case: Case, peer: Peer, role: Role, quick: bool, seed: u6
 }
 
 fn run(case: Case, peer: Peer, role: Role, quick: bool, seed: u64) -> Status {
-    let (spec, plan) = case.setup(quick);
+    let (mut spec, plan) = case.setup(quick);
     let (client_imp, server_imp) = match role {
         Role::Client => (None, Some(peer)),
         Role::Server => (Some(peer), None),
     };
-    let server = match start_server(server_imp, &spec) {
-        Ok(s) => s,
-        Err(e) => return Status::Fail(format!("server did not start: {e}")),
-    };
-    let relay = match Relay::start(&server.addrs, plan, seed) {
-        Ok(r) => r,
-        Err(e) => return Status::Fail(format!("relay: {e}")),
+    let (server, relay) = match start(server_imp, &mut spec, plan, seed) {
+        Ok(x) => x,
+        Err(e) => return Status::Fail(e),
     };
     let client = run_client(client_imp, &spec, &relay.fronts);
     // Let the server read the close before it stops.
@@ -122,14 +147,18 @@ fn run(case: Case, peer: Peer, role: Role, quick: bool, seed: u64) -> Status {
     let server = server.finish();
     let seen = relay.finish();
     let expected = spec.files.len() * spec.connections;
-    if !client.errors.is_empty() {
-        return Status::Fail(format!("client: {}", first(&client.errors)));
-    }
-    if client.files != expected {
-        return Status::Fail(format!("client got {} of {expected} files", client.files));
-    }
-    if !server.errors.is_empty() {
-        return Status::Fail(format!("server: {}", first(&server.errors)));
+    let failed = if !client.errors.is_empty() {
+        Some(format!("client: {}", first(&client.errors)))
+    } else if client.files != expected {
+        Some(format!("client got {} of {expected} files", client.files))
+    } else if !server.errors.is_empty() {
+        Some(format!("server: {}", first(&server.errors)))
+    } else {
+        None
+    };
+    if let Some(why) = failed {
+        let mpquic = if role == Role::Client { &client } else { &server };
+        return Status::Fail(why + &case.context(peer, role, mpquic, &seen));
     }
     match case.verify(&spec, role, &client, &server, &seen) {
         Ok(note) => Status::Pass(note),

@@ -55,6 +55,9 @@ fn config(server: bool, spec: &Spec) -> Result<Config, String> {
     if spec.key_update {
         c.set_key_update_interval(KEY_UPDATE_INTERVAL);
     }
+    if let (true, Some(addr)) = (server, spec.preferred) {
+        c.set_preferred_address(addr);
+    }
     c.enable_session_tickets(spec.resume);
     c.enable_early_data(spec.early_data);
     Ok(c)
@@ -90,6 +93,10 @@ struct Client {
     key_update: bool,
     /// Key updates we started.
     initiated: u64,
+    /// Moves to another address pair (`PathEvent::Migrated`).
+    migrated: usize,
+    /// Path validations that failed (`PathEvent::FailedValidation`).
+    failed_validations: usize,
 }
 
 impl Streams for Client {
@@ -149,6 +156,10 @@ impl Engine for Client {
         if self.key_update && self.conn.update_keys(now) {
             self.initiated += 1;
         }
+        while let Some(e) = self.conn.path_event_next() {
+            self.migrated += usize::from(matches!(e, PathEvent::Migrated(..)));
+            self.failed_validations += usize::from(matches!(e, PathEvent::FailedValidation(_)));
+        }
         let (Some(mp), Some((local, peer))) = (self.mp, self.second) else { return };
         if self.path.is_none() {
             // Until the peer's PATH_NEW_CONNECTION_IDs arrive this fails: retry.
@@ -177,6 +188,15 @@ fn note_alpn(conn: &Connection, side: &mut Side) {
     if !conn.application_proto().is_empty() {
         side.alpn = Some(String::from_utf8_lossy(conn.application_proto()).into_owned());
     }
+}
+
+/// Keeps the first path's datagram size and adds the connection's black
+/// holes (path MTU discovery).
+fn note_mtu(conn: &Connection, side: &mut Side) {
+    if let Some(p) = conn.path_stats().next() {
+        side.mtu = Some(p.mtu);
+    }
+    *side.mtu_black_holes.get_or_insert(0) += conn.path_stats().map(|p| p.mtu_black_holes).sum::<u32>();
 }
 
 fn abandoned(conn: &Connection) -> u64 {
@@ -256,6 +276,8 @@ fn attempt(
         abandoned: false,
         key_update: spec.key_update,
         initiated: 0,
+        migrated: 0,
+        failed_validations: 0,
     };
     let res = sansio::fetch::<_, mpquic::h3::Connection>(&mut c, &mut socks, spec, deadline, side);
     *side.key_updates.get_or_insert(0) += c.conn.stats().key_updates;
@@ -265,6 +287,9 @@ fn attempt(
     *side.early_data.get_or_insert(0) += usize::from(c.conn.is_early_data_accepted());
     *side.ecn_validated.get_or_insert(0) += usize::from(ecn_validated(&c.conn));
     note_alpn(&c.conn, side);
+    note_mtu(&c.conn, side);
+    *side.migrated.get_or_insert(0) += c.migrated;
+    *side.failed_validations.get_or_insert(0) += c.failed_validations;
     // The next connection resumes this one's ticket. A connection whose
     // answers came in 0.5-RTT may close before the server's ticket arrives
     // (aioquic sends it once the handshake completes): no ticket only
@@ -277,11 +302,12 @@ fn attempt(
 }
 
 /// Starts a server (two addresses when the case is multipath: a noq client
-/// opens its second path towards the second one).
+/// opens its second path towards the second one; or when it offers a
+/// preferred address, which the relay forwards to the second).
 pub fn server(spec: &Spec) -> Result<ServerHandle, String> {
     let cfg = config(true, spec)?;
     let ip: IpAddr = loopback(if spec.ipv6 { "::1".parse().unwrap() } else { "127.0.0.1".parse().unwrap() });
-    let n = if spec.mp.is_some() { 2 } else { 1 };
+    let n = if spec.mp.is_some() || spec.preferred.is_some() { 2 } else { 1 };
     let socks = (0..n).map(|_| bind(ip)).collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
     let socks = Sockets::new(socks).map_err(|e| e.to_string())?;
     let ep_cfg = EndpointConfig { retry: spec.retry, new_tokens: false, ..EndpointConfig::default() };
@@ -343,6 +369,7 @@ fn serve<A: ServerApp<Connection> + Default>(
                 early += usize::from(conn.is_early_data_accepted());
                 ecn += usize::from(ecn_validated(&conn));
                 note_alpn(&conn, &mut side);
+                note_mtu(&conn, &mut side);
                 side.files += app.served();
                 side.errors.extend(app.take_errors());
                 (key_updates, initiated) = key_updates_seen(&conn, key_updates, initiated);
@@ -356,6 +383,7 @@ fn serve<A: ServerApp<Connection> + Default>(
             early += usize::from(conn.is_early_data_accepted());
             ecn += usize::from(ecn_validated(conn));
             note_alpn(conn, &mut side);
+            note_mtu(conn, &mut side);
             side.files += app.served();
             side.errors.extend(app.take_errors());
         }

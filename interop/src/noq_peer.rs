@@ -1,6 +1,7 @@
 //! noq 1.4's side of a cell (in-process, on a one-worker tokio runtime):
 //! multipath (draft-21), key updates on demand, cipher suites restricted
-//! through rustls.
+//! through rustls, a server's preferred address (its client does not move
+//! to one).
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -94,6 +95,11 @@ fn server_config(spec: &Spec) -> Res<noq::ServerConfig> {
         noq::crypto::rustls::QuicServerConfig::with_initial(Arc::new(tls), initial_suite()?).map_err(err)?;
     let mut c = noq::ServerConfig::with_crypto(Arc::new(crypto));
     c.transport_config(transport(spec));
+    match spec.preferred {
+        Some(SocketAddr::V4(a)) => c.preferred_address_v4(Some(a)),
+        Some(SocketAddr::V6(a)) => c.preferred_address_v6(Some(a)),
+        None => &mut c,
+    };
     Ok(c)
 }
 
@@ -218,7 +224,9 @@ pub fn server(spec: &Spec) -> Result<ServerHandle, String> {
         let _g = rt.enter();
         noq::Endpoint::server(cfg, SocketAddr::new(ip, 0)).map_err(err)?
     };
-    let addrs = vec![ep.local_addr().map_err(err)?];
+    // One socket: the relay sends what reaches the preferred address there too.
+    let addr = ep.local_addr().map_err(err)?;
+    let addrs = if spec.preferred.is_some() { vec![addr; 2] } else { vec![addr] };
     let stop = Arc::new(AtomicBool::new(false));
     let (s, spec) = (stop.clone(), spec.clone());
     let join = std::thread::Builder::new()

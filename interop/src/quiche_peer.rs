@@ -38,6 +38,12 @@ fn config(server: bool, spec: &Spec) -> Result<quiche::Config, String> {
     if spec.early_data {
         c.enable_early_data();
     }
+    // quiche probes from 1200 bytes up to its largest send size (1200 by
+    // default, and then nothing to discover).
+    if spec.pmtud {
+        c.discover_pmtu(true);
+        c.set_max_send_udp_payload_size(if spec.ipv6 { 1452 } else { 1472 });
+    }
     Ok(c)
 }
 

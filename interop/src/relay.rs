@@ -1,10 +1,12 @@
 //! A UDP relay between client and server that sends every datagram through
-//! the project's link model (`emu::Link`: delay, loss, corruption), one link
-//! per direction and flow, and acts as a NAT: each client address seen on a
-//! front socket gets its own back socket towards the server, so the server
-//! sees one address per client path, and a rebinding is a new back socket.
+//! the project's link model (`emu::Link`: delay, loss, corruption, MTU), one
+//! link per direction and flow, and acts as a NAT: each client address seen
+//! on a front socket gets its own back socket towards the server, so the
+//! server sees one address per client path, and a rebinding is a new back
+//! socket. Front socket i stands for server address i (a multipath server's
+//! second address, or a server's preferred address).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,15 +45,64 @@ pub struct Plan {
     /// Forward only the client's first flight, then nothing from it for a
     /// second, counting what the server sends (the anti-amplification limit).
     pub amplification: bool,
+    /// The largest IP packet the links carry (UDP payload plus IP and UDP
+    /// headers), both directions, from the start.
+    pub mtu: Option<u32>,
+    /// Once the server sent this many bytes, the links carry IP packets up
+    /// to this size only (a step in `LinkConfig::mtu`).
+    pub mtu_step: Option<(u64, u32)>,
+    /// The server offers the second front as its preferred address (RFC
+    /// 9000 §9.6): the fronts are bound before the server starts
+    /// ([`Relay::fronts`]).
+    pub preferred_address: bool,
 }
 
 /// Bytes of one flow (client address on one front socket).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FlowBytes {
+    /// The front socket (server address) the flow goes to.
+    pub front: usize,
     /// Client to server.
     pub up: u64,
     /// Server to client.
     pub down: u64,
+}
+
+/// Sizes of the datagrams (UDP payloads) one side sent.
+#[derive(Clone, Debug, Default)]
+pub struct Sizes {
+    /// The largest one.
+    pub largest: usize,
+    /// The largest within the MTU in force when it arrived.
+    pub largest_passed: usize,
+    /// The largest within the MTU after the MTU step.
+    pub largest_after_step: usize,
+    /// Datagrams over the MTU in force (the link dropped them), by size.
+    pub over_mtu: BTreeMap<usize, u64>,
+    /// Of those, the ones sent after the MTU step.
+    pub over_mtu_after_step: u64,
+}
+
+impl Sizes {
+    fn note(&mut self, len: usize, over: bool, stepped: bool) {
+        self.largest = self.largest.max(len);
+        match (over, stepped) {
+            (true, _) => {
+                *self.over_mtu.entry(len).or_default() += 1;
+                self.over_mtu_after_step += u64::from(stepped);
+            }
+            (false, true) => {
+                self.largest_passed = self.largest_passed.max(len);
+                self.largest_after_step = self.largest_after_step.max(len);
+            }
+            (false, false) => self.largest_passed = self.largest_passed.max(len),
+        }
+    }
+
+    /// Datagrams over the MTU.
+    pub fn over_mtu_count(&self) -> u64 {
+        self.over_mtu.values().sum()
+    }
 }
 
 /// What the relay saw.
@@ -79,6 +130,18 @@ pub struct Seen {
     pub up_ecn: [u64; 4],
     /// The same, server to client.
     pub down_ecn: [u64; 4],
+    /// Datagram sizes, client to server.
+    pub up_sizes: Sizes,
+    /// Datagram sizes, server to client.
+    pub down_sizes: Sizes,
+    /// The MTU step happened.
+    pub mtu_stepped: bool,
+    /// Server datagrams that reached a flow's back socket from another
+    /// server address than the one its front stands for.
+    pub down_wrong_source: u64,
+    /// Client datagrams sent to front 0 after the first one sent to another
+    /// front (a client that moved to the server's preferred address).
+    pub up_old_after_move: u64,
 }
 
 /// Note the version of a long-header datagram (Version Negotiation aside).
@@ -98,6 +161,9 @@ struct Flow {
     old: Vec<UdpSocket>,
     up: Link,
     down: Link,
+    /// Links (up, down) replaced at the MTU step, delivering what they
+    /// still hold.
+    retired: Vec<(Link, Link)>,
     dead: bool,
     bytes: FlowBytes,
 }
@@ -113,11 +179,31 @@ pub struct Relay {
 impl Relay {
     /// Starts a relay with one front socket per server address.
     pub fn start(servers: &[SocketAddr], plan: Plan, seed: u64) -> std::io::Result<Relay> {
-        let mut fronts = Vec::new();
-        for s in servers {
-            fronts.push(bind(loopback(s.ip()))?);
+        let fronts = servers.iter().map(|s| bind(loopback(s.ip()))).collect::<Result<Vec<_>, _>>()?;
+        Relay::start_on(fronts, servers, plan, seed)
+    }
+
+    /// `n` front sockets on `ip`'s loopback, bound before the server starts
+    /// so that it can offer one as its preferred address.
+    pub fn fronts(n: usize, ip: IpAddr) -> std::io::Result<Vec<UdpSocket>> {
+        (0..n).map(|_| bind(loopback(ip))).collect()
+    }
+
+    /// Starts a relay on front sockets bound beforehand (so that a server
+    /// can offer one of them as its preferred address): `fronts[i]` stands
+    /// for `servers[i]`.
+    pub fn start_on(
+        fronts: Vec<UdpSocket>,
+        servers: &[SocketAddr],
+        plan: Plan,
+        seed: u64,
+    ) -> std::io::Result<Relay> {
+        if fronts.len() != servers.len() {
+            let e = format!("{} front sockets for {} server addresses", fronts.len(), servers.len());
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, e));
         }
         let addrs = fronts.iter().map(|s| s.local_addr()).collect::<Result<Vec<_>, _>>()?;
+        let mtu = plan.mtu.map(|m| vec![(Duration::ZERO, m)]).unwrap_or_default();
         let stop = Arc::new(AtomicBool::new(false));
         let mut state = State {
             fronts,
@@ -131,6 +217,8 @@ impl Relay {
             down_total: 0,
             blackhole_until: None,
             amp: None,
+            mtu,
+            moved: false,
             buf: vec![0u8; 65536],
             out: Vec::new(),
             tx: mpquic_apps::batch::Gso::without_gso(),
@@ -206,6 +294,10 @@ struct State {
     /// (client bytes let through, when the cut began, server bytes since
     /// the start).
     amp: Option<(u64, Option<Duration>, u64)>,
+    /// The links' MTU schedule so far (`LinkConfig::mtu`).
+    mtu: Vec<(Duration, u32)>,
+    /// The client sent to a front other than the first.
+    moved: bool,
     buf: Vec<u8>,
     out: Vec<Packet>,
     /// Sends with each datagram's ECN bits (one datagram per call).
@@ -217,6 +309,14 @@ fn ecn(p: &Packet) -> mpquic::Ecn {
     mpquic::Ecn::from_tos(p.ecn)
 }
 
+/// A datagram as the links see it: charged its IP and UDP headers too (as
+/// the simulator charges them), so that the MTU applies to the IP packet.
+fn packet(data: &[u8], ecn: u8, to: SocketAddr) -> Packet {
+    let headers = if to.is_ipv4() { 20 + 8 } else { 40 + 8 };
+    let size = u32::try_from(data.len() + headers).unwrap_or(u32::MAX);
+    Packet { ecn, size, ..Packet::new(data.to_vec()) }
+}
+
 impl State {
     fn link(&self, salt: u64) -> Link {
         let mut cfg = LinkConfig::new(Arc::new(Trace::constant(50)));
@@ -225,8 +325,29 @@ impl State {
             cfg.loss = LossModel::Bernoulli { p: self.plan.loss };
         }
         cfg.impair = Impairments { corrupt: self.plan.corrupt, ..Impairments::default() };
+        cfg.mtu = self.mtu.clone();
         cfg.seed = self.seed ^ salt.wrapping_mul(0x9e37_79b9);
         Link::new(&cfg)
+    }
+
+    /// The MTU step: from now on the links carry packets up to `mtu`. A
+    /// link's MTU schedule is fixed when it is built, so every flow gets
+    /// new links with the step in theirs; the old ones deliver what they
+    /// hold.
+    fn step_mtu(&mut self, mtu: u32) {
+        self.mtu.push((self.now(), mtu));
+        for i in 0..self.flows.len() {
+            let salt = 2 * (self.flows.len() + i) as u64;
+            let (up, down) = (self.link(salt), self.link(salt + 1));
+            let f = &mut self.flows[i];
+            f.retired.push((std::mem::replace(&mut f.up, up), std::mem::replace(&mut f.down, down)));
+        }
+        self.seen.mtu_stepped = true;
+    }
+
+    /// Whether a `size`-byte packet (headers charged) is over `link`'s MTU now.
+    fn over_mtu(link: &Link, now: Duration, size: u32) -> bool {
+        link.mtu(now).is_some_and(|m| size > m)
     }
 
     fn flow(&mut self, front: usize, client: SocketAddr) -> Option<usize> {
@@ -243,8 +364,9 @@ impl State {
             old: Vec::new(),
             up,
             down,
+            retired: Vec::new(),
             dead: false,
-            bytes: FlowBytes::default(),
+            bytes: FlowBytes { front, ..FlowBytes::default() },
         });
         self.by_client.insert((front, client), self.flows.len() - 1);
         Some(self.flows.len() - 1)
@@ -264,7 +386,12 @@ impl State {
         self.deliver();
         self.triggers();
         let now = self.now();
-        let next = self.flows.iter().flat_map(|f| [f.up.next_wakeup(), f.down.next_wakeup()]).flatten().min();
+        let next = self
+            .flows
+            .iter()
+            .flat_map(|f| [&f.up, &f.down].into_iter().chain(f.retired.iter().flat_map(|(u, d)| [u, d])))
+            .filter_map(|l| l.next_wakeup())
+            .min();
         let timeout =
             next.map_or(Duration::from_millis(5), |t| t.saturating_sub(now)).min(Duration::from_millis(5));
         if !timeout.is_zero() {
@@ -285,8 +412,12 @@ impl State {
                 }
                 self.seen.zero_rtt += zero_rtt_packets(&self.buf[..n]);
                 self.seen.up_ecn[usize::from(ecn & 3)] += 1;
-                let pkt = Packet { ecn, ..Packet::new(self.buf[..n].to_vec()) };
+                self.moved |= fi > 0;
+                self.seen.up_old_after_move += u64::from(fi == 0 && self.moved);
+                let pkt = packet(&self.buf[..n], ecn, self.servers[fi]);
                 let f = &mut self.flows[i];
+                let over = State::over_mtu(&f.up, now, pkt.size);
+                self.seen.up_sizes.note(n, over, self.seen.mtu_stepped);
                 f.bytes.up += n as u64;
                 f.up.enqueue(now, pkt);
             }
@@ -330,7 +461,10 @@ impl State {
                 let f = &self.flows[i];
                 let (current, rebound) = (recv(&f.back, &mut self.buf), !f.old.is_empty());
                 let got = current.or_else(|| f.old.iter().find_map(|s| recv(s, &mut self.buf)));
-                let Some((n, _, ecn)) = got else { break };
+                let Some((n, from, ecn)) = got else { break };
+                if from != self.servers[f.front] {
+                    self.seen.down_wrong_source += 1;
+                }
                 if current.is_some() && rebound {
                     self.seen.rebound_down += n as u64;
                 }
@@ -345,8 +479,10 @@ impl State {
                 }
                 self.down_total += n as u64;
                 self.seen.down_ecn[usize::from(ecn & 3)] += 1;
-                let pkt = Packet { ecn, ..Packet::new(self.buf[..n].to_vec()) };
                 let f = &mut self.flows[i];
+                let pkt = packet(&self.buf[..n], ecn, f.client);
+                let over = State::over_mtu(&f.down, now, pkt.size);
+                self.seen.down_sizes.note(n, over, self.seen.mtu_stepped);
                 f.bytes.down += n as u64;
                 f.down.enqueue(now, pkt);
             }
@@ -356,11 +492,18 @@ impl State {
     fn deliver(&mut self) {
         let now = self.now();
         for f in &mut self.flows {
-            f.up.dequeue_ready(now, &mut self.out);
+            // Retired links first: they hold the older packets.
+            let ups = f.retired.iter_mut().map(|(u, _)| u).chain(std::iter::once(&mut f.up));
+            for link in ups {
+                link.dequeue_ready(now, &mut self.out);
+            }
             for p in self.out.drain(..) {
                 let _ = self.tx.send(&f.back, &p.data, p.data.len().max(1), self.servers[f.front], ecn(&p));
             }
-            f.down.dequeue_ready(now, &mut self.out);
+            let downs = f.retired.iter_mut().map(|(_, d)| d).chain(std::iter::once(&mut f.down));
+            for link in downs {
+                link.dequeue_ready(now, &mut self.out);
+            }
             for p in self.out.drain(..) {
                 let _ = self.tx.send(&self.fronts[f.front], &p.data, p.data.len().max(1), f.client, ecn(&p));
             }
@@ -385,6 +528,10 @@ impl State {
                     self.seen.rebinds += 1;
                 }
             }
+        }
+        if let Some((_, mtu)) = self.plan.mtu_step.filter(|(at, _)| down >= *at) {
+            self.plan.mtu_step = None;
+            self.step_mtu(mtu);
         }
         if self.plan.kill_second_flow.is_some_and(|at| down >= at) && self.flows.len() > 1 {
             self.plan.kill_second_flow = None;

@@ -3,12 +3,16 @@
 
 use std::process::Command;
 
-use mpquic_interop::cases::{Case, Peer, Role, ALL};
-use mpquic_interop::matrix::{run_cell, run_cell_seeded, Status};
+use mpquic_interop::cases::{migration_verdict, Case, Peer, Role, ALL};
+use mpquic_interop::matrix::{self, run_cell, run_cell_seeded, Status};
 
 /// Lossy handshakes with aioquic as the client: a known failure (see the
 /// ignored test below), left out of the CI run.
 const AIOQUIC_LOSSY: [(Case, Peer, Role); 1] = [(Case::Handshakeloss, Peer::Aioquic, Role::Server)];
+
+/// quiche's server cannot get through an MTU black hole (no black-hole
+/// detection in quiche 0.30): a known failure, run by the ignored test below.
+const QUICHE_BLACKHOLE: (Case, Peer, Role) = (Case::PmtudBlackhole, Peer::Quiche, Role::Client);
 
 /// Cells that fail intermittently, run by the ignored test below.
 const FLAKY: [(Case, Peer, Role); 2] =
@@ -58,9 +62,9 @@ const MP_SHARE: (Case, Peer, Role) = (Case::MpTransfer, Peer::Noq, Role::Server)
 
 #[test]
 fn every_supported_cell_passes() {
-    let failed = failures_after_one_retry(
-        every_cell().filter(|c| !FLAKY.contains(c) && !AIOQUIC_LOSSY.contains(c) && *c != MP_SHARE),
-    );
+    let failed = failures_after_one_retry(every_cell().filter(|c| {
+        !FLAKY.contains(c) && !AIOQUIC_LOSSY.contains(c) && *c != MP_SHARE && *c != QUICHE_BLACKHOLE
+    }));
     assert!(failed.is_empty(), "{} cell(s) failed:\n{}", failed.len(), failed.join("\n"));
 }
 
@@ -71,6 +75,54 @@ fn every_supported_cell_passes() {
             cause not found yet"]
 fn rebinding_with_quiche_server() {
     let failed = failures(FLAKY.into_iter(), 5);
+    assert!(failed.is_empty(), "{} run(s) failed:\n{}", failed.len(), failed.join("\n"));
+}
+
+/// mpquic client, quiche server (path MTU discovery on), the link MTU
+/// drops from 1500 to 1300 bytes a quarter into the download.
+#[test]
+#[ignore = "measured: fails 14 of 14 runs (stalled to the idle timeout or the cell's 60 s): quiche 0.30's \
+            search settles at 1472 B and only a lost probe lowers the size (no black-hole detection), so \
+            its data and PTO probes stay too large; noq's and mpquic's servers fall back to 1200 B and \
+            finish"]
+fn mtu_black_hole_with_quiche_server() {
+    let failed = failures(std::iter::once(QUICHE_BLACKHOLE), 1);
+    assert!(failed.is_empty(), "{} run(s) failed:\n{}", failed.len(), failed.join("\n"));
+}
+
+/// pmtud at full size (10 MB) with aioquic's client and our server: the
+/// final datagram size must be within the 1400-byte link MTU and above the
+/// 1350-byte start.
+#[test]
+#[ignore = "measured: 5 of 18 full-size runs pass (quick runs: 23 of 23): aioquic acknowledges the \
+            transfer's last packets late (>= 2 PTOs), mpquic's PTO rule takes that for a black hole and \
+            falls back to 1200 B with no data left to search again with; the late ACK then acknowledges \
+            the 'lost' large packets, but nothing undoes the fallback"]
+fn pmtud_full_size_with_aioquic_client() {
+    let mut failed = Vec::new();
+    for _ in 0..3 {
+        if let Status::Fail(why) = run_cell(Case::Pmtud, Peer::Aioquic, Role::Server, false).status {
+            failed.push(why);
+        }
+    }
+    assert!(failed.is_empty(), "{} run(s) failed:\n{}", failed.len(), failed.join("\n"));
+}
+
+/// connectionmigration at full size (10 MB) with noq's server: mpquic's
+/// client must move to the preferred address.
+#[test]
+#[ignore = "measured: 12 of 18 full-size runs pass (quick runs: 13 of 13): noq, busy sending, answers \
+            the PATH_CHALLENGEs on the preferred address 12-22 ms after the first, and mpquic gives up \
+            after 3 x its current PTO (about 20 ms on loopback; RFC 9000 §8.2.4 recommends 3 x the larger \
+            of the current PTO and the new path's with kInitialRtt) and stays on the first address"]
+fn migration_full_size_to_noq_server() {
+    let mut failed = Vec::new();
+    for _ in 0..3 {
+        if let Status::Fail(why) = run_cell(Case::Connectionmigration, Peer::Noq, Role::Client, false).status
+        {
+            failed.push(why);
+        }
+    }
     assert!(failed.is_empty(), "{} run(s) failed:\n{}", failed.len(), failed.join("\n"));
 }
 
@@ -117,6 +169,23 @@ fn lossy_handshake_from_aioquic_other_seeds() {
 fn mp_transfer_share_with_noq_client() {
     let failed = failures(std::iter::once(MP_SHARE), 5);
     assert!(failed.is_empty(), "{} run(s) failed:\n{}", failed.len(), failed.join("\n"));
+}
+
+/// The connectionmigration harness between two peers: noq's server offers
+/// the relay's second front as its preferred address and aioquic's client
+/// moves there; the relay's check must see the transfer go on from it.
+#[test]
+fn preferred_address_between_peers() {
+    let (mut spec, plan) = Case::Connectionmigration.setup(true);
+    let (server, relay) = matrix::start(Some(Peer::Noq), &mut spec, plan, 1).unwrap();
+    let client = matrix::run_client(Some(Peer::Aioquic), &spec, &relay.fronts);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let (server, seen) = (server.finish(), relay.finish());
+    assert!(client.errors.is_empty() && client.files == spec.files.len(), "client: {client:?}");
+    assert!(server.errors.is_empty(), "server: {server:?}");
+    let verdict = migration_verdict(&seen);
+    eprintln!("noq server, aioquic client: {verdict:?}");
+    assert!(verdict.is_ok(), "{verdict:?}");
 }
 
 /// The one command prints the Markdown table and writes the JSON results.
