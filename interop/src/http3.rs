@@ -179,12 +179,9 @@ impl<H: H3> Client<H> {
 
 impl<E: Holds<H::Conn>, H: H3> ClientApp<E> for Client<H> {
     fn step(&mut self, e: &mut E) {
-        if self.failed {
-            return;
-        }
-        if let Err(e) = self.run(e.conn()) {
-            self.errors.push(format!("HTTP/3: {e}"));
-            self.failed = true;
+        if !self.failed {
+            let r = self.run(e.conn());
+            self.failed = record(r, &mut self.errors);
         }
     }
     fn done(&self) -> bool {
@@ -304,12 +301,9 @@ impl<H: H3> Server<H> {
 
 impl<C: Holds<H::Conn>, H: H3> ServerApp<C> for Server<H> {
     fn step(&mut self, c: &mut C) {
-        if self.failed {
-            return;
-        }
-        if let Err(e) = self.run(c.conn()) {
-            self.errors.push(format!("HTTP/3: {e}"));
-            self.failed = true;
+        if !self.failed {
+            let r = self.run(c.conn());
+            self.failed = record(r, &mut self.errors);
         }
     }
     fn served(&self) -> usize {
@@ -464,4 +458,10 @@ impl H3 for quiche::h3::Connection {
             Err(e) => Err(format!("poll: {e}")),
         }
     }
+}
+
+/// Keeps an HTTP/3 failure of one step; whether there was one (the app
+/// stops then: the connection's HTTP/3 state is gone).
+fn record(r: Result<(), String>, errors: &mut Vec<String>) -> bool {
+    r.map_err(|e| errors.push(format!("HTTP/3: {e}"))).is_err()
 }

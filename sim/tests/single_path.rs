@@ -168,6 +168,20 @@ fn pmtud_run(mtu: Vec<(Duration, u32)>, pmtud: bool) -> Report {
     Sim::new(vec![p.build(5).unwrap()], cfg).unwrap().run(&mut |_, _| {})
 }
 
+/// Prints a pmtud run's outcome; returns its flow.
+fn show_pmtud<'a>(name: &str, r: &'a Report) -> &'a sim::FlowSummary {
+    let f = &r.flows[0];
+    println!(
+        "{name}: mtu {} B, {:.2} Mbit/s, done {:?}, drops {} (over the MTU {})",
+        f.paths[0].mtu,
+        f.goodput_bps / 1e6,
+        f.completion,
+        f.paths[0].link_drops,
+        r.links[0].down.dropped_mtu
+    );
+    f
+}
+
 /// Path MTU discovery grows the datagrams from 1350 bytes to what the path
 /// carries: the top (1472 B of UDP payload in a 1500-byte IP packet) at once
 /// where the path takes it, within 20 bytes of a 1400-byte MTU where it does
@@ -178,15 +192,7 @@ fn pmtud_finds_the_path_mtu() {
     let narrow = pmtud_run(vec![(Duration::ZERO, 1400)], true);
     let off = pmtud_run(vec![(Duration::ZERO, 1400)], false);
     for (name, r) in [("open", &open), ("1400", &narrow), ("off", &off)] {
-        let f = &r.flows[0];
-        println!(
-            "{name}: mtu {} B, {:.2} Mbit/s, done {:?}, drops {} (over the MTU {})",
-            f.paths[0].mtu,
-            f.goodput_bps / 1e6,
-            f.completion,
-            f.paths[0].link_drops,
-            r.links[0].down.dropped_mtu
-        );
+        let f = show_pmtud(name, r);
         assert_eq!(f.app_bytes, 20_000_000, "{name}: every byte arrived");
         assert_eq!(f.body_mismatches, 0, "{name}");
     }
@@ -208,15 +214,7 @@ fn pmtud_finds_the_path_mtu() {
 #[test]
 fn pmtud_recovers_from_a_black_hole() {
     let r = pmtud_run(vec![(Duration::ZERO, 1500), (Duration::from_secs(3), 1300)], true);
-    let f = &r.flows[0];
-    println!(
-        "black hole at 3 s: mtu {} B, {:.2} Mbit/s, done {:?}, drops {} (over the MTU {})",
-        f.paths[0].mtu,
-        f.goodput_bps / 1e6,
-        f.completion,
-        f.paths[0].link_drops,
-        r.links[0].down.dropped_mtu
-    );
+    let f = show_pmtud("black hole at 3 s", &r);
     assert_eq!(f.app_bytes, 20_000_000);
     assert_eq!(f.body_mismatches, 0);
     let m = f.paths[0].mtu;
