@@ -52,6 +52,7 @@ fn config(server: bool, spec: &Spec) -> Result<Config, String> {
     if spec.vn && !server {
         c.set_versions(&[Version::V2, Version::V1]).map_err(|e| e.to_string())?;
     }
+    c.enable_pmtud(spec.pmtud);
     if spec.key_update {
         c.set_key_update_interval(KEY_UPDATE_INTERVAL);
     }
