@@ -65,6 +65,8 @@ fn parse() -> Result<Args, String> {
 }
 
 fn main() -> ExitCode {
+    // RUST_LOG (e.g. quiche=debug,mpquic=debug) shows what the engines log; off by default.
+    env_logger::init();
     let a = match parse() {
         Ok(a) => a,
         Err(e) => {

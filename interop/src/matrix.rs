@@ -158,7 +158,7 @@ fn run(case: Case, peer: Peer, role: Role, quick: bool, seed: u64) -> Status {
     };
     if let Some(why) = failed {
         let mpquic = if role == Role::Client { &client } else { &server };
-        return Status::Fail(why + &case.context(peer, role, mpquic, &seen));
+        return Status::Fail(why + &case.context(role, mpquic, &seen));
     }
     match case.verify(&spec, role, &client, &server, &seen) {
         Ok(note) => Status::Pass(note),

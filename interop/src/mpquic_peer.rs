@@ -23,8 +23,33 @@ use crate::{cert, content, Mp, ServerHandle, Side, Spec};
 /// the least `Config::set_key_update_interval` takes).
 const KEY_UPDATE_INTERVAL: u64 = 1000;
 
+/// `MPQUIC_INTEROP_QLOG=DIR`: mpquic's client connections write their
+/// qlog there, `<odcid>_client.sqlog` (for looking into a failing cell).
+fn qlog_dir() -> Option<std::path::PathBuf> {
+    std::env::var_os("MPQUIC_INTEROP_QLOG").map(Into::into)
+}
+
+/// The client connection's qlog, into `qlog_dir()` (errors go to stderr:
+/// a debugging aid must not fail the cell).
+fn write_qlog(c: &mut Client) {
+    let (Some(dir), Some(header)) = (qlog_dir(), c.conn.qlog_header()) else { return };
+    c.qlog.extend(std::iter::from_fn(|| c.conn.qlog_next()));
+    let odcid = c.conn.source_id();
+    let path = dir.join(format!("{odcid}_client.sqlog"));
+    let write = || -> std::io::Result<()> {
+        std::fs::create_dir_all(&dir)?;
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        mpquic::qlog::write_record(&mut w, &header.to_json())?;
+        c.qlog.iter().try_for_each(|e| mpquic::qlog::write_record(&mut w, e))
+    };
+    if let Err(e) = write() {
+        eprintln!("qlog {}: {e}", path.display());
+    }
+}
+
 fn config(server: bool, spec: &Spec) -> Result<Config, String> {
     let mut c = Config::new();
+    c.enable_qlog(qlog_dir().is_some());
     c.set_application_protos(&[content::alpn(spec.h3)]).map_err(|e| e.to_string())?;
     if server {
         c.load_cert_chain_from_pem_file(&cert("cert.pem")).map_err(|e| e.to_string())?;
@@ -52,7 +77,6 @@ fn config(server: bool, spec: &Spec) -> Result<Config, String> {
     if spec.vn && !server {
         c.set_versions(&[Version::V2, Version::V1]).map_err(|e| e.to_string())?;
     }
-    c.enable_pmtud(spec.pmtud);
     if spec.key_update {
         c.set_key_update_interval(KEY_UPDATE_INTERVAL);
     }
@@ -98,6 +122,8 @@ struct Client {
     migrated: usize,
     /// Path validations that failed (`PathEvent::FailedValidation`).
     failed_validations: usize,
+    /// qlog events drained so far (with `MPQUIC_INTEROP_QLOG`).
+    qlog: Vec<String>,
 }
 
 impl Streams for Client {
@@ -157,6 +183,7 @@ impl Engine for Client {
         if self.key_update && self.conn.update_keys(now) {
             self.initiated += 1;
         }
+        self.qlog.extend(std::iter::from_fn(|| self.conn.qlog_next()));
         while let Some(e) = self.conn.path_event_next() {
             self.migrated += usize::from(matches!(e, PathEvent::Migrated(..)));
             self.failed_validations += usize::from(matches!(e, PathEvent::FailedValidation(_)));
@@ -279,8 +306,10 @@ fn attempt(
         initiated: 0,
         migrated: 0,
         failed_validations: 0,
+        qlog: Vec::new(),
     };
     let res = sansio::fetch::<_, mpquic::h3::Connection>(&mut c, &mut socks, spec, deadline, side);
+    write_qlog(&mut c);
     *side.key_updates.get_or_insert(0) += c.conn.stats().key_updates;
     *side.key_updates_initiated.get_or_insert(0) += c.initiated;
     *side.abandoned.get_or_insert(0) += abandoned(&c.conn).max(u64::from(c.abandoned));

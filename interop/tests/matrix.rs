@@ -10,10 +10,6 @@ use mpquic_interop::matrix::{self, run_cell, run_cell_seeded, Status};
 /// ignored test below), left out of the CI run.
 const AIOQUIC_LOSSY: [(Case, Peer, Role); 1] = [(Case::Handshakeloss, Peer::Aioquic, Role::Server)];
 
-/// quiche's server cannot get through an MTU black hole (no black-hole
-/// detection in quiche 0.30): a known failure, run by the ignored test below.
-const QUICHE_BLACKHOLE: (Case, Peer, Role) = (Case::PmtudBlackhole, Peer::Quiche, Role::Client);
-
 /// Cells that fail intermittently, run by the ignored test below.
 const FLAKY: [(Case, Peer, Role); 2] =
     [(Case::RebindPort, Peer::Quiche, Role::Client), (Case::RebindAddr, Peer::Quiche, Role::Client)];
@@ -62,31 +58,23 @@ const MP_SHARE: (Case, Peer, Role) = (Case::MpTransfer, Peer::Noq, Role::Server)
 
 #[test]
 fn every_supported_cell_passes() {
-    let failed = failures_after_one_retry(every_cell().filter(|c| {
-        !FLAKY.contains(c) && !AIOQUIC_LOSSY.contains(c) && *c != MP_SHARE && *c != QUICHE_BLACKHOLE
-    }));
+    let failed = failures_after_one_retry(
+        every_cell().filter(|c| !FLAKY.contains(c) && !AIOQUIC_LOSSY.contains(c) && *c != MP_SHARE),
+    );
     assert!(failed.is_empty(), "{} cell(s) failed:\n{}", failed.len(), failed.join("\n"));
 }
 
 /// mpquic client, quiche server, the client's NAT mapping changes mid-transfer.
 #[test]
-#[ignore = "measured: stalls until the idle timeout in 6 of 16 runs (the other peers: 0 of 32); quiche \
-            declares hundreds of packets lost after it migrates and the client's stream keeps a hole; \
-            cause not found yet"]
+#[ignore = "measured: stalls until the idle timeout in 10 of 20 runs on a loaded machine (0 of 12 idle; \
+            the other peers: 0 of 32). A quiche 0.30 bug, seen in its trace log (RUST_LOG=quiche=trace) \
+            beside mpquic's qlog (MPQUIC_INTEROP_QLOG): packets quiche sent to the old address just \
+            before it migrated (66 in one run) never reached the client; quiche's loss detection is per \
+            path, ACKs arriving on the new path never advance the old path's largest acknowledged, and \
+            it sends no PTO probe on a path that is no longer active, so their stream data is never \
+            sent again (its PTO timer fires, 40 ms .. 26 s, and sends nothing)"]
 fn rebinding_with_quiche_server() {
     let failed = failures(FLAKY.into_iter(), 5);
-    assert!(failed.is_empty(), "{} run(s) failed:\n{}", failed.len(), failed.join("\n"));
-}
-
-/// mpquic client, quiche server (path MTU discovery on), the link MTU
-/// drops from 1500 to 1300 bytes a quarter into the download.
-#[test]
-#[ignore = "measured: fails 14 of 14 runs (stalled to the idle timeout or the cell's 60 s): quiche 0.30's \
-            search settles at 1472 B and only a lost probe lowers the size (no black-hole detection), so \
-            its data and PTO probes stay too large; noq's and mpquic's servers fall back to 1200 B and \
-            finish"]
-fn mtu_black_hole_with_quiche_server() {
-    let failed = failures(std::iter::once(QUICHE_BLACKHOLE), 1);
     assert!(failed.is_empty(), "{} run(s) failed:\n{}", failed.len(), failed.join("\n"));
 }
 

@@ -8,6 +8,10 @@ use crate::ranges::RangeSet;
 /// Default bound on the ranges kept (and so carried in one ACK frame).
 pub const DEFAULT_MAX_RANGES: usize = 32;
 
+/// Ranges of received packet numbers remembered for duplicate detection;
+/// anything older counts as a duplicate.
+const SEEN_RANGES: usize = 128;
+
 /// ECN codepoint of a received datagram (RFC 9000 §13.4).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Ecn {
@@ -48,7 +52,15 @@ impl Ecn {
 /// Received packet numbers of one space and the ACK-sending decision.
 #[derive(Clone, Debug)]
 pub struct AckTracker {
+    /// What ACK frames report: received numbers not yet known to be
+    /// acknowledged by an ACK the peer received.
     received: RangeSet,
+    /// Every received number, for duplicate detection, at most
+    /// `SEEN_RANGES` ranges. Kept apart from `received`: a packet delayed
+    /// past an acknowledged ACK frame is still new and must be processed
+    /// and acknowledged (a peer that never hears of it may never resend
+    /// its data, quiche 0.30 after a migration for one).
+    seen: RangeSet,
     /// Numbers below this were forgotten and count as duplicates.
     ignore_below: u64,
     largest: Option<(u64, Instant)>,
@@ -74,6 +86,7 @@ impl AckTracker {
     pub fn new(max_ack_delay: Duration, ack_delay_exponent: u8) -> Self {
         Self {
             received: RangeSet::new(),
+            seen: RangeSet::new(),
             ignore_below: 0,
             largest: None,
             largest_ack_eliciting: None,
@@ -95,7 +108,7 @@ impl AckTracker {
 
     /// Whether `pn` was already received (or is too old to tell).
     pub fn is_duplicate(&self, pn: u64) -> bool {
-        pn < self.ignore_below || self.received.contains(pn)
+        pn < self.ignore_below || self.seen.contains(pn)
     }
 
     /// Largest packet number received, for packet-number decoding.
@@ -110,6 +123,7 @@ impl AckTracker {
             return false;
         }
         self.received.insert_one(pn);
+        self.seen.insert_one(pn);
         if self.largest.is_none_or(|(l, _)| pn > l) {
             self.largest = Some((pn, now));
         }
@@ -145,7 +159,10 @@ impl AckTracker {
         }
         if self.received.len() > self.max_ranges {
             self.received.truncate_to_newest(self.max_ranges);
-            self.ignore_below = self.received.min().unwrap_or(self.ignore_below);
+        }
+        if self.seen.len() > SEEN_RANGES.max(self.max_ranges) {
+            self.seen.truncate_to_newest(SEEN_RANGES.max(self.max_ranges));
+            self.ignore_below = self.seen.min().unwrap_or(self.ignore_below);
         }
         true
     }
@@ -154,7 +171,7 @@ impl AckTracker {
     fn contiguous_below(&self, pn: u64, l: u64) -> bool {
         // pn was just inserted; its range must reach down to l (forgotten
         // numbers count as received).
-        self.received
+        self.seen
             .iter()
             .rev()
             .find(|r| r.start <= pn && pn < r.end)
@@ -215,12 +232,9 @@ impl AckTracker {
 
     /// A packet carrying our ACK frame whose Largest Acknowledged was
     /// `largest` has been acknowledged: stop acknowledging packet numbers up
-    /// to it (RFC 9000 §13.2.4). Those count as duplicates from now on.
+    /// to it (RFC 9000 §13.2.4). A late packet below it is still taken
+    /// (and acknowledged) if it was never seen.
     pub fn on_ack_frame_acked(&mut self, largest: u64) {
-        let below = largest.saturating_add(1);
-        if below > self.ignore_below {
-            self.received.remove_below(below);
-            self.ignore_below = below;
-        }
+        self.received.remove_below(largest.saturating_add(1));
     }
 }

@@ -448,13 +448,31 @@ mod ack_tracker {
         }
         a.on_ack_frame_acked(5);
         assert_eq!(a.ranges().iter().cloned().collect::<Vec<_>>(), vec![6..7, 9..10]);
-        assert!(a.is_duplicate(3)); // forgotten: treated as already seen
+        assert!(a.is_duplicate(2) && a.is_duplicate(5)); // still remembered
+                                                         // A late packet below the acknowledged ACK was never seen: new, and
+                                                         // reported again.
+        assert!(!a.is_duplicate(3));
+        assert!(a.on_packet_received(3, t, true, Ecn::NotEct));
+        assert_eq!(a.ranges().iter().cloned().collect::<Vec<_>>(), vec![3..4, 6..7, 9..10]);
         assert_eq!(a.largest_received(), Some(9));
         a.set_max_ranges(2);
         a.on_packet_received(11, t, true, Ecn::NotEct);
         assert_eq!(a.ranges().iter().cloned().collect::<Vec<_>>(), vec![9..10, 11..12]);
-        assert!(a.is_duplicate(7));
-        assert!(!a.is_duplicate(10));
+        assert!(!a.is_duplicate(7) && !a.is_duplicate(10));
+    }
+
+    #[test]
+    fn duplicate_detection_is_bounded() {
+        let t = t0();
+        let mut a = AckTracker::new(ms(25), 3);
+        // Every other number: one range each, more than are remembered.
+        for pn in (0..1000).step_by(2) {
+            a.on_packet_received(pn, t, true, Ecn::NotEct);
+        }
+        assert!(a.is_duplicate(1), "forgotten numbers count as duplicates");
+        assert!(!a.is_duplicate(997), "a recent gap is still open");
+        assert!(a.is_duplicate(998));
+        assert!(a.ranges().len() <= DEFAULT_MAX_RANGES);
     }
 
     #[test]
