@@ -4,81 +4,73 @@
 
 use std::process::ExitCode;
 
+use clap::Parser;
+
 use mpquic_interop::cases::{Case, Peer, Role, ALL};
 use mpquic_interop::matrix;
 
-const USAGE: &str = "usage: mpquic-interop [--quick] [--cases a,b] [--peers quiche,noq,aioquic] \
-                     [--roles client,server] [--json] [--out FILE]";
-
+/// Runs the interop matrix against quiche, noq and aioquic.
+#[derive(Parser)]
+#[command(name = "mpquic-interop")]
 struct Args {
+    /// Short transfers (CI's sizes).
+    #[arg(long)]
     quick: bool,
-    cases: Vec<Case>,
-    peers: Vec<Peer>,
-    roles: Vec<Role>,
+    /// Cases to run (default: all).
+    #[arg(long, value_delimiter = ',', value_parser = parse_case)]
+    cases: Option<Vec<Case>>,
+    /// Peers to run against (default: all).
+    #[arg(long, value_delimiter = ',', value_parser = parse_peer)]
+    peers: Option<Vec<Peer>>,
+    /// Roles mpquic plays (default: both).
+    #[arg(long, value_delimiter = ',', value_parser = parse_role)]
+    roles: Option<Vec<Role>>,
+    /// Seed of the relay's link model (loss, corruption) instead of each
+    /// cell's own, to look into a failure seen with another seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Also print the JSON.
+    #[arg(long)]
     json: bool,
+    /// Where to write the JSON.
+    #[arg(long, default_value = "out/interop.json")]
     out: String,
 }
 
-fn parse() -> Result<Args, String> {
-    let mut a = Args {
-        quick: false,
-        cases: ALL.to_vec(),
-        peers: Peer::ALL.to_vec(),
-        roles: Role::ALL.to_vec(),
-        json: false,
-        out: "out/interop.json".into(),
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        let mut value = || it.next().ok_or(format!("{arg} needs a value"));
-        match arg.as_str() {
-            "--quick" => a.quick = true,
-            "--json" => a.json = true,
-            "--out" => a.out = value()?,
-            "--cases" => {
-                a.cases = value()?
-                    .split(',')
-                    .map(|n| Case::from_name(n).ok_or(format!("unknown case {n}")))
-                    .collect::<Result<_, _>>()?
-            }
-            "--peers" => {
-                a.peers = value()?
-                    .split(',')
-                    .map(|n| Peer::ALL.into_iter().find(|p| p.name() == n).ok_or(format!("unknown peer {n}")))
-                    .collect::<Result<_, _>>()?
-            }
-            "--roles" => {
-                a.roles = value()?
-                    .split(',')
-                    .map(|n| match n {
-                        "client" => Ok(Role::Client),
-                        "server" => Ok(Role::Server),
-                        _ => Err(format!("unknown role {n} (client: mpquic is the client)")),
-                    })
-                    .collect::<Result<_, _>>()?
-            }
-            "-h" | "--help" => return Err(USAGE.into()),
-            _ => return Err(format!("unknown argument {arg}\n{USAGE}")),
-        }
+fn parse_case(n: &str) -> Result<Case, String> {
+    Case::from_name(n).ok_or_else(|| {
+        let names: Vec<_> = ALL.iter().map(|c| c.name()).collect();
+        format!("unknown case {n} (cases: {})", names.join(", "))
+    })
+}
+
+fn parse_peer(n: &str) -> Result<Peer, String> {
+    Peer::ALL.into_iter().find(|p| p.name() == n).ok_or(format!("unknown peer {n} (quiche, noq, aioquic)"))
+}
+
+fn parse_role(n: &str) -> Result<Role, String> {
+    match n {
+        "client" => Ok(Role::Client),
+        "server" => Ok(Role::Server),
+        _ => Err(format!("unknown role {n} (client: mpquic is the client; server)")),
     }
-    Ok(a)
 }
 
 fn main() -> ExitCode {
     // RUST_LOG (e.g. quiche=debug,mpquic=debug) shows what the engines log; off by default.
     env_logger::init();
-    let a = match parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(2);
-        }
-    };
+    let a = Args::parse();
+    let cases = a.cases.unwrap_or_else(|| ALL.to_vec());
+    let peers = a.peers.unwrap_or_else(|| Peer::ALL.to_vec());
+    let roles = a.roles.unwrap_or_else(|| Role::ALL.to_vec());
     let mut cells = Vec::new();
-    for &case in &a.cases {
-        for &peer in &a.peers {
-            for &role in &a.roles {
-                let cell = matrix::run_cell(case, peer, role, a.quick);
+    for &case in &cases {
+        for &peer in &peers {
+            for &role in &roles {
+                let cell = match a.seed {
+                    Some(seed) => matrix::run_cell_seeded(case, peer, role, a.quick, seed),
+                    None => matrix::run_cell(case, peer, role, a.quick),
+                };
                 eprintln!(
                     "{:<20} {:<16} {:<22} {:>6.2}s {}",
                     case.name(),

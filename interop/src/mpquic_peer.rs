@@ -23,24 +23,24 @@ use crate::{cert, content, Mp, ServerHandle, Side, Spec};
 /// the least `Config::set_key_update_interval` takes).
 const KEY_UPDATE_INTERVAL: u64 = 1000;
 
-/// `MPQUIC_INTEROP_QLOG=DIR`: mpquic's client connections write their
-/// qlog there, `<odcid>_client.sqlog` (for looking into a failing cell).
+/// `MPQUIC_INTEROP_QLOG=DIR`: mpquic's connections write their qlog
+/// there, `<odcid>_{client,server}.sqlog` (for looking into a failing cell).
 fn qlog_dir() -> Option<std::path::PathBuf> {
     std::env::var_os("MPQUIC_INTEROP_QLOG").map(Into::into)
 }
 
-/// The client connection's qlog, into `qlog_dir()` (errors go to stderr:
-/// a debugging aid must not fail the cell).
-fn write_qlog(c: &mut Client) {
-    let (Some(dir), Some(header)) = (qlog_dir(), c.conn.qlog_header()) else { return };
-    c.qlog.extend(std::iter::from_fn(|| c.conn.qlog_next()));
-    let odcid = c.conn.source_id();
-    let path = dir.join(format!("{odcid}_client.sqlog"));
+/// A connection's qlog: `events` drained so far and what is still queued,
+/// into `qlog_dir()` (errors go to stderr: a debugging aid must not fail
+/// the cell).
+fn write_qlog(conn: &mut Connection, mut events: Vec<String>, role: &str) {
+    let (Some(dir), Some(header)) = (qlog_dir(), conn.qlog_header()) else { return };
+    events.extend(std::iter::from_fn(|| conn.qlog_next()));
+    let path = dir.join(format!("{}_{role}.sqlog", conn.source_id()));
     let write = || -> std::io::Result<()> {
         std::fs::create_dir_all(&dir)?;
         let mut w = std::io::BufWriter::new(std::fs::File::create(&path)?);
         mpquic::qlog::write_record(&mut w, &header.to_json())?;
-        c.qlog.iter().try_for_each(|e| mpquic::qlog::write_record(&mut w, e))
+        events.iter().try_for_each(|e| mpquic::qlog::write_record(&mut w, e))
     };
     if let Err(e) = write() {
         eprintln!("qlog {}: {e}", path.display());
@@ -309,7 +309,7 @@ fn attempt(
         qlog: Vec::new(),
     };
     let res = sansio::fetch::<_, mpquic::h3::Connection>(&mut c, &mut socks, spec, deadline, side);
-    write_qlog(&mut c);
+    write_qlog(&mut c.conn, std::mem::take(&mut c.qlog), "client");
     *side.key_updates.get_or_insert(0) += c.conn.stats().key_updates;
     *side.key_updates_initiated.get_or_insert(0) += c.initiated;
     *side.abandoned.get_or_insert(0) += abandoned(&c.conn).max(u64::from(c.abandoned));
@@ -371,6 +371,7 @@ fn serve<A: ServerApp<Connection> + Default>(
     let mut early = 0;
     let mut ecn = 0;
     let mut replies = Vec::new();
+    let mut qlogs: std::collections::HashMap<_, Vec<String>> = Default::default();
     while !stop.load(Ordering::Relaxed) {
         socks.input(|buf, info| {
             if let Incoming::Reply(n) = ep.recv(buf, info, Instant::now(), &mut reply) {
@@ -394,7 +395,9 @@ fn serve<A: ServerApp<Connection> + Default>(
             while let Some(e) = conn.path_event_next() {
                 gone += u64::from(matches!(e, PathEvent::Abandoned(_)));
             }
-            if let Some((conn, mut app)) = ep.rearm(h, None) {
+            qlogs.entry(h).or_default().extend(std::iter::from_fn(|| conn.qlog_next()));
+            if let Some((mut conn, mut app)) = ep.rearm(h, None) {
+                write_qlog(&mut conn, qlogs.remove(&h).unwrap_or_default(), "server");
                 resumed += usize::from(conn.is_resumed());
                 early += usize::from(conn.is_early_data_accepted());
                 ecn += usize::from(ecn_validated(&conn));
@@ -409,6 +412,7 @@ fn serve<A: ServerApp<Connection> + Default>(
     }
     for h in ep.handles() {
         if let Some((conn, app)) = ep.get(h) {
+            write_qlog(conn, qlogs.remove(&h).unwrap_or_default(), "server");
             resumed += usize::from(conn.is_resumed());
             early += usize::from(conn.is_early_data_accepted());
             ecn += usize::from(ecn_validated(conn));

@@ -292,6 +292,16 @@ impl Connection {
         // padded to 1200 bytes to check the path MTU (RFC 9000 §8.2.1).
         let probing = level == Level::OneRtt && self.write_path_validation(pi, &mut b, &mut frames, now);
         let mut ack_eliciting = probing;
+        // A handshake probe whose CRYPTO data already went in the first
+        // probe datagram repeats it rather than sending a bare PING (RFC
+        // 9002 §6.2.4): a server held by the amplification limit pays for
+        // no padding-only datagram, and one lost datagram costs no PTO.
+        if due.probes > 0 && matches!(level, Level::Initial | Level::Handshake) {
+            let send = &mut self.levels.send[level_index(level)];
+            if !send.has_pending() {
+                let _ = send.requeue_all();
+            }
+        }
         if due.may_send_data {
             if level != Level::ZeroRtt {
                 ack_eliciting |= self.write_crypto(level, &mut b, &mut frames);

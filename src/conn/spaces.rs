@@ -99,11 +99,14 @@ impl CryptoSend {
             }
         }
     }
-    /// Resend everything not acknowledged (Retry, or discarded keys).
-    pub(crate) fn requeue_all(&mut self) {
-        if self.sent > self.base {
+    /// Resend everything not acknowledged (Retry, discarded keys, PTO
+    /// probes). Returns whether anything was.
+    pub(crate) fn requeue_all(&mut self) -> bool {
+        let some = self.sent > self.base;
+        if some {
             self.on_lost(self.base, (self.sent - self.base) as usize);
         }
+        some
     }
 }
 

@@ -1196,6 +1196,64 @@ fn lost_client_hello_is_resent_by_the_pto_probe() {
     assert!(answered > 1000, "server answered {answered} bytes");
 }
 
+/// Packet types of a datagram's coalesced packets.
+fn packet_types(mut dgram: &[u8]) -> Vec<packet::PacketType> {
+    let mut types = Vec::new();
+    while let Ok(h) = packet::parse_header(dgram, 0) {
+        types.push(h.ty);
+        if !h.is_long() || h.packet_len == 0 || h.packet_len >= dgram.len() {
+            break;
+        }
+        dgram = &dgram[h.packet_len..];
+    }
+    types
+}
+
+/// A server whose first flight is lost probes with its Handshake flight
+/// too, coalesced with the Initial probe, and its second probe datagram
+/// repeats data rather than padding a bare PING (RFC 9002 §6.2.4): under
+/// the amplification limit, with a client whose own probes are small
+/// (aioquic's Initial PINGs are 54 bytes), padding starved the certificate
+/// and the handshake timed out.
+#[test]
+fn server_pto_probes_carry_its_handshake_flight() {
+    let now = Instant::now();
+    let c_addr: SocketAddr = "127.0.0.1:1111".parse().unwrap();
+    let s_addr: SocketAddr = "127.0.0.1:2222".parse().unwrap();
+    let mut c =
+        connect(Some("localhost"), &crate::random_cid(8), c_addr, s_addr, &config(false), now).unwrap();
+    let mut buf = vec![0u8; 1500];
+    let mut first = Vec::new();
+    while let Some((n, _)) = c.send(&mut buf, now).unwrap() {
+        first.push(buf[..n].to_vec());
+    }
+    let hdr = packet::parse_header(&first[0], 0).unwrap();
+    let mut s = accept(&crate::random_cid(8), &hdr.dcid, None, s_addr, c_addr, &config(true), now).unwrap();
+    for mut d in first {
+        s.recv(&mut d, RecvInfo::new(c_addr, s_addr), now).unwrap();
+    }
+    // The server's first flight is lost.
+    let mut flight = 0;
+    while let Some((n, _)) = s.send(&mut buf, now).unwrap() {
+        flight += n;
+    }
+    let pto = s.timeout().expect("PTO armed");
+    s.on_timeout(pto);
+    let mut probes = Vec::new();
+    while let Some((n, _)) = s.send(&mut buf, pto).unwrap() {
+        probes.push(buf[..n].to_vec());
+    }
+    let sizes: Vec<_> = probes.iter().map(|d| (d.len(), packet_types(d))).collect();
+    assert!(probes.len() >= 2, "two probe datagrams at least: {sizes:?}");
+    for (len, types) in &sizes {
+        assert!(types.contains(&packet::PacketType::Handshake), "a probe without Handshake data: {sizes:?}");
+        assert!(*len >= 1200 || types == &[packet::PacketType::Handshake], "{sizes:?}");
+    }
+    // The whole flight goes again (in the window the first one left).
+    let sent: usize = probes.iter().map(Vec::len).sum();
+    assert!(sent >= flight, "probes {sent} B, flight {flight} B: {sizes:?}");
+}
+
 /// NAT rebinding mid-transfer (RFC 9000 §9.3): the server follows the
 /// client to its new address, validates it, and the body arrives whole —
 /// for a new port (the controller kept) and a new IP address (restarted).

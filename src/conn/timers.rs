@@ -214,11 +214,18 @@ impl Connection {
                 TimeoutAction::Probe { space, packets } => match space {
                     crate::recovery::SpaceKind::Initial => {
                         self.hs[0].probes = packets;
-                        self.levels.send[0].requeue_all();
+                        let _ = self.levels.send[0].requeue_all();
+                        // The Handshake CRYPTO in flight goes too, coalesced
+                        // (§6.2.4): a server held by the amplification limit
+                        // would otherwise spend its few bytes on Initial
+                        // probes and their padding while its certificate waits.
+                        if !self.hs[1].discarded && self.levels.send[1].requeue_all() {
+                            self.hs[1].probes = packets;
+                        }
                     }
                     crate::recovery::SpaceKind::Handshake => {
                         self.hs[1].probes = packets;
-                        self.levels.send[1].requeue_all();
+                        let _ = self.levels.send[1].requeue_all();
                     }
                     crate::recovery::SpaceKind::Data => {
                         self.paths[pi].probes = packets;
