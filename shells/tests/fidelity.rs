@@ -11,7 +11,7 @@
 #![allow(clippy::disallowed_methods)]
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,7 +20,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use emu::Trace;
-use shells::shell::{monotonic_ns, EPOCH_ENV};
+use shells::shell::{monotonic_ns, BASE6_ENV, EPOCH_ENV};
 
 const PROBE_ENV: &str = "MPQUIC_SHELLS_PROBE";
 /// UDP payload making a 1500-byte IP packet: exactly one 1504-byte opportunity.
@@ -77,7 +77,11 @@ fn probe() {
     let Ok(mode) = std::env::var(PROBE_ENV) else {
         return;
     };
-    let base: IpAddr = env_str("MAHIMAHI_BASE").parse().expect("MAHIMAHI_BASE");
+    // PROBE_FAMILY=6: talk over the shells' IPv6 addresses instead.
+    let v6 = env_str("PROBE_FAMILY") == "6";
+    let base: IpAddr = env_str(if v6 { BASE6_ENV } else { "MAHIMAHI_BASE" }).parse().expect("base address");
+    let any = if v6 { IpAddr::V6(Ipv6Addr::UNSPECIFIED) } else { IpAddr::V4(Ipv4Addr::UNSPECIFIED) };
+    let six = if v6 { "6" } else { "" };
     let port = env_u64("PROBE_PORT", 0) as u16;
     let server = SocketAddr::new(base, port);
     let epoch_ns = env_u64(EPOCH_ENV, 0);
@@ -93,7 +97,7 @@ fn probe() {
                 .filter_map(|f| {
                     let (idx, pps) = f.split_once(':')?;
                     let bind = if idx == "-" {
-                        IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+                        any
                     } else {
                         env_str(&format!("MPSHELL_ADDR_{idx}")).parse().ok()?
                     };
@@ -136,11 +140,11 @@ fn probe() {
             // wildcard address answers from there, which a connected socket requires.
             let (bind, server) = match std::env::var("PROBE_BIND_INDEX") {
                 Ok(i) => {
-                    let addr = env_str(&format!("MPSHELL_ADDR_{i}")).parse().expect("addr");
-                    let peer = env_str(&format!("MPSHELL_PEER_{i}")).parse().expect("peer");
+                    let addr = env_str(&format!("MPSHELL_ADDR{six}_{i}")).parse().expect("addr");
+                    let peer = env_str(&format!("MPSHELL_PEER{six}_{i}")).parse().expect("peer");
                     (addr, SocketAddr::new(peer, port))
                 }
-                Err(_) => (IpAddr::V4(Ipv4Addr::UNSPECIFIED), server),
+                Err(_) => (any, server),
             };
             let sock = UdpSocket::bind(SocketAddr::new(bind, 0)).expect("bind");
             sock.connect(server).expect("connect");
@@ -385,16 +389,37 @@ fn link_lte_trace_downlink_rate() {
 
 /// Runs an echo probe inside `shell` against an echo server here.
 fn echo_through(shell: &[String], count: u64, gap_us: u64) -> HashMap<String, u64> {
-    echo_through_env(shell, count, gap_us, &[])
+    echo_through_env(shell, count, gap_us, false, &[])
 }
 
+/// Skips (with the reason) where shells cannot run or this namespace has no IPv6.
+fn can_run_v6(test: &str) -> bool {
+    if !can_run(test) {
+        return false;
+    }
+    if !shells::netns::ipv6_enabled_here() {
+        println!("SKIPPED {test}: IPv6 is disabled in this network namespace");
+        return false;
+    }
+    true
+}
+
+/// Runs `check` for one address family where the shells (and IPv6, for `v6`) can run.
+fn for_family(test: &str, v6: bool, check: fn(bool)) {
+    if if v6 { can_run_v6(test) } else { can_run(test) } {
+        check(v6);
+    }
+}
+
+/// An echo probe with `extra` environment, over the shells' IPv6 addresses when `v6`.
 fn echo_through_env(
     shell: &[String],
     count: u64,
     gap_us: u64,
+    v6: bool,
     extra: &[(&str, String)],
 ) -> HashMap<String, u64> {
-    let sock = UdpSocket::bind("0.0.0.0:0").expect("bind");
+    let sock = UdpSocket::bind(if v6 { "[::]:0" } else { "0.0.0.0:0" }).expect("bind");
     let port = sock.local_addr().expect("addr").port();
     let stop = Arc::new(AtomicBool::new(false));
     let echo = spawn_echo(sock, stop.clone());
@@ -403,6 +428,7 @@ fn echo_through_env(
         ("PROBE_PORT", port.to_string()),
         ("PROBE_COUNT", count.to_string()),
         ("PROBE_GAP_US", gap_us.to_string()),
+        ("PROBE_FAMILY", if v6 { "6" } else { "4" }.to_string()),
     ];
     env.extend(extra.iter().cloned());
     let out = run_shells(shell, &env);
@@ -415,11 +441,19 @@ fn echo_through_env(
 /// [40, 42] ms (no propagation delay of its own here).
 #[test]
 fn delay_adds_fixed_latency() {
-    if !can_run("delay_adds_fixed_latency") {
-        return;
-    }
-    let r = echo_through(&argv(&[&bin("mm-delay"), "20"]), 150, 10_000);
-    println!("mm-delay 20: {r:?}");
+    for_family("delay_adds_fixed_latency", false, check_delay_20ms);
+}
+
+/// The same over IPv6: `mm-delay 20` forwards IPv6 packets through its link with the
+/// same 20 ms each way.
+#[test]
+fn delay_adds_fixed_latency_ipv6() {
+    for_family("delay_adds_fixed_latency_ipv6", true, check_delay_20ms);
+}
+
+fn check_delay_20ms(v6: bool) {
+    let r = echo_through_env(&argv(&[&bin("mm-delay"), "20"]), 150, 10_000, v6, &[]);
+    println!("mm-delay 20 (IPv{}): {r:?}", if v6 { 6 } else { 4 });
     assert_eq!(r["received"], r["sent"], "mm-delay must not lose packets");
     let (median, min) = (r["median_us"], r["min_us"]);
     assert!(min >= 40_000, "RTT {min} us is below 2 x 20 ms");
@@ -445,12 +479,20 @@ fn loss_downlink_rate_is_binomial() {
 /// through both namespaces; the delays add up.
 #[test]
 fn nested_shells_compose() {
-    if !can_run("nested_shells_compose") {
-        return;
-    }
+    for_family("nested_shells_compose", false, check_nested_chain);
+}
+
+/// Nesting over IPv6: the inner shell's IPv6 routes in the enclosing namespaces and
+/// IPv6 forwarding in the middle one carry the echoes to the outermost host side.
+#[test]
+fn nested_shells_compose_ipv6() {
+    for_family("nested_shells_compose_ipv6", true, check_nested_chain);
+}
+
+fn check_nested_chain(v6: bool) {
     let shell = argv(&[&bin("mm-delay"), "5", &bin("mm-loss"), "uplink", "0", &bin("mm-delay"), "5"]);
-    let r = echo_through(&shell, 60, 10_000);
-    println!("nested: {r:?}");
+    let r = echo_through_env(&shell, 60, 10_000, v6, &[]);
+    println!("nested (IPv{}): {r:?}", if v6 { 6 } else { 4 });
     assert_eq!(r["received"], r["sent"]);
     assert!((20_000..=23_000).contains(&r["median_us"]), "nested RTT {} us, expected ~20 ms", r["median_us"]);
 }
@@ -522,8 +564,32 @@ fn mpshell_scenario_path_delay() {
     }
     let scenario = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/testbed-2x100.toml");
     let shell = argv(&[&bin("mpquic-mpshell"), "--scenario", scenario.to_str().expect("utf8"), "--"]);
-    let r = echo_through_env(&shell, 40, 10_000, &[("PROBE_BIND_INDEX", "1".into())]);
+    let r = echo_through_env(&shell, 40, 10_000, false, &[("PROBE_BIND_INDEX", "1".into())]);
     println!("scenario path 1: {r:?}");
+    assert_eq!(r["received"], r["sent"]);
+    assert!((50_000..=55_000).contains(&r["median_us"]), "RTT {} us, expected ~50 ms", r["median_us"]);
+}
+
+/// IPv6 source-address routing in `mpquic-mpshell`: echoes from path 1's IPv6
+/// address travel path 1 (25 ms each way) both ways, not path 0 (5 ms), which carries
+/// the default route.
+#[test]
+fn mpshell_ipv6_source_address_picks_the_path() {
+    if !can_run_v6("mpshell_ipv6_source_address_picks_the_path") {
+        return;
+    }
+    let t = data("12mbps.trace");
+    let t = t.to_str().expect("utf8");
+    let shell = argv(&[
+        &bin("mpquic-mpshell"),
+        "--path",
+        &format!("near,{t},{t},5"),
+        "--path",
+        &format!("far,{t},{t},25"),
+        "--",
+    ]);
+    let r = echo_through_env(&shell, 40, 10_000, true, &[("PROBE_BIND_INDEX", "1".into())]);
+    println!("mpshell path 1 over IPv6: {r:?}");
     assert_eq!(r["received"], r["sent"]);
     assert!((50_000..=55_000).contains(&r["median_us"]), "RTT {} us, expected ~50 ms", r["median_us"]);
 }
