@@ -6,8 +6,8 @@
 //! packet arrives, with a drop probability it recomputes every 15 ms from the queueing
 //! delay. Both read the time they are given, never a clock. With `ecn` on (our
 //! extension of Mahimahi's arguments: `ecn=1`), an ECN-capable packet (ECT(0) or
-//! ECT(1)) the discipline would drop is marked CE and sent on instead (RFC 8289 §5;
-//! RFC 8033 §5.1: PIE only while its drop probability is at most 10%).
+//! ECT(1); a CE one stays CE) the discipline would drop is marked CE and sent on instead
+//! (RFC 8289 §5; RFC 8033 §5.1: PIE only while its drop probability is at most 10%).
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -63,9 +63,11 @@ impl Default for PieParams {
     }
 }
 
-/// ECT(0) or ECT(1): the packet may be marked instead of dropped.
+/// ECT(0), ECT(1) or already CE: the packet may be marked instead of dropped. A CE
+/// packet is from an ECN-capable transport too, and stays CE (RFC 3168 §5), as Linux's
+/// qdiscs treat it; dropping it would punish the flow twice for one congestion.
 pub(crate) fn ecn_capable(p: &Packet) -> bool {
-    matches!(p.ecn & 3, 1 | 2)
+    p.ecn & 3 != 0
 }
 
 /// Marks `p` CE (congestion experienced).
@@ -401,6 +403,8 @@ mod tests {
             gaps.len() >= 4 && gaps[0] == 100 && gaps[0] > gaps[3],
             "marks follow the control law: {gaps:?}"
         );
+        let (dropped, _) = run(3);
+        assert_eq!(dropped, 0, "CE packets stay CE, not dropped");
         let (dropped, marked) = run(0);
         assert!(dropped >= 5 && marked.is_empty(), "Not-ECT packets are dropped: {dropped}");
     }

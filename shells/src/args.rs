@@ -406,6 +406,24 @@ mod tests {
         assert!(e("u d --uplink-queue-args=packets=10").contains("infinite queue"));
     }
 
+    /// `ecn=1` turns CE marking on for CoDel and PIE; anything else is refused.
+    #[test]
+    fn link_aqm_ecn() {
+        let a = parse_link(&v(
+            "u d --downlink-queue=codel --downlink-queue-args=packets=1000,target=2,interval=20,ecn=1 --uplink-queue=pie --uplink-queue-args=ecn=1",
+        ))
+        .unwrap();
+        assert!(matches!(a.downlink_queue.kind, QueueKind::CoDel(p) if p.ecn));
+        assert!(matches!(a.uplink_queue.kind, QueueKind::Pie(p) if p.ecn));
+        let off = parse_link(&v("u d --downlink-queue=codel --downlink-queue-args=ecn=0")).unwrap();
+        assert!(matches!(off.downlink_queue.kind, QueueKind::CoDel(p) if !p.ecn));
+        let e = |s: &str| parse_link(&v(s)).unwrap_err().0;
+        assert!(e("u d --downlink-queue=codel --downlink-queue-args=ecn=2").contains("ecn is 0 or 1, got 2"));
+        assert!(e("u d --downlink-queue=codel --downlink-queue-args=ecn=on").contains("not a number"));
+        assert!(e("u d --downlink-queue=droptail --downlink-queue-args=packets=9,ecn=1")
+            .contains("ecn is a CoDel and PIE argument, not droptail"));
+    }
+
     #[test]
     fn mpshell_syntax() {
         let a = parse_mpshell(&v(

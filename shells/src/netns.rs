@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::io;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::os::fd::AsFd;
 use std::process::Command;
 
@@ -85,6 +85,13 @@ pub fn sysctl(key: &str, value: &str) -> io::Result<()> {
     std::fs::write(format!("/proc/sys/{key}"), value)
 }
 
+/// Whether the current namespace has IPv6 on: the kernel has it (not booted with
+/// `ipv6.disable=1`) and `net.ipv6.conf.all.disable_ipv6` is 0. Otherwise the shell is
+/// IPv4-only, as Mahimahi's are, and sets no IPv6 variables.
+pub fn ipv6_enabled_here() -> bool {
+    std::fs::read_to_string("/proc/sys/net/ipv6/conf/all/disable_ipv6").is_ok_and(|v| v.trim() == "0")
+}
+
 /// Checks that shells can run here: root, `/dev/net/tun`, `ip`, and a new network
 /// namespace (tried on a throw-away thread). The error says what is missing.
 pub fn check_privileges() -> Result<(), String> {
@@ -108,6 +115,8 @@ pub fn check_privileges() -> Result<(), String> {
 }
 
 /// A /30 subnet: `.1` is the outside (egress) address, `.2` the inside (ingress) one.
+/// Its IPv6 twin is the /126 of [`V6_PREFIX`] whose low 32 bits are the IPv4 ones, so
+/// one allocation keeps both families apart from other shells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Subnet {
     base: u32,
@@ -117,6 +126,21 @@ pub struct Subnet {
 const POOL_BASE: u32 = u32::from_be_bytes([100, 64, 0, 0]);
 /// Number of /30 subnets in 100.64.0.0/10.
 const POOL_SLOTS: u32 = 1 << 20;
+/// The unique-local /96 (RFC 4193) holding the shells' IPv6 subnets; the last 32 bits
+/// are the IPv4 address. Its global ID spells "msh" + "ell" ("mm shell").
+pub const V6_PREFIX: [u16; 6] = [0xfd6d, 0x7368, 0x656c, 0x6c00, 0, 0];
+
+/// The address of [`V6_PREFIX`] whose low 32 bits are `v4`.
+fn v6_of(v4: u32) -> Ipv6Addr {
+    let [a, b, c, d, e, f] = V6_PREFIX;
+    Ipv6Addr::new(a, b, c, d, e, f, (v4 >> 16) as u16, v4 as u16)
+}
+
+/// The IPv4 address embedded in `v6`, if it lies in [`V6_PREFIX`].
+fn v4_in(v6: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = v6.segments();
+    (s[..6] == V6_PREFIX).then(|| Ipv4Addr::from((u32::from(s[6]) << 16) | u32::from(s[7])))
+}
 
 impl Subnet {
     /// The `index`-th /30 of 100.64.0.0/10 (wrapping).
@@ -139,6 +163,21 @@ impl Subnet {
         format!("{}/30", Ipv4Addr::from(self.base))
     }
 
+    /// Outside (egress) IPv6 address.
+    pub fn outer6(&self) -> Ipv6Addr {
+        v6_of(self.base + 1)
+    }
+
+    /// Inside (ingress) IPv6 address.
+    pub fn inner6(&self) -> Ipv6Addr {
+        v6_of(self.base + 2)
+    }
+
+    /// The IPv6 subnet, `PREFIX::/126`.
+    pub fn cidr6(&self) -> String {
+        format!("{}/126", v6_of(self.base))
+    }
+
     /// Whether `addr` lies in this subnet.
     pub fn contains(&self, addr: Ipv4Addr) -> bool {
         u32::from(addr) & !3 == self.base
@@ -146,14 +185,22 @@ impl Subnet {
 }
 
 /// Every IPv4 address or route prefix start mentioned in the current namespace
-/// (addresses, and route destinations of all tables).
+/// (addresses, and route destinations of all tables), and the IPv4 twins of the
+/// shells' IPv6 ones found there.
 pub fn used_addresses() -> io::Result<Vec<Ipv4Addr>> {
     let mut text = ip_output(&["-4", "-o", "addr", "show"])?;
     text.push_str(&ip_output(&["-4", "route", "show", "table", "all"])?);
-    Ok(text
-        .split(|c: char| c.is_whitespace() || c == '/')
-        .filter_map(|w| w.parse::<Ipv4Addr>().ok())
-        .collect())
+    // Without IPv6 in this namespace there is nothing of ours to find there.
+    text.push_str(&ip_output(&["-6", "-o", "addr", "show"]).unwrap_or_default());
+    text.push_str(&ip_output(&["-6", "route", "show", "table", "all"]).unwrap_or_default());
+    Ok(addresses_in(&text))
+}
+
+/// The IPv4 addresses in `ip` output, with IPv6 ones of [`V6_PREFIX`] mapped back.
+fn addresses_in(text: &str) -> Vec<Ipv4Addr> {
+    text.split(|c: char| c.is_whitespace() || c == '/')
+        .filter_map(|w| w.parse::<Ipv4Addr>().ok().or_else(|| w.parse().ok().and_then(v4_in)))
+        .collect()
 }
 
 /// Picks `count` free /30s, starting the search at a slot derived from `seed` (the
@@ -213,6 +260,25 @@ mod tests {
         // The pool wraps inside 100.64.0.0/10.
         assert_eq!(Subnet::nth(POOL_SLOTS), Subnet::nth(0));
         assert_eq!(Subnet::nth(POOL_SLOTS - 1).inner(), Ipv4Addr::new(100, 127, 255, 254));
+    }
+
+    #[test]
+    fn ipv6_twin_embeds_the_ipv4_subnet() {
+        let s = Subnet::nth(1);
+        assert_eq!(s.outer6().to_string(), "fd6d:7368:656c:6c00::6440:5");
+        assert_eq!(s.inner6().to_string(), "fd6d:7368:656c:6c00::6440:6");
+        assert_eq!(s.cidr6(), "fd6d:7368:656c:6c00::6440:4/126");
+        assert_eq!(v4_in(s.inner6()), Some(s.inner()));
+        assert_eq!(v4_in("fd00::2".parse().unwrap()), None);
+    }
+
+    #[test]
+    fn used_ipv6_addresses_block_their_ipv4_twin() {
+        let text = "5: link-1 inet6 fd6d:7368:656c:6c00::6440:5/126 scope global\n\
+                    fd00::/64 dev eth0 proto kernel\n100.64.0.9 dev x";
+        let used = addresses_in(text);
+        assert_eq!(used, vec![Ipv4Addr::new(100, 64, 0, 5), Ipv4Addr::new(100, 64, 0, 9)]);
+        assert_eq!(allocate(2, 0, &used), vec![Subnet::nth(0), Subnet::nth(3)]);
     }
 
     #[test]

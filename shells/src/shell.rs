@@ -1,11 +1,13 @@
 //! The packet-shell template shared by every shell (Mahimahi's `PacketShell`).
 //!
-//! A shell owns one or more *paths*. Each path is a /30 subnet split across two TUN
-//! devices: the egress device in the namespace where the shell was started (address
-//! `.1`) and the ingress device in a new namespace (address `.2`) where the command
-//! runs. The packet loop reads IP packets from both devices, passes them through the
-//! path's uplink (inside -> outside) or downlink (outside -> inside) [`Stage`] with the
-//! real clock as the stage's time, and writes what leaves the stage to the other device.
+//! A shell owns one or more *paths*. Each path is a /30 subnet (and its IPv6 /126
+//! twin) split across two TUN devices: the egress device in the namespace where the
+//! shell was started (address `.1`) and the ingress device in a new namespace (address
+//! `.2`) where the command runs. The packet loop reads IP packets of either family from
+//! both devices, passes them through the path's uplink (inside -> outside) or downlink
+//! (outside -> inside) [`Stage`] with the real clock as the stage's time, and writes
+//! what leaves the stage to the other device, with the CE marks of the stage's AQM
+//! written into the IP header ([`crate::ip`]).
 
 use std::fmt;
 use std::io;
@@ -20,7 +22,9 @@ use nix::poll::{ppoll, PollFd, PollFlags};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::time::TimeSpec;
 
+use crate::ip;
 use crate::netns::{self, Ancestor, NetNs, Subnet, CHAIN_ENV};
+use crate::setup::{self, egress_name, AncestorRoutes};
 use crate::tun::Tun;
 
 /// Bytes Mahimahi charges per packet on top of the IP packet: the TUN packet-info
@@ -104,32 +108,22 @@ struct LivePath {
     outer: Tun,
 }
 
-/// Routes this shell added in enclosing namespaces, removed again on drop.
-struct AncestorRoutes {
-    home: NetNs,
-    added: Vec<(NetNs, String, String)>,
+/// IPv6 counterpart of `MAHIMAHI_BASE` (our extension; Mahimahi is IPv4-only).
+pub const BASE6_ENV: &str = "MPSHELL_BASE6";
+
+/// Base addresses an enclosing shell already set for the command, if any.
+#[derive(Debug, Clone, Default)]
+pub struct InheritedBase {
+    /// `MAHIMAHI_BASE`.
+    pub v4: Option<String>,
+    /// [`BASE6_ENV`].
+    pub v6: Option<String>,
 }
 
-impl AncestorRoutes {
-    fn add(&mut self, anc: &Ancestor, cidr: &str) -> io::Result<()> {
-        let ns = NetNs::of_pid(anc.pid)?;
-        ns.enter()?;
-        let r = netns::ip(&["route", "replace", cidr, "dev", &anc.dev]);
-        self.home.enter()?;
-        r?;
-        self.added.push((ns, cidr.to_string(), anc.dev.clone()));
-        Ok(())
-    }
-}
-
-impl Drop for AncestorRoutes {
-    fn drop(&mut self) {
-        for (ns, cidr, dev) in self.added.drain(..) {
-            if ns.enter().is_ok() {
-                let _ = netns::ip(&["route", "del", &cidr, "dev", &dev]);
-            }
-        }
-        let _ = self.home.enter();
+impl InheritedBase {
+    /// From this process's environment.
+    pub fn from_env() -> InheritedBase {
+        InheritedBase { v4: std::env::var("MAHIMAHI_BASE").ok(), v6: std::env::var(BASE6_ENV).ok() }
     }
 }
 
@@ -138,38 +132,36 @@ impl Drop for AncestorRoutes {
 /// `MPSHELL_ADDR_i` / `MPSHELL_PEER_i` (inside / outside address of path i),
 /// `MPSHELL_LOCAL_i` (what to give `mpquic-client --local` for path i: here the address;
 /// with `--backend mahimahi`, `ADDR@NETNS`), `MPSHELL_PATHS` (count) and the chain of
-/// enclosing shells.
-pub fn command_env(subnets: &[Subnet], chain: &str, outer_base: Option<String>) -> Vec<(String, String)> {
+/// enclosing shells. With `v6`, the IPv6 twins: [`BASE6_ENV`], `MPSHELL_ADDR6_i`,
+/// `MPSHELL_PEER6_i`.
+pub fn command_env(
+    subnets: &[Subnet],
+    chain: &str,
+    inherited: InheritedBase,
+    v6: bool,
+) -> Vec<(String, String)> {
     let mut env = Vec::new();
-    let base =
-        outer_base.filter(|b| !b.is_empty()).or_else(|| subnets.first().map(|s| s.outer().to_string()));
-    if let Some(b) = base {
+    let keep = |b: Option<String>| b.filter(|b| !b.is_empty());
+    if let Some(b) = keep(inherited.v4).or_else(|| subnets.first().map(|s| s.outer().to_string())) {
         env.push(("MAHIMAHI_BASE".to_string(), b));
+    }
+    if v6 {
+        if let Some(b) = keep(inherited.v6).or_else(|| subnets.first().map(|s| s.outer6().to_string())) {
+            env.push((BASE6_ENV.to_string(), b));
+        }
     }
     env.push(("MPSHELL_PATHS".to_string(), subnets.len().to_string()));
     for (i, s) in subnets.iter().enumerate() {
         env.push((format!("MPSHELL_ADDR_{i}"), s.inner().to_string()));
         env.push((format!("MPSHELL_PEER_{i}"), s.outer().to_string()));
         env.push((format!("MPSHELL_LOCAL_{i}"), s.inner().to_string()));
+        if v6 {
+            env.push((format!("MPSHELL_ADDR6_{i}"), s.inner6().to_string()));
+            env.push((format!("MPSHELL_PEER6_{i}"), s.outer6().to_string()));
+        }
     }
     env.push((CHAIN_ENV.to_string(), chain.to_string()));
     env
-}
-
-fn egress_name(kind: &str, pid: u32, index: usize, count: usize) -> String {
-    if count == 1 {
-        format!("{kind}-{pid}")
-    } else {
-        format!("{kind}{pid}-{index}")
-    }
-}
-
-fn ingress_name(index: usize, count: usize) -> String {
-    if count == 1 {
-        "ingress".to_string()
-    } else {
-        format!("path{index}")
-    }
 }
 
 fn setup_err(e: io::Error) -> ShellError {
@@ -200,57 +192,21 @@ pub fn run(cfg: ShellConfig) -> Result<i32, ShellError> {
     home.enter().map_err(setup_err)?;
     let subnets = netns::allocate(n, pid, &used);
 
-    // Egress devices, outside.
+    // Egress devices, outside; IPv6 too where this namespace has it.
+    let v6 = netns::ipv6_enabled_here();
     let mut outers = Vec::with_capacity(n);
     for (i, s) in subnets.iter().enumerate() {
-        let name = egress_name(kind, pid, i, n);
-        let tun = Tun::create(&name).map_err(setup_err)?;
-        let _ = netns::sysctl(&format!("net/ipv6/conf/{name}/disable_ipv6"), "1");
-        netns::ip(&["addr", "add", &format!("{}/30", s.outer()), "dev", &name]).map_err(setup_err)?;
-        netns::ip(&["link", "set", "dev", &name, "up"]).map_err(setup_err)?;
-        outers.push(tun);
+        outers.push(setup::egress(&egress_name(kind, pid, i, n), s, v6).map_err(setup_err)?);
     }
-    let mut routes = AncestorRoutes { home: NetNs::current().map_err(setup_err)?, added: Vec::new() };
+    let mut routes = AncestorRoutes::new(NetNs::current().map_err(setup_err)?);
     for a in &ancestors {
         for s in &subnets {
-            routes.add(a, &s.cidr()).map_err(setup_err)?;
+            routes.add_subnet(a, s, v6).map_err(setup_err)?;
         }
     }
 
-    // The inside namespace: forwarding on (nested shells route through it), loose
-    // reverse-path checks (a multipath host receives on any interface).
     NetNs::unshare_new().map_err(setup_err)?;
-    let inside = (|| -> io::Result<Vec<Tun>> {
-        netns::sysctl("net/ipv4/ip_forward", "1")?;
-        for k in ["all", "default"] {
-            let _ = netns::sysctl(&format!("net/ipv4/conf/{k}/rp_filter"), "0");
-            let _ = netns::sysctl(&format!("net/ipv6/conf/{k}/disable_ipv6"), "1");
-        }
-        netns::ip(&["link", "set", "dev", "lo", "up"])?;
-        let mut inners = Vec::with_capacity(n);
-        for (i, s) in subnets.iter().enumerate() {
-            let name = ingress_name(i, n);
-            let tun = Tun::create(&name)?;
-            let addr = format!("{}/30", s.inner());
-            netns::ip(&["addr", "add", &addr, "dev", &name])?;
-            netns::ip(&["link", "set", "dev", &name, "up"])?;
-            if i == 0 {
-                netns::ip(&["route", "add", "default", "dev", &name])?;
-            }
-            if n > 1 {
-                // Source-address routing: a socket bound to path i's address leaves
-                // through path i.
-                let table = (100 + i).to_string();
-                let prio = (1000 + i).to_string();
-                let from = s.inner().to_string();
-                netns::ip(&["rule", "add", "from", &from, "table", &table, "priority", &prio])?;
-                netns::ip(&["route", "add", "default", "dev", &name, "table", &table])?;
-            }
-            inners.push(tun);
-        }
-        Ok(inners)
-    })();
-    let inners = match inside {
+    let inners = match setup::inside(&subnets, v6) {
         Ok(t) => t,
         Err(e) => {
             let _ = home.enter();
@@ -260,11 +216,18 @@ pub fn run(cfg: ShellConfig) -> Result<i32, ShellError> {
 
     let mut chain = vec![Ancestor { pid, dev: egress_name(kind, pid, 0, n) }];
     chain.extend(ancestors);
-    let env = command_env(&subnets, &netns::format_chain(&chain), std::env::var("MAHIMAHI_BASE").ok());
+    let env = command_env(&subnets, &netns::format_chain(&chain), InheritedBase::from_env(), v6);
     if announce {
         for (i, s) in subnets.iter().enumerate() {
             let name = names.get(i).map(String::as_str).unwrap_or("");
             eprintln!("mpshell: path {i} {name}: {} (MPSHELL_ADDR_{i}), outside {}", s.inner(), s.outer());
+            if v6 {
+                eprintln!(
+                    "mpshell: path {i} {name}: {} (MPSHELL_ADDR6_{i}), outside {}",
+                    s.inner6(),
+                    s.outer6()
+                );
+            }
         }
     }
 
@@ -325,13 +288,9 @@ fn packet_loop(
         for p in paths.iter_mut() {
             out.clear();
             p.stages.up.dequeue_ready(now, &mut out);
-            for pkt in out.drain(..) {
-                p.outer.send(&pkt.data).map_err(ShellError::Loop)?;
-            }
+            send_out(&mut p.outer, &mut out).map_err(ShellError::Loop)?;
             p.stages.down.dequeue_ready(now, &mut out);
-            for pkt in out.drain(..) {
-                p.inner.send(&pkt.data).map_err(ShellError::Loop)?;
-            }
+            send_out(&mut p.inner, &mut out).map_err(ShellError::Loop)?;
         }
         if let Some(status) = child.try_wait().map_err(ShellError::Loop)? {
             return Ok(exit_code(status));
@@ -366,16 +325,26 @@ fn packet_loop(
     }
 }
 
-/// Reads up to [`READ_BATCH`] packets from `dev` into `stage`.
+/// Reads up to [`READ_BATCH`] packets from `dev` into `stage`, each charged its IP
+/// length (either family) plus the TUN header, with its ECN bits for the AQM.
 fn pump_in(dev: &mut Tun, stage: &mut dyn Stage, now: Duration, buf: &mut [u8]) -> io::Result<()> {
     for _ in 0..READ_BATCH {
         let Some(len) = dev.recv(buf)? else {
             break;
         };
-        let data = buf.get(..len).unwrap_or_default().to_vec();
-        let mut pkt = Packet::new(data);
+        let mut pkt: Packet = ip::packet_in(buf.get(..len).unwrap_or_default().to_vec());
         pkt.size = pkt.size.saturating_add(TUN_HEADER_BYTES);
         stage.enqueue(now, pkt);
+    }
+    Ok(())
+}
+
+/// Writes the packets that left a stage to `dev`, with the CE marks the link's AQM made
+/// put into their IP headers.
+fn send_out(dev: &mut Tun, out: &mut Vec<Packet>) -> io::Result<()> {
+    for mut pkt in out.drain(..) {
+        ip::write_ce_mark(&mut pkt);
+        dev.send(&pkt.data)?;
     }
     Ok(())
 }
@@ -422,7 +391,7 @@ mod tests {
     #[test]
     fn env_lists_every_path() {
         let subs = [Subnet::nth(0), Subnet::nth(5)];
-        let env = command_env(&subs, "1:x", None);
+        let env = command_env(&subs, "1:x", InheritedBase::default(), true);
         let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_default();
         assert_eq!(get("MAHIMAHI_BASE"), "100.64.0.1");
         assert_eq!(get("MPSHELL_PATHS"), "2");
@@ -430,15 +399,14 @@ mod tests {
         assert_eq!(get("MPSHELL_PEER_1"), "100.64.0.21");
         assert_eq!(get("MPSHELL_LOCAL_1"), "100.64.0.22");
         assert_eq!(get(CHAIN_ENV), "1:x");
-        let nested = command_env(&subs, "", Some("100.64.9.1".into()));
+        assert_eq!(get(BASE6_ENV), "fd6d:7368:656c:6c00::6440:1");
+        assert_eq!(get("MPSHELL_ADDR6_1"), "fd6d:7368:656c:6c00::6440:16");
+        assert_eq!(get("MPSHELL_PEER6_1"), "fd6d:7368:656c:6c00::6440:15");
+        let outer = InheritedBase { v4: Some("100.64.9.1".into()), v6: Some("fd6d::1".into()) };
+        let nested = command_env(&subs, "", outer, true);
         assert!(nested.contains(&("MAHIMAHI_BASE".into(), "100.64.9.1".into())));
-    }
-
-    #[test]
-    fn device_names_fit_ifnamsiz() {
-        assert_eq!(egress_name("delay", 4194304, 0, 1), "delay-4194304");
-        assert!(egress_name("mp", 4194304, 99, 100).len() <= crate::tun::MAX_IFNAME);
-        assert_eq!(ingress_name(0, 1), "ingress");
-        assert_eq!(ingress_name(2, 3), "path2");
+        assert!(nested.contains(&(BASE6_ENV.into(), "fd6d::1".into())));
+        let v4_only = command_env(&subs, "", InheritedBase::default(), false);
+        assert!(!v4_only.iter().any(|(k, _)| k.contains('6')), "{v4_only:?}");
     }
 }

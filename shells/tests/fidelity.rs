@@ -11,7 +11,7 @@
 #![allow(clippy::disallowed_methods)]
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,7 +20,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use emu::Trace;
-use shells::shell::{monotonic_ns, EPOCH_ENV};
+use mpquic::Ecn;
+use mpquic_apps::batch::{self, Gso};
+use shells::shell::{monotonic_ns, BASE6_ENV, EPOCH_ENV};
 
 const PROBE_ENV: &str = "MPQUIC_SHELLS_PROBE";
 /// UDP payload making a 1500-byte IP packet: exactly one 1504-byte opportunity.
@@ -53,22 +55,52 @@ fn since_epoch_ms(epoch_ns: u64) -> f64 {
     monotonic_ns().unwrap_or(0).saturating_sub(epoch_ns) as f64 / 1e6
 }
 
+/// Calls `send(seq)` for `pps` datagrams per second, numbered from 0, for `run_for` or
+/// until `stop`; returns how many it sent.
+fn pace(pps: u64, run_for: Duration, stop: &AtomicBool, mut send: impl FnMut(u64)) -> u64 {
+    let start = Instant::now();
+    let mut sent = 0u64;
+    while start.elapsed() < run_for && !stop.load(Ordering::Relaxed) {
+        let due = (start.elapsed().as_secs_f64() * pps as f64) as u64;
+        while sent < due {
+            send(sent);
+            sent += 1;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    sent
+}
+
 /// Sends `pps` full-size datagrams per second from `bind` to `to` until `deadline`.
 fn paced_send(bind: IpAddr, to: SocketAddr, pps: u64, run_for: Duration, stop: &AtomicBool) {
     let Ok(sock) = UdpSocket::bind(SocketAddr::new(bind, 0)) else {
         return;
     };
     let payload = vec![0x5au8; FULL_PAYLOAD];
-    let start = Instant::now();
-    let mut sent = 0u64;
-    while start.elapsed() < run_for && !stop.load(Ordering::Relaxed) {
-        let due = (start.elapsed().as_secs_f64() * pps as f64) as u64;
-        while sent < due {
-            let _ = sock.send_to(&payload, to);
-            sent += 1;
-        }
-        thread::sleep(Duration::from_millis(1));
-    }
+    pace(pps, run_for, stop, |_| {
+        let _ = sock.send_to(&payload, to);
+    });
+}
+
+/// The ECN codepoint the `ecn` probe gives datagram `seq`: the four in turn.
+fn codepoint(seq: u64) -> Ecn {
+    [Ecn::NotEct, Ecn::Ect0, Ecn::Ect1, Ecn::Ce][(seq % 4) as usize]
+}
+
+/// Sends 1500-byte IP packets (either family) numbered in their first 8 bytes, each
+/// with its [`codepoint`], at `pps` for `run_for`; then waits `drain` so the link's
+/// queue empties before the shell ends with this probe. Returns how many it sent.
+fn send_ecn_probe(to: SocketAddr, pps: u64, run_for: Duration, drain: Duration) -> u64 {
+    let any: IpAddr = if to.is_ipv6() { Ipv6Addr::UNSPECIFIED.into() } else { Ipv4Addr::UNSPECIFIED.into() };
+    let sock = UdpSocket::bind(SocketAddr::new(any, 0)).expect("bind");
+    let mut payload = vec![0u8; if to.is_ipv6() { FULL_PAYLOAD - 20 } else { FULL_PAYLOAD }];
+    let gso = Gso::without_gso();
+    let sent = pace(pps, run_for, &AtomicBool::new(false), |seq| {
+        payload[..8].copy_from_slice(&seq.to_be_bytes());
+        let _ = gso.send(&sock, &payload, payload.len(), to, codepoint(seq));
+    });
+    thread::sleep(drain);
+    sent
 }
 
 /// The program run inside the shells (a no-op in a normal test run).
@@ -77,7 +109,11 @@ fn probe() {
     let Ok(mode) = std::env::var(PROBE_ENV) else {
         return;
     };
-    let base: IpAddr = env_str("MAHIMAHI_BASE").parse().expect("MAHIMAHI_BASE");
+    // PROBE_FAMILY=6: talk over the shells' IPv6 addresses instead.
+    let v6 = env_str("PROBE_FAMILY") == "6";
+    let base: IpAddr = env_str(if v6 { BASE6_ENV } else { "MAHIMAHI_BASE" }).parse().expect("base address");
+    let any = if v6 { IpAddr::V6(Ipv6Addr::UNSPECIFIED) } else { IpAddr::V4(Ipv4Addr::UNSPECIFIED) };
+    let six = if v6 { "6" } else { "" };
     let port = env_u64("PROBE_PORT", 0) as u16;
     let server = SocketAddr::new(base, port);
     let epoch_ns = env_u64(EPOCH_ENV, 0);
@@ -93,7 +129,7 @@ fn probe() {
                 .filter_map(|f| {
                     let (idx, pps) = f.split_once(':')?;
                     let bind = if idx == "-" {
-                        IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+                        any
                     } else {
                         env_str(&format!("MPSHELL_ADDR_{idx}")).parse().ok()?
                     };
@@ -136,11 +172,11 @@ fn probe() {
             // wildcard address answers from there, which a connected socket requires.
             let (bind, server) = match std::env::var("PROBE_BIND_INDEX") {
                 Ok(i) => {
-                    let addr = env_str(&format!("MPSHELL_ADDR_{i}")).parse().expect("addr");
-                    let peer = env_str(&format!("MPSHELL_PEER_{i}")).parse().expect("peer");
+                    let addr = env_str(&format!("MPSHELL_ADDR{six}_{i}")).parse().expect("addr");
+                    let peer = env_str(&format!("MPSHELL_PEER{six}_{i}")).parse().expect("peer");
                     (addr, SocketAddr::new(peer, port))
                 }
-                Err(_) => (IpAddr::V4(Ipv4Addr::UNSPECIFIED), server),
+                Err(_) => (any, server),
             };
             let sock = UdpSocket::bind(SocketAddr::new(bind, 0)).expect("bind");
             sock.connect(server).expect("connect");
@@ -192,6 +228,13 @@ fn probe() {
             let median = v.get(v.len() / 2).copied().unwrap_or(0);
             let min = v.first().copied().unwrap_or(0);
             println!("RESULT sent={count} received={} median_us={median} min_us={min}", v.len());
+        }
+        // Numbered datagrams cycling through the ECN codepoints (`codepoint`).
+        "ecn" => {
+            let run_for = Duration::from_millis(env_u64("PROBE_MS", 3000));
+            let drain = Duration::from_millis(env_u64("PROBE_DRAIN_MS", 1500));
+            let sent = send_ecn_probe(server, env_u64("PROBE_PPS", 1200), run_for, drain);
+            println!("RESULT sent={sent}");
         }
         other => panic!("unknown probe mode {other}"),
     }
@@ -385,16 +428,52 @@ fn link_lte_trace_downlink_rate() {
 
 /// Runs an echo probe inside `shell` against an echo server here.
 fn echo_through(shell: &[String], count: u64, gap_us: u64) -> HashMap<String, u64> {
-    echo_through_env(shell, count, gap_us, &[])
+    echo_through_env(shell, count, gap_us, false, &[])
 }
 
+/// Skips (with the reason) where shells cannot run or this namespace has no IPv6.
+fn can_run_v6(test: &str) -> bool {
+    if !can_run(test) {
+        return false;
+    }
+    if !shells::netns::ipv6_enabled_here() {
+        println!("SKIPPED {test}: IPv6 is disabled in this network namespace");
+        return false;
+    }
+    true
+}
+
+/// Runs `check` for one address family where the shells (and IPv6, for `v6`) can run.
+fn for_family(test: &str, v6: bool, check: fn(bool)) {
+    if if v6 { can_run_v6(test) } else { can_run(test) } {
+        check(v6);
+    }
+}
+
+/// Declares an IPv4 and an IPv6 test running `check(v6)` (see [`for_family`]).
+macro_rules! both_families {
+    ($v4:ident, $v6:ident, $check:ident) => {
+        #[test]
+        fn $v4() {
+            for_family(stringify!($v4), false, $check);
+        }
+
+        #[test]
+        fn $v6() {
+            for_family(stringify!($v6), true, $check);
+        }
+    };
+}
+
+/// An echo probe with `extra` environment, over the shells' IPv6 addresses when `v6`.
 fn echo_through_env(
     shell: &[String],
     count: u64,
     gap_us: u64,
+    v6: bool,
     extra: &[(&str, String)],
 ) -> HashMap<String, u64> {
-    let sock = UdpSocket::bind("0.0.0.0:0").expect("bind");
+    let sock = UdpSocket::bind(if v6 { "[::]:0" } else { "0.0.0.0:0" }).expect("bind");
     let port = sock.local_addr().expect("addr").port();
     let stop = Arc::new(AtomicBool::new(false));
     let echo = spawn_echo(sock, stop.clone());
@@ -403,6 +482,7 @@ fn echo_through_env(
         ("PROBE_PORT", port.to_string()),
         ("PROBE_COUNT", count.to_string()),
         ("PROBE_GAP_US", gap_us.to_string()),
+        ("PROBE_FAMILY", if v6 { "6" } else { "4" }.to_string()),
     ];
     env.extend(extra.iter().cloned());
     let out = run_shells(shell, &env);
@@ -412,19 +492,17 @@ fn echo_through_env(
 }
 
 /// `mm-delay 20` adds 20 ms ± 1 ms each way: the median RTT of small echoes is within
-/// [40, 42] ms (no propagation delay of its own here).
-#[test]
-fn delay_adds_fixed_latency() {
-    if !can_run("delay_adds_fixed_latency") {
-        return;
-    }
-    let r = echo_through(&argv(&[&bin("mm-delay"), "20"]), 150, 10_000);
-    println!("mm-delay 20: {r:?}");
+/// [40, 42] ms (no propagation delay of its own here); over IPv6 as well.
+fn check_delay_20ms(v6: bool) {
+    let r = echo_through_env(&argv(&[&bin("mm-delay"), "20"]), 150, 10_000, v6, &[]);
+    println!("mm-delay 20 (IPv{}): {r:?}", if v6 { 6 } else { 4 });
     assert_eq!(r["received"], r["sent"], "mm-delay must not lose packets");
     let (median, min) = (r["median_us"], r["min_us"]);
     assert!(min >= 40_000, "RTT {min} us is below 2 x 20 ms");
     assert!((40_000..=42_000).contains(&median), "median RTT {median} us not within 40..42 ms");
 }
+
+both_families!(delay_adds_fixed_latency, delay_adds_fixed_latency_ipv6, check_delay_20ms);
 
 /// `mm-loss downlink 0.1` drops replies independently with p = 0.1: the loss count is
 /// within 4.5 standard deviations of the binomial mean.
@@ -442,18 +520,17 @@ fn loss_downlink_rate_is_binomial() {
 }
 
 /// Nesting: `mm-delay 5 mm-loss uplink 0 mm-delay 5` reaches the outermost host side
-/// through both namespaces; the delays add up.
-#[test]
-fn nested_shells_compose() {
-    if !can_run("nested_shells_compose") {
-        return;
-    }
+/// through both namespaces; the delays add up. Over IPv6, the inner shell's IPv6 routes
+/// in the enclosing namespaces and IPv6 forwarding in the middle one carry the echoes.
+fn check_nested_chain(v6: bool) {
     let shell = argv(&[&bin("mm-delay"), "5", &bin("mm-loss"), "uplink", "0", &bin("mm-delay"), "5"]);
-    let r = echo_through(&shell, 60, 10_000);
-    println!("nested: {r:?}");
+    let r = echo_through_env(&shell, 60, 10_000, v6, &[]);
+    println!("nested (IPv{}): {r:?}", if v6 { 6 } else { 4 });
     assert_eq!(r["received"], r["sent"]);
     assert!((20_000..=23_000).contains(&r["median_us"]), "nested RTT {} us, expected ~20 ms", r["median_us"]);
 }
+
+both_families!(nested_shells_compose, nested_shells_compose_ipv6, check_nested_chain);
 
 /// Two paths with 12 and 6 Mbit/s traces: a process sending from each interface's
 /// address gets each path's own rate.
@@ -522,11 +599,128 @@ fn mpshell_scenario_path_delay() {
     }
     let scenario = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/testbed-2x100.toml");
     let shell = argv(&[&bin("mpquic-mpshell"), "--scenario", scenario.to_str().expect("utf8"), "--"]);
-    let r = echo_through_env(&shell, 40, 10_000, &[("PROBE_BIND_INDEX", "1".into())]);
+    let r = echo_through_env(&shell, 40, 10_000, false, &[("PROBE_BIND_INDEX", "1".into())]);
     println!("scenario path 1: {r:?}");
     assert_eq!(r["received"], r["sent"]);
     assert!((50_000..=55_000).contains(&r["median_us"]), "RTT {} us, expected ~50 ms", r["median_us"]);
 }
+
+/// IPv6 source-address routing in `mpquic-mpshell`: echoes from path 1's IPv6
+/// address travel path 1 (25 ms each way) both ways, not path 0 (5 ms), which carries
+/// the default route.
+#[test]
+fn mpshell_ipv6_source_address_picks_the_path() {
+    if !can_run_v6("mpshell_ipv6_source_address_picks_the_path") {
+        return;
+    }
+    let t = data("12mbps.trace");
+    let t = t.to_str().expect("utf8");
+    let shell = argv(&[
+        &bin("mpquic-mpshell"),
+        "--path",
+        &format!("near,{t},{t},5"),
+        "--path",
+        &format!("far,{t},{t},25"),
+        "--",
+    ]);
+    let r = echo_through_env(&shell, 40, 10_000, true, &[("PROBE_BIND_INDEX", "1".into())]);
+    println!("mpshell path 1 over IPv6: {r:?}");
+    assert_eq!(r["received"], r["sent"]);
+    // The quickest echo tells the route (30 ms if either way took path 0); the median
+    // would also measure a loaded machine's scheduling delays.
+    assert!((50_000..=55_000).contains(&r["min_us"]), "RTT {} us, expected ~50 ms", r["min_us"]);
+}
+
+/// Receives the `ecn` probe's datagrams with their ECN codepoints until `stop`.
+fn spawn_ecn_receiver(
+    sock: UdpSocket,
+    v6: bool,
+    stop: Arc<AtomicBool>,
+) -> thread::JoinHandle<HashMap<u64, Ecn>> {
+    assert!(batch::enable_ecn_recv(&sock, v6), "the kernel does not report TOS / traffic class");
+    sock.set_read_timeout(Some(Duration::from_millis(50))).ok();
+    thread::spawn(move || {
+        let mut got = HashMap::new();
+        let mut buf = [0u8; 2048];
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok(r) = batch::recv(&sock, &mut buf) {
+                if let Some(seq) = buf.get(..8).filter(|_| r.len >= 8) {
+                    got.insert(u64::from_be_bytes(seq.try_into().unwrap_or_default()), r.ecn);
+                }
+            }
+        }
+        got
+    })
+}
+
+/// Per sent codepoint: sent, arrived unchanged, arrived marked CE, lost.
+#[derive(Debug, Default, Clone, Copy)]
+struct Fate {
+    sent: u64,
+    kept: u64,
+    marked: u64,
+    lost: u64,
+}
+
+/// Tallies what became of datagrams `0..sent`; panics on any arrival with a codepoint
+/// other than the one sent or, for ECT(0) / ECT(1), CE.
+fn ecn_fates(sent: u64, got: &HashMap<u64, Ecn>) -> [Fate; 4] {
+    let mut fates = [Fate::default(); 4];
+    for seq in 0..sent {
+        let want = codepoint(seq);
+        let f = &mut fates[(seq % 4) as usize];
+        f.sent += 1;
+        match got.get(&seq) {
+            None => f.lost += 1,
+            Some(&e) if e == want => f.kept += 1,
+            Some(&Ecn::Ce) if matches!(want, Ecn::Ect0 | Ecn::Ect1) => f.marked += 1,
+            Some(e) => panic!("datagram {seq} sent {want:?} arrived {e:?}"),
+        }
+    }
+    fates
+}
+
+/// The IP ECN bits through a shell whose uplink is a CoDel queue with `ecn=1`, loaded
+/// at 1.2 times its 12 Mbit/s for 3 s: every codepoint crosses as sent, except that
+/// CoDel marks ECT(0) and ECT(1) packets CE where it drops Not-ECT ones; CE stays CE.
+/// The 1000-packet limit is never reached (the queue grows by 200 packets a second),
+/// so the queue loses no ECN-capable packet.
+fn check_codel_ecn_on_the_wire(v6: bool) {
+    let t = data("12mbps.trace");
+    let t = t.to_str().expect("utf8");
+    let sock = UdpSocket::bind(if v6 { "[::]:0" } else { "0.0.0.0:0" }).expect("bind");
+    let port = sock.local_addr().expect("addr").port();
+    let stop = Arc::new(AtomicBool::new(false));
+    let rx = spawn_ecn_receiver(sock, v6, stop.clone());
+    let shell = argv(&[
+        &bin("mm-link"),
+        t,
+        t,
+        "--uplink-queue=codel",
+        "--uplink-queue-args=packets=1000,target=2,interval=20,ecn=1",
+        "--",
+    ]);
+    let family = if v6 { "6" } else { "4" };
+    let out = run_shells(
+        &shell,
+        &[(PROBE_ENV, "ecn".into()), ("PROBE_PORT", port.to_string()), ("PROBE_FAMILY", family.into())],
+    );
+    stop.store(true, Ordering::Relaxed);
+    let got = rx.join().expect("receiver");
+    let [not_ect, ect0, ect1, ce] = ecn_fates(results(&out)["sent"], &got);
+    println!(
+        "IPv{family} through CoDel-ECN: Not-ECT {not_ect:?}, ECT(0) {ect0:?}, ECT(1) {ect1:?}, CE {ce:?}"
+    );
+    assert!(ect0.marked > 0 && ect1.marked > 0, "CoDel marked nothing");
+    assert_eq!((not_ect.marked, ce.marked), (0, 0));
+    // CoDel never drops an ECN-capable packet here; the host may, when the loaded
+    // machine starves the loop or the receiver (seen: 4 of 2700), hence a 1% allowance.
+    let ect_lost = ect0.lost + ect1.lost + ce.lost;
+    assert!(ect_lost * 100 <= ect0.sent + ect1.sent + ce.sent, "ECN-capable packets lost: {ect_lost}");
+    assert!(not_ect.lost >= 100 && not_ect.lost >= 10 * ect_lost, "CoDel dropped too few Not-ECT packets");
+}
+
+both_families!(codel_ecn_on_the_wire, codel_ecn_on_the_wire_ipv6, check_codel_ecn_on_the_wire);
 
 /// `--once`: the shell ends when the traces have played once (here 500 ms), even if
 /// the command would run longer, with status 0.

@@ -18,7 +18,9 @@ Options = --once
           QUEUE_TYPE = infinite | droptail | drophead | codel | pie
           QUEUE_ARGS = \"NAME=NUMBER[, NAME2=NUMBER2, ...]\"
               (with NAME = bytes | packets; codel: target | interval;
-               pie: qdelay_ref | max_burst; times in ms)";
+               pie: qdelay_ref | max_burst; times in ms;
+               codel and pie: ecn=0|1, 1 marks ECN-capable packets CE
+               instead of dropping them)";
 
 fn load(path: &std::path::Path) -> Arc<Trace> {
     match Trace::load(path) {
