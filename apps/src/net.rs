@@ -112,33 +112,48 @@ impl Sockets {
     /// Take bound sockets over (e.g. a worker's share of an SO_REUSEPORT
     /// group): non-blocking, larger buffers, GRO where the kernel has it.
     pub fn adopt(std_socks: Vec<std::net::UdpSocket>) -> io::Result<Sockets> {
-        let poll = Poll::new()?;
-        let mut socks = Vec::new();
-        let mut bound = Vec::new();
-        for (i, std_sock) in std_socks.into_iter().enumerate() {
-            std_sock.set_nonblocking(true)?;
-            let mut s = UdpSocket::from_std(std_sock);
-            grow_buffers(&s);
-            crate::batch::enable_gro(&s);
-            crate::batch::enable_ecn_recv(&s, s.local_addr()?.is_ipv6());
-            poll.registry().register(&mut s, Token(i), Interest::READABLE)?;
-            bound.push(s.local_addr()?);
-            socks.push(s);
-        }
-        let gso = socks.iter().map(|_| Gso::default()).collect();
-        Ok(Sockets {
-            poll,
+        let mut s = Sockets {
+            poll: Poll::new()?,
             events: Events::with_capacity(64),
-            socks,
-            addrs: bound,
-            gso,
+            socks: Vec::new(),
+            addrs: Vec::new(),
+            gso: Vec::new(),
             batches: RefCell::default(),
-        })
+        };
+        for std_sock in std_socks {
+            s.watch(std_sock)?;
+        }
+        Ok(s)
+    }
+
+    /// Make `std_sock` non-blocking with larger buffers, GRO and ECN
+    /// reception where the kernel has them, and poll it. Returns its address.
+    fn watch(&mut self, std_sock: std::net::UdpSocket) -> io::Result<SocketAddr> {
+        std_sock.set_nonblocking(true)?;
+        let mut s = UdpSocket::from_std(std_sock);
+        grow_buffers(&s);
+        crate::batch::enable_gro(&s);
+        let bound = s.local_addr()?;
+        crate::batch::enable_ecn_recv(&s, bound.is_ipv6());
+        self.poll.registry().register(&mut s, Token(self.socks.len()), Interest::READABLE)?;
+        self.socks.push(s);
+        self.addrs.push(bound);
+        self.gso.push(Gso::default());
+        Ok(bound)
     }
 
     /// The bound addresses, in the order given to [`Sockets::bind`].
     pub fn local_addrs(&self) -> &[SocketAddr] {
         &self.addrs
+    }
+
+    /// Bind one more socket at `addr` (port 0: any free port) and watch it
+    /// too, e.g. the new local address of a migrating client. Returns the
+    /// bound address.
+    pub fn add(&mut self, addr: SocketAddr) -> io::Result<SocketAddr> {
+        let std_sock =
+            std::net::UdpSocket::bind(addr).map_err(|e| io::Error::new(e.kind(), format!("bind {addr}: {e}")))?;
+        self.watch(std_sock)
     }
 
     /// Wait until a socket may be readable or `timeout` passes.
@@ -289,6 +304,14 @@ pub fn dcid(dgram: &[u8], local_cid_len: usize) -> Option<&[u8]> {
     } else {
         dgram.get(1..1 + local_cid_len)
     }
+}
+
+/// A local address to bind: `IP:PORT`, or an IP (any free port). As a clap
+/// value parser its error names the forms accepted.
+pub fn parse_local_addr(spec: &str) -> Result<SocketAddr, String> {
+    spec.parse::<SocketAddr>()
+        .or_else(|_| spec.parse::<std::net::IpAddr>().map(|ip| SocketAddr::new(ip, 0)))
+        .map_err(|_| format!("bad local address {spec:?}: expected an IP address or IP:PORT"))
 }
 
 /// The earliest of two optional deadlines.
