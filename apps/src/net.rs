@@ -306,6 +306,27 @@ pub fn dcid(dgram: &[u8], local_cid_len: usize) -> Option<&[u8]> {
     }
 }
 
+/// Open one path from each of `pending` local addresses to `peer` once the
+/// engine can (draft-ietf-quic-multipath-21: it needs a connection ID of the
+/// server's for each path first, so those stay pending); other refusals go
+/// to `refused` and drop the address.
+pub fn open_paths(
+    conn: &mut Connection,
+    pending: &mut Vec<SocketAddr>,
+    peer: SocketAddr,
+    now: Instant,
+    mut refused: impl FnMut(SocketAddr, mpquic::PathError),
+) {
+    pending.retain(|&local| match conn.probe_path(local, peer, now) {
+        Ok(_) => false,
+        Err(mpquic::PathError::NoConnectionId) => true,
+        Err(e) => {
+            refused(local, e);
+            false
+        }
+    });
+}
+
 /// A local address to bind: `IP:PORT`, or an IP (any free port). As a clap
 /// value parser its error names the forms accepted.
 pub fn parse_local_addr(spec: &str) -> Result<SocketAddr, String> {

@@ -523,16 +523,8 @@ impl Client {
 
     /// Open one path per extra `--local` once the engine can.
     fn open_paths(&mut self, now: Instant) {
-        let peer = self.peer;
-        let conn = &mut self.conn;
-        self.extra_paths.retain(|&local| match conn.probe_path(local, peer, now) {
-            Ok(_) => false,
-            // Wait for the server's connection IDs for the new path.
-            Err(mpquic::PathError::NoConnectionId) => true,
-            Err(e) => {
-                eprintln!("mpquic-client: cannot open a path from {local}: {e}");
-                false
-            }
+        net::open_paths(&mut self.conn, &mut self.extra_paths, self.peer, now, |local, e| {
+            eprintln!("mpquic-client: cannot open a path from {local}: {e}")
         });
     }
 
