@@ -63,7 +63,14 @@ pub struct Migrator {
 impl Migrator {
     /// Plan a move to `to` after `after_bytes` of body.
     pub fn new(to: SocketAddr, after_bytes: u64) -> Migrator {
-        Migrator { to, after_bytes, bound: None, started_at_bytes: None, outcome: Outcome::Pending, from: None }
+        Migrator {
+            to,
+            after_bytes,
+            bound: None,
+            started_at_bytes: None,
+            outcome: Outcome::Pending,
+            from: None,
+        }
     }
 
     /// Call after each round of received datagrams with the body bytes

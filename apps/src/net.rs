@@ -151,8 +151,8 @@ impl Sockets {
     /// too, e.g. the new local address of a migrating client. Returns the
     /// bound address.
     pub fn add(&mut self, addr: SocketAddr) -> io::Result<SocketAddr> {
-        let std_sock =
-            std::net::UdpSocket::bind(addr).map_err(|e| io::Error::new(e.kind(), format!("bind {addr}: {e}")))?;
+        let std_sock = std::net::UdpSocket::bind(addr)
+            .map_err(|e| io::Error::new(e.kind(), format!("bind {addr}: {e}")))?;
         self.watch(std_sock)
     }
 

@@ -873,20 +873,30 @@ pub unsafe extern "C" fn mpquic_conn_new_token_next(
     out: *mut u8,
     out_len: usize,
 ) -> i64 {
-    // SAFETY: see with_conn and slice_mut.
+    // SAFETY: forwarded contract.
     unsafe {
-        with_conn(
-            conn,
-            i64::from(MPQUIC_ERROR_INVALID_ARGUMENT.code()),
-            i64::from(MPQUIC_ERROR_INTERNAL.code()),
-            |c| {
-                let Some(out) = slice_mut(out, out_len) else {
-                    return i64::from(MPQUIC_ERROR_INVALID_ARGUMENT.code());
-                };
-                let inner = &mut c.inner;
-                hand_out(&mut c.pending_token, || inner.new_token_next(), out)
-            },
-        )
+        with_conn_out(conn, out, out_len, |c, out| {
+            let inner = &mut c.inner;
+            hand_out(&mut c.pending_token, || inner.new_token_next(), out)
+        })
+    }
+}
+
+/// [`with_conn`] for calls that fill the caller's buffer `out`: a NULL
+/// connection or buffer is MPQUIC_ERROR_INVALID_ARGUMENT.
+unsafe fn with_conn_out(
+    conn: *mut mpquic_conn,
+    out: *mut u8,
+    out_len: usize,
+    f: impl FnOnce(&mut mpquic_conn, &mut [u8]) -> i64,
+) -> i64 {
+    let invalid = i64::from(MPQUIC_ERROR_INVALID_ARGUMENT.code());
+    // SAFETY: forwarded contract (see with_conn and slice_mut).
+    unsafe {
+        with_conn(conn, invalid, i64::from(MPQUIC_ERROR_INTERNAL.code()), |c| match slice_mut(out, out_len) {
+            Some(out) => f(c, out),
+            None => invalid,
+        })
     }
 }
 
@@ -915,31 +925,23 @@ fn hand_out(kept: &mut Option<Vec<u8>>, next: impl FnOnce() -> Option<Vec<u8>>, 
 /// larger buffer), or MPQUIC_ERROR_INVALID_ARGUMENT.
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_conn_qlog_next(conn: *mut mpquic_conn, out: *mut u8, out_len: usize) -> i64 {
-    // SAFETY: see with_conn and slice_mut.
+    // SAFETY: forwarded contract.
     unsafe {
-        with_conn(
-            conn,
-            i64::from(MPQUIC_ERROR_INVALID_ARGUMENT.code()),
-            i64::from(MPQUIC_ERROR_INTERNAL.code()),
-            |c| {
-                let Some(out) = slice_mut(out, out_len) else {
-                    return i64::from(MPQUIC_ERROR_INVALID_ARGUMENT.code());
+        with_conn_out(conn, out, out_len, |c, out| {
+            let (inner, started) = (&mut c.inner, &mut c.qlog_started);
+            let next = || {
+                let json = if *started {
+                    inner.qlog_next()?
+                } else {
+                    *started = true;
+                    inner.qlog_header()?.name("libmpquic").to_json()
                 };
-                let (inner, started) = (&mut c.inner, &mut c.qlog_started);
-                let next = || {
-                    let json = if *started {
-                        inner.qlog_next()?
-                    } else {
-                        *started = true;
-                        inner.qlog_header()?.name("libmpquic").to_json()
-                    };
-                    let mut record = Vec::with_capacity(json.len() + 2);
-                    engine::qlog::write_record(&mut record, &json).ok()?;
-                    Some(record)
-                };
-                hand_out(&mut c.pending_qlog, next, out)
-            },
-        )
+                let mut record = Vec::with_capacity(json.len() + 2);
+                engine::qlog::write_record(&mut record, &json).ok()?;
+                Some(record)
+            };
+            hand_out(&mut c.pending_qlog, next, out)
+        })
     }
 }
 
@@ -971,24 +973,16 @@ pub unsafe extern "C" fn mpquic_conn_set_token(conn: *mut mpquic_conn, token: *c
 /// parameters too (for 0-RTT); store them like a password.
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_conn_session(conn: *const mpquic_conn, out: *mut u8, out_len: usize) -> i64 {
-    // SAFETY: see with_conn and slice_mut.
+    // SAFETY: forwarded contract.
     unsafe {
-        with_conn(
-            conn.cast_mut(),
-            i64::from(MPQUIC_ERROR_INVALID_ARGUMENT.code()),
-            i64::from(MPQUIC_ERROR_INTERNAL.code()),
-            |c| {
-                let Some(out) = slice_mut(out, out_len) else {
-                    return i64::from(MPQUIC_ERROR_INVALID_ARGUMENT.code());
-                };
-                let Some(s) = c.inner.session() else { return i64::from(MPQUIC_ERROR_DONE.code()) };
-                if s.len() > out.len() {
-                    return i64::from(MPQUIC_ERROR_BUFFER_TOO_SHORT.code());
-                }
-                out[..s.len()].copy_from_slice(s);
-                s.len() as i64
-            },
-        )
+        with_conn_out(conn.cast_mut(), out, out_len, |c, out| {
+            let Some(s) = c.inner.session() else { return i64::from(MPQUIC_ERROR_DONE.code()) };
+            if s.len() > out.len() {
+                return i64::from(MPQUIC_ERROR_BUFFER_TOO_SHORT.code());
+            }
+            out[..s.len()].copy_from_slice(s);
+            s.len() as i64
+        })
     }
 }
 

@@ -298,16 +298,19 @@ impl Client {
                 if peer.is_ipv4() { [0, 0, 0, 0].into() } else { std::net::Ipv6Addr::UNSPECIFIED.into() };
             opts.locals.push(SocketAddr::new(any, 0));
         }
-        let socks =
-            Sockets::bind(&opts.locals).map_err(|e| Failure::Io(format!("binding {:?}: {e}", opts.locals)))?;
+        let socks = Sockets::bind(&opts.locals)
+            .map_err(|e| Failure::Io(format!("binding {:?}: {e}", opts.locals)))?;
         let local0 = *socks.local_addrs().first().ok_or_else(|| Failure::Io("no local socket".into()))?;
         let scid = mpquic::random_cid(16);
         let session = opts.session.as_deref();
-        let conn = mpquic::connect_with_session(Some(&t.host), &scid, local0, peer, &config, session, started)
-            .map_err(|e| match session {
-                Some(_) => Failure::Arg(format!("session: not a TLS session from an earlier download ({e})")),
-                None => Failure::Transfer(format!("TLS setup: {e}")),
-            })?;
+        let conn =
+            mpquic::connect_with_session(Some(&t.host), &scid, local0, peer, &config, session, started)
+                .map_err(|e| match session {
+                    Some(_) => {
+                        Failure::Arg(format!("session: not a TLS session from an earlier download ({e})"))
+                    }
+                    None => Failure::Transfer(format!("TLS setup: {e}")),
+                })?;
         let qlog = match &opts.qlog_dir {
             Some(dir) => Some(
                 EventLog::create(dir, &conn, "mpquic-python", started)
