@@ -1,8 +1,11 @@
 import hashlib
+import subprocess
+import time
 
 import pytest
 
 import mpquic
+from conftest import REPO, _free_udp_port, _server_binary
 
 
 def test_download(server, tmp_path):
@@ -47,11 +50,33 @@ def test_download_no_server():
         mpquic.download(f"https://127.0.0.1:{port}/x", timeout=1.0)
 
 
-def test_download_migrates_mid_transfer(server, tmp_path):
+@pytest.fixture
+def own_server(tmp_path):
+    """An mpquic-server of this test's own serving `blob.bin` (1.5 MB): one
+    that gets into trouble takes no other test with it."""
+    binary = _server_binary()
+    if binary is None:
+        pytest.skip("mpquic-server is not built (cargo build --release -p mpquic-apps)")
+    blob = bytes((i * 7919 + (i >> 8)) & 0xFF for i in range(1_500_000))
+    (tmp_path / "blob.bin").write_bytes(blob)
+    port = _free_udp_port()
+    certs = REPO / "tests" / "certs"
+    proc = subprocess.Popen(
+        [str(binary), "--listen", f"127.0.0.1:{port}", "--root", str(tmp_path),
+         "--cert", str(certs / "cert.pem"), "--key", str(certs / "key.pem")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    yield {"url": f"https://127.0.0.1:{port}", "blob": blob}
+    proc.kill()
+    proc.wait()
+
+
+def test_download_migrates_mid_transfer(own_server, tmp_path):
     # After 300 kB of the 1.5 MB body the connection moves from a socket on
     # 127.0.0.1 to a new one on 127.0.0.2 (RFC 9000 active migration); the
     # server validates it and the body arrives intact.
-    out = tmp_path / "blob.bin"
+    server = own_server
+    out = tmp_path / "out.bin"
     s = mpquic.download(server["url"] + "/blob.bin", locals=["127.0.0.1"], output=out, timeout=10,
                         migrate_to="127.0.0.2", migrate_after=300_000)
     assert out.read_bytes() == server["blob"]
