@@ -280,7 +280,11 @@ impl Outbox {
             false
         });
         let one_path = conn.paths().count() <= 1;
-        while self.held.len() < MAX_HELD && (!one_path || self.held.is_empty()) {
+        // A due timer (an ACK owed) is met only by `send`, even behind a
+        // held datagram: else the connection stays due and a loop that
+        // serves due connections (the server's) never ends.
+        let due = |c: &Connection| c.timeout().is_some_and(|t| t <= now);
+        while self.held.len() < MAX_HELD && (!one_path || self.held.is_empty() || due(conn)) {
             let Some((n, info)) = conn.send(buf, now)? else { break };
             let d = buf.get(..n).unwrap_or_default();
             if info.at > now + PACING_SLACK {

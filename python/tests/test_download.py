@@ -74,18 +74,21 @@ def own_server(tmp_path):
 def test_download_migrates_mid_transfer(own_server, tmp_path):
     # After 300 kB of the 1.5 MB body the connection moves from a socket on
     # 127.0.0.1 to a new one on 127.0.0.2 (RFC 9000 active migration); the
-    # server validates it and the body arrives intact.
+    # server validates it and the body arrives intact. Five times: the
+    # server once froze serving a migrated connection (a paced datagram
+    # held while an ACK was due) in about one run of ten.
     server = own_server
     out = tmp_path / "out.bin"
-    s = mpquic.download(server["url"] + "/blob.bin", locals=["127.0.0.1"], output=out, timeout=10,
-                        migrate_to="127.0.0.2", migrate_after=300_000)
-    assert out.read_bytes() == server["blob"]
-    m = s["migration"]
-    assert m["outcome"] == "migrated", m
-    assert m["from"].startswith("127.0.0.1:") and m["to"].startswith("127.0.0.2:"), m
-    assert 300_000 <= m["started_at_bytes"] < len(server["blob"]), m
-    (path,) = s["paths"]
-    assert path["local"] == m["to"]
+    for _ in range(5):
+        s = mpquic.download(server["url"] + "/blob.bin", locals=["127.0.0.1"], output=out, timeout=10,
+                            migrate_to="127.0.0.2", migrate_after=300_000)
+        assert out.read_bytes() == server["blob"]
+        m = s["migration"]
+        assert m["outcome"] == "migrated", m
+        assert m["from"].startswith("127.0.0.1:") and m["to"].startswith("127.0.0.2:"), m
+        assert 300_000 <= m["started_at_bytes"] < len(server["blob"]), m
+        (path,) = s["paths"]
+        assert path["local"] == m["to"]
     # Without migrate_to there is nothing to report.
     assert mpquic.download(server["url"] + "/blob.bin", timeout=10)["migration"] is None
 
