@@ -1,11 +1,9 @@
 import hashlib
-import subprocess
-import time
 
 import pytest
 
 import mpquic
-from conftest import REPO, _free_udp_port, _server_binary
+from conftest import BLOB, _server_binary, start_server
 
 
 def test_download(server, tmp_path):
@@ -57,16 +55,10 @@ def own_server(tmp_path):
     binary = _server_binary()
     if binary is None:
         pytest.skip("mpquic-server is not built (cargo build --release -p mpquic-apps)")
-    blob = bytes((i * 7919 + (i >> 8)) & 0xFF for i in range(1_500_000))
-    (tmp_path / "blob.bin").write_bytes(blob)
-    port = _free_udp_port()
-    certs = REPO / "tests" / "certs"
-    proc = subprocess.Popen(
-        [str(binary), "--listen", f"127.0.0.1:{port}", "--root", str(tmp_path),
-         "--cert", str(certs / "cert.pem"), "--key", str(certs / "key.pem")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.5)
-    yield {"url": f"https://127.0.0.1:{port}", "blob": blob}
+    (tmp_path / "blob.bin").write_bytes(BLOB)
+    proc, port = start_server(binary, tmp_path)
+    yield {"url": f"https://127.0.0.1:{port}", "blob": BLOB}
+    # SIGKILL: a server stuck serving would not stop on SIGTERM.
     proc.kill()
     proc.wait()
 
