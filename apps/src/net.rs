@@ -112,33 +112,48 @@ impl Sockets {
     /// Take bound sockets over (e.g. a worker's share of an SO_REUSEPORT
     /// group): non-blocking, larger buffers, GRO where the kernel has it.
     pub fn adopt(std_socks: Vec<std::net::UdpSocket>) -> io::Result<Sockets> {
-        let poll = Poll::new()?;
-        let mut socks = Vec::new();
-        let mut bound = Vec::new();
-        for (i, std_sock) in std_socks.into_iter().enumerate() {
-            std_sock.set_nonblocking(true)?;
-            let mut s = UdpSocket::from_std(std_sock);
-            grow_buffers(&s);
-            crate::batch::enable_gro(&s);
-            crate::batch::enable_ecn_recv(&s, s.local_addr()?.is_ipv6());
-            poll.registry().register(&mut s, Token(i), Interest::READABLE)?;
-            bound.push(s.local_addr()?);
-            socks.push(s);
-        }
-        let gso = socks.iter().map(|_| Gso::default()).collect();
-        Ok(Sockets {
-            poll,
+        let mut s = Sockets {
+            poll: Poll::new()?,
             events: Events::with_capacity(64),
-            socks,
-            addrs: bound,
-            gso,
+            socks: Vec::new(),
+            addrs: Vec::new(),
+            gso: Vec::new(),
             batches: RefCell::default(),
-        })
+        };
+        for std_sock in std_socks {
+            s.watch(std_sock)?;
+        }
+        Ok(s)
+    }
+
+    /// Make `std_sock` non-blocking with larger buffers, GRO and ECN
+    /// reception where the kernel has them, and poll it. Returns its address.
+    fn watch(&mut self, std_sock: std::net::UdpSocket) -> io::Result<SocketAddr> {
+        std_sock.set_nonblocking(true)?;
+        let mut s = UdpSocket::from_std(std_sock);
+        grow_buffers(&s);
+        crate::batch::enable_gro(&s);
+        let bound = s.local_addr()?;
+        crate::batch::enable_ecn_recv(&s, bound.is_ipv6());
+        self.poll.registry().register(&mut s, Token(self.socks.len()), Interest::READABLE)?;
+        self.socks.push(s);
+        self.addrs.push(bound);
+        self.gso.push(Gso::default());
+        Ok(bound)
     }
 
     /// The bound addresses, in the order given to [`Sockets::bind`].
     pub fn local_addrs(&self) -> &[SocketAddr] {
         &self.addrs
+    }
+
+    /// Bind one more socket at `addr` (port 0: any free port) and watch it
+    /// too, e.g. the new local address of a migrating client. Returns the
+    /// bound address.
+    pub fn add(&mut self, addr: SocketAddr) -> io::Result<SocketAddr> {
+        let std_sock = std::net::UdpSocket::bind(addr)
+            .map_err(|e| io::Error::new(e.kind(), format!("bind {addr}: {e}")))?;
+        self.watch(std_sock)
     }
 
     /// Wait until a socket may be readable or `timeout` passes.
@@ -265,7 +280,11 @@ impl Outbox {
             false
         });
         let one_path = conn.paths().count() <= 1;
-        while self.held.len() < MAX_HELD && (!one_path || self.held.is_empty()) {
+        // A due timer (an ACK owed) is met only by `send`, even behind a
+        // held datagram: else the connection stays due and a loop that
+        // serves due connections (the server's) never ends.
+        let due = |c: &Connection| c.timeout().is_some_and(|t| t <= now);
+        while self.held.len() < MAX_HELD && (!one_path || self.held.is_empty() || due(conn)) {
             let Some((n, info)) = conn.send(buf, now)? else { break };
             let d = buf.get(..n).unwrap_or_default();
             if info.at > now + PACING_SLACK {
@@ -289,6 +308,35 @@ pub fn dcid(dgram: &[u8], local_cid_len: usize) -> Option<&[u8]> {
     } else {
         dgram.get(1..1 + local_cid_len)
     }
+}
+
+/// Open one path from each of `pending` local addresses to `peer` once the
+/// engine can (draft-ietf-quic-multipath-21: it needs a connection ID of the
+/// server's for each path first, so those stay pending); other refusals go
+/// to `refused` and drop the address.
+pub fn open_paths(
+    conn: &mut Connection,
+    pending: &mut Vec<SocketAddr>,
+    peer: SocketAddr,
+    now: Instant,
+    mut refused: impl FnMut(SocketAddr, mpquic::PathError),
+) {
+    pending.retain(|&local| match conn.probe_path(local, peer, now) {
+        Ok(_) => false,
+        Err(mpquic::PathError::NoConnectionId) => true,
+        Err(e) => {
+            refused(local, e);
+            false
+        }
+    });
+}
+
+/// A local address to bind: `IP:PORT`, or an IP (any free port). As a clap
+/// value parser its error names the forms accepted.
+pub fn parse_local_addr(spec: &str) -> Result<SocketAddr, String> {
+    spec.parse::<SocketAddr>()
+        .or_else(|_| spec.parse::<std::net::IpAddr>().map(|ip| SocketAddr::new(ip, 0)))
+        .map_err(|_| format!("bad local address {spec:?}: expected an IP address or IP:PORT"))
 }
 
 /// The earliest of two optional deadlines.

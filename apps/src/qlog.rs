@@ -16,7 +16,7 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use mpquic::qlog::{write_record, Header, Vantage};
@@ -29,6 +29,7 @@ pub const INTERVAL: Duration = Duration::from_millis(100);
 /// One connection's log file.
 pub struct EventLog {
     w: BufWriter<File>,
+    path: PathBuf,
     start: Instant,
     next: Instant,
 }
@@ -80,10 +81,15 @@ impl EventLog {
             .name(program)
             .wall_clock_time(&rfc3339(SystemTime::now()));
         let id = header.group_id.clone().unwrap_or_else(|| format!("{:?}", now));
-        let f = File::create(dir.join(format!("{id}_{}.sqlog", header.vantage.as_str())))?;
-        let mut w = BufWriter::new(f);
+        let path = dir.join(format!("{id}_{}.sqlog", header.vantage.as_str()));
+        let mut w = BufWriter::new(File::create(&path)?);
         write_record(&mut w, &header.to_json())?;
-        Ok(EventLog { w, start: now, next: now })
+        Ok(EventLog { w, path, start: now, next: now })
+    }
+
+    /// The file written.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// Write one `mpquic:<event>` record with `data`.

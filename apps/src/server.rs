@@ -210,10 +210,12 @@ impl Server {
                 self.close_all(Instant::now());
             }
             self.receive(&mut buf, &mut out);
-            let now = Instant::now();
             let before = self.ep.len();
-            while let Some(h) = self.ep.poll(now) {
-                self.service(h, now, &mut out);
+            // The clock moves on while serving: a connection that stays due
+            // until a paced datagram's time comes is served again then,
+            // not forever at one instant.
+            while let Some(h) = self.ep.poll(Instant::now()) {
+                self.service(h, Instant::now(), &mut out);
             }
             if self.ep.is_empty() && before > 0 {
                 release_freed_memory();

@@ -337,26 +337,24 @@ fn sigterm_closes_connections_and_exits_cleanly() {
     }
 }
 
+/// mpquic-client fetches /big.bin into `out` with `extra` options; checks
+/// it exits 0 with the body intact and returns its JSON summary.
+fn big_json(srv: &ServerProc, sum: &str, out: &std::path::Path, extra: &[&str]) -> serde_json::Value {
+    let (url, ca) = (srv.url("/big.bin"), cert("rootca.pem"));
+    let mut args = vec![url.as_str(), "--ca", &ca, "--json", "-o", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let r = client(&args);
+    assert_eq!(r.status.code(), Some(0));
+    assert_eq!(sha256_file(out), sum);
+    serde_json::from_slice(&r.stdout).expect("JSON summary")
+}
+
 #[test]
 fn two_paths_over_loopback() {
     let (root, sum) = served("mp");
     let srv = ServerProc::start(&root, &["--scheduler", "rr"]);
     let out = root.with_extension("out");
-    let r = client(&[
-        &srv.url("/big.bin"),
-        "--ca",
-        &cert("rootca.pem"),
-        "--local",
-        "127.0.0.1",
-        "--local",
-        "127.0.0.2",
-        "--json",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(r.status.code(), Some(0));
-    assert_eq!(sha256_file(&out), sum);
-    let j: serde_json::Value = serde_json::from_slice(&r.stdout).expect("JSON summary");
+    let j = big_json(&srv, &sum, &out, &["--local", "127.0.0.1", "--local", "127.0.0.2"]);
     assert_eq!(j["multipath"], true, "{j}");
     let paths = j["paths"].as_array().unwrap();
     assert_eq!(paths.len(), 2, "{j}");
@@ -369,6 +367,48 @@ fn two_paths_over_loopback() {
     }
     let total: f64 = paths.iter().map(|p| p["share"].as_f64().unwrap()).sum();
     assert!((total - 1.0).abs() < 1e-9);
+}
+
+/// --migrate-to: after 4 MB of the 24 MB body the client moves its one path
+/// from 127.0.0.1 to a new socket on 127.0.0.2 (RFC 9000 §9.2); the server
+/// validates the new address and goes on sending there, the body arrives
+/// intact, and the summary reports the move.
+#[test]
+fn migration_mid_download() {
+    let (root, sum) = served("migrate");
+    let srv = ServerProc::start(&root, &[]);
+    let out = root.with_extension("out");
+    let extra = ["--local", "127.0.0.1", "--migrate-to", "127.0.0.2", "--migrate-after", "4000000"];
+    let j = big_json(&srv, &sum, &out, &extra);
+    let m = &j["migration"];
+    assert_eq!(m["outcome"], "migrated", "{j}");
+    assert!(m["from"].as_str().unwrap().starts_with("127.0.0.1:"), "{j}");
+    assert!(m["to"].as_str().unwrap().starts_with("127.0.0.2:"), "{j}");
+    let at = m["started_at_bytes"].as_u64().unwrap();
+    assert!((4_000_000..BIG as u64).contains(&at), "moved mid-download: {j}");
+    // One path, now on the new address; it received most of the body.
+    let paths = j["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 1, "{j}");
+    assert_eq!(paths[0]["local"], m["to"], "{j}");
+    assert!(paths[0]["recv_bytes"].as_u64().unwrap() > BIG as u64, "{j}");
+}
+
+#[test]
+fn migrate_bad_inputs() {
+    let r = client(&["https://127.0.0.1:4433/x", "--migrate-to", "nowhere"]);
+    assert_eq!(r.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&r.stderr);
+    assert!(e.contains("bad local address \"nowhere\": expected an IP address or IP:PORT"), "{e}");
+    let r = client(&["https://127.0.0.1:4433/x", "--migrate-after", "10"]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("--migrate-to"));
+    let r = client(&["https://127.0.0.1:4433/x", "--migrate-to", "::1"]);
+    assert_eq!(r.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        e.contains("--migrate-to [::1]:0: an IPv6 address cannot reach the server's IPv4 address"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -563,6 +563,12 @@ int32_t mpquic_config_enable_session_tickets(struct mpquic_config *cfg, bool v);
 // repeat.
 int32_t mpquic_config_enable_early_data(struct mpquic_config *cfg, bool v);
 
+// Log every connection made with this config in qlog (main schema
+// draft-13, QUIC events draft-12, with mpquic's multipath extensions):
+// read the records with mpquic_conn_qlog_next. Off by default; off, it
+// costs one branch per packet.
+int32_t mpquic_config_enable_qlog(struct mpquic_config *cfg, bool v);
+
 // Initial RTT estimate in nanoseconds, used before the first sample.
 int32_t mpquic_config_set_initial_rtt_ns(struct mpquic_config *cfg, uint64_t v);
 
@@ -789,6 +795,18 @@ int32_t mpquic_conn_send_new_token(struct mpquic_conn *conn, const uint8_t *toke
 // MPQUIC_ERROR_BUFFER_TOO_SHORT (the token is kept), or
 // MPQUIC_ERROR_INVALID_ARGUMENT.
 int64_t mpquic_conn_new_token_next(struct mpquic_conn *conn, uint8_t *out, size_t out_len);
+
+// Copy the next record of the connection's qlog file into `out`, framed
+// as the file holds it (RS, one JSON object, newline: JSON-SEQ, RFC 7464),
+// so appending each record to a `.sqlog` file makes a log qvis loads:
+// the first record is the header (`group_id` is the original destination
+// connection ID), then the events in the order they happened. Needs
+// mpquic_config_enable_qlog. Returns the record's length,
+// MPQUIC_ERROR_DONE when none is queued now (call again after the next
+// recv, send or on_timeout; events not drained are dropped past a bound),
+// MPQUIC_ERROR_BUFFER_TOO_SHORT (the record is kept for a call with a
+// larger buffer), or MPQUIC_ERROR_INVALID_ARGUMENT.
+int64_t mpquic_conn_qlog_next(struct mpquic_conn *conn, uint8_t *out, size_t out_len);
 
 // Client: present `token` (from an earlier connection's
 // mpquic_conn_new_token_next) in our Initials; only before the first

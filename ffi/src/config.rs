@@ -417,6 +417,21 @@ pub unsafe extern "C" fn mpquic_config_enable_early_data(cfg: *mut mpquic_config
     }
 }
 
+/// Log every connection made with this config in qlog (main schema
+/// draft-13, QUIC events draft-12, with mpquic's multipath extensions):
+/// read the records with mpquic_conn_qlog_next. Off by default; off, it
+/// costs one branch per packet.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_enable_qlog(cfg: *mut mpquic_config, v: bool) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.enable_qlog(v);
+            Ok(())
+        })
+    }
+}
+
 /// Initial RTT estimate in nanoseconds, used before the first sample.
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_config_set_initial_rtt_ns(cfg: *mut mpquic_config, v: u64) -> i32 {

@@ -66,6 +66,10 @@ pub struct mpquic_conn {
     pub(crate) last: Instant,
     /// A NEW_TOKEN token that did not fit the caller's buffer.
     pending_token: Option<Vec<u8>>,
+    /// A qlog record that did not fit the caller's buffer.
+    pending_qlog: Option<Vec<u8>>,
+    /// The qlog file's header record was handed out.
+    qlog_started: bool,
     /// The caller's pointer (mpquic_conn_set_user_data).
     user: *mut c_void,
 }
@@ -114,7 +118,15 @@ impl mpquic_conn {
     /// An mpquic_conn for a connection held by an endpoint.
     pub(crate) fn boxed(inner: ConnSlot, clock: Clock, now: Instant) -> *mut mpquic_conn {
         let user = std::ptr::null_mut();
-        Box::into_raw(Box::new(mpquic_conn { inner, clock, last: now, pending_token: None, user }))
+        Box::into_raw(Box::new(mpquic_conn {
+            inner,
+            clock,
+            last: now,
+            pending_token: None,
+            pending_qlog: None,
+            qlog_started: false,
+            user,
+        }))
     }
 
     /// Whether an endpoint owns this connection.
@@ -861,28 +873,75 @@ pub unsafe extern "C" fn mpquic_conn_new_token_next(
     out: *mut u8,
     out_len: usize,
 ) -> i64 {
-    // SAFETY: see with_conn and slice_mut.
+    // SAFETY: forwarded contract.
     unsafe {
-        with_conn(
-            conn,
-            i64::from(MPQUIC_ERROR_INVALID_ARGUMENT.code()),
-            i64::from(MPQUIC_ERROR_INTERNAL.code()),
-            |c| {
-                let Some(out) = slice_mut(out, out_len) else {
-                    return i64::from(MPQUIC_ERROR_INVALID_ARGUMENT.code());
+        with_conn_out(conn, out, out_len, |c, out| {
+            let inner = &mut c.inner;
+            hand_out(&mut c.pending_token, || inner.new_token_next(), out)
+        })
+    }
+}
+
+/// [`with_conn`] for calls that fill the caller's buffer `out`: a NULL
+/// connection or buffer is MPQUIC_ERROR_INVALID_ARGUMENT.
+unsafe fn with_conn_out(
+    conn: *mut mpquic_conn,
+    out: *mut u8,
+    out_len: usize,
+    f: impl FnOnce(&mut mpquic_conn, &mut [u8]) -> i64,
+) -> i64 {
+    let invalid = i64::from(MPQUIC_ERROR_INVALID_ARGUMENT.code());
+    // SAFETY: forwarded contract (see with_conn and slice_mut).
+    unsafe {
+        with_conn(conn, invalid, i64::from(MPQUIC_ERROR_INTERNAL.code()), |c| match slice_mut(out, out_len) {
+            Some(out) => f(c, out),
+            None => invalid,
+        })
+    }
+}
+
+/// Copy the kept item, else `next()`'s, into `out`: its length,
+/// MPQUIC_ERROR_DONE when there is none, or MPQUIC_ERROR_BUFFER_TOO_SHORT
+/// with the item kept, so a later call with a larger buffer gets it.
+fn hand_out(kept: &mut Option<Vec<u8>>, next: impl FnOnce() -> Option<Vec<u8>>, out: &mut [u8]) -> i64 {
+    let Some(t) = kept.take().or_else(next) else { return i64::from(MPQUIC_ERROR_DONE.code()) };
+    if t.len() > out.len() {
+        *kept = Some(t);
+        return i64::from(MPQUIC_ERROR_BUFFER_TOO_SHORT.code());
+    }
+    out[..t.len()].copy_from_slice(&t);
+    t.len() as i64
+}
+
+/// Copy the next record of the connection's qlog file into `out`, framed
+/// as the file holds it (RS, one JSON object, newline: JSON-SEQ, RFC 7464),
+/// so appending each record to a `.sqlog` file makes a log qvis loads:
+/// the first record is the header (`group_id` is the original destination
+/// connection ID), then the events in the order they happened. Needs
+/// mpquic_config_enable_qlog. Returns the record's length,
+/// MPQUIC_ERROR_DONE when none is queued now (call again after the next
+/// recv, send or on_timeout; events not drained are dropped past a bound),
+/// MPQUIC_ERROR_BUFFER_TOO_SHORT (the record is kept for a call with a
+/// larger buffer), or MPQUIC_ERROR_INVALID_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_qlog_next(conn: *mut mpquic_conn, out: *mut u8, out_len: usize) -> i64 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_conn_out(conn, out, out_len, |c, out| {
+            let (inner, started) = (&mut c.inner, &mut c.qlog_started);
+            let next = || {
+                let json = if *started {
+                    inner.qlog_next()?
+                } else {
+                    *started = true;
+                    inner.qlog_header()?.name("libmpquic").to_json()
                 };
-                let Some(t) = c.pending_token.take().or_else(|| c.inner.new_token_next()) else {
-                    return i64::from(MPQUIC_ERROR_DONE.code());
-                };
-                if t.len() > out.len() {
-                    // Not lost: a later call with a larger buffer gets it.
-                    c.pending_token = Some(t);
-                    return i64::from(MPQUIC_ERROR_BUFFER_TOO_SHORT.code());
-                }
-                out[..t.len()].copy_from_slice(&t);
-                t.len() as i64
-            },
-        )
+                let mut record = Vec::with_capacity(json.len() + 2);
+                engine::qlog::write_record(&mut record, &json).ok()?;
+                Some(record)
+            };
+            hand_out(&mut c.pending_qlog, next, out)
+        })
     }
 }
 
@@ -914,24 +973,16 @@ pub unsafe extern "C" fn mpquic_conn_set_token(conn: *mut mpquic_conn, token: *c
 /// parameters too (for 0-RTT); store them like a password.
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_conn_session(conn: *const mpquic_conn, out: *mut u8, out_len: usize) -> i64 {
-    // SAFETY: see with_conn and slice_mut.
+    // SAFETY: forwarded contract.
     unsafe {
-        with_conn(
-            conn.cast_mut(),
-            i64::from(MPQUIC_ERROR_INVALID_ARGUMENT.code()),
-            i64::from(MPQUIC_ERROR_INTERNAL.code()),
-            |c| {
-                let Some(out) = slice_mut(out, out_len) else {
-                    return i64::from(MPQUIC_ERROR_INVALID_ARGUMENT.code());
-                };
-                let Some(s) = c.inner.session() else { return i64::from(MPQUIC_ERROR_DONE.code()) };
-                if s.len() > out.len() {
-                    return i64::from(MPQUIC_ERROR_BUFFER_TOO_SHORT.code());
-                }
-                out[..s.len()].copy_from_slice(s);
-                s.len() as i64
-            },
-        )
+        with_conn_out(conn.cast_mut(), out, out_len, |c, out| {
+            let Some(s) = c.inner.session() else { return i64::from(MPQUIC_ERROR_DONE.code()) };
+            if s.len() > out.len() {
+                return i64::from(MPQUIC_ERROR_BUFFER_TOO_SHORT.code());
+            }
+            out[..s.len()].copy_from_slice(s);
+            s.len() as i64
+        })
     }
 }
 

@@ -793,3 +793,63 @@ fn resumption_and_early_data_from_c() {
         mpquic_config_free(scfg);
     }
 }
+
+/// Every record mpquic_conn_qlog_next hands out, appended as a file would.
+unsafe fn drain_qlog(conn: *mut mpquic_conn, file: &mut Vec<u8>) {
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = unsafe { mpquic_conn_qlog_next(conn, buf.as_mut_ptr(), buf.len()) };
+        if n == MPQUIC_ERROR_DONE as i64 {
+            return;
+        }
+        assert!(n > 0, "qlog_next failed: {n}");
+        file.extend_from_slice(&buf[..n as usize]);
+    }
+}
+
+/// qlog from C: the header record first (a buffer too short keeps it),
+/// then the handshake's events, each framed for a JSON-SEQ file; a
+/// connection without qlog has none.
+#[test]
+fn qlog_records_from_c() {
+    unsafe {
+        let (ccfg, scfg) = (config(false), config(true));
+        assert_eq!(mpquic_config_enable_qlog(ccfg, true), 0);
+        assert_eq!(mpquic_config_enable_qlog(null_mut(), true), MPQUIC_ERROR_INVALID_ARGUMENT as i32);
+        let (c, s) = direct_pair(ccfg, scfg, None, |_| {});
+        let mut small = [0u8; 8];
+        assert_eq!(mpquic_conn_qlog_next(c, small.as_mut_ptr(), 8), MPQUIC_ERROR_BUFFER_TOO_SHORT as i64);
+        assert_eq!(mpquic_conn_qlog_next(s, small.as_mut_ptr(), 8), MPQUIC_ERROR_DONE as i64, "qlog off");
+        assert_eq!(mpquic_conn_qlog_next(c, null_mut(), 8), MPQUIC_ERROR_INVALID_ARGUMENT as i64);
+        let mut file = Vec::new();
+        let mut now = 2_000u64;
+        for _ in 0..20 {
+            now += 1_000_000;
+            pump(c, s, now);
+            pump(s, c, now);
+            drain_qlog(c, &mut file);
+        }
+        assert!(mpquic_conn_is_established(c));
+        let text = String::from_utf8(file).unwrap();
+        assert!(text.starts_with('\u{1e}') && text.ends_with('\n'), "JSON-SEQ framing");
+        let records: Vec<serde_json::Value> = text
+            .split('\u{1e}')
+            .skip(1)
+            .map(|r| serde_json::from_str(r.strip_suffix('\n').expect("newline after each record")).unwrap())
+            .collect();
+        let header = &records[0];
+        assert_eq!(header["file_schema"], "urn:ietf:params:qlog:file:sequential");
+        assert_eq!(header["trace"]["vantage_point"]["type"], "client");
+        assert_eq!(header["trace"]["vantage_point"]["name"], "libmpquic");
+        let events = &records[1..];
+        assert!(events.windows(2).all(|w| w[0]["time"].as_f64() <= w[1]["time"].as_f64()), "time order");
+        let named = |n: &'static str| events.iter().filter(move |e| e["name"] == n);
+        assert!(named("quic:packet_sent").count() > 2 && named("quic:packet_received").count() > 2);
+        assert!(named("quic:parameters_set").count() > 0);
+        assert!(named("quic:connection_state_updated").any(|e| e["data"]["new"] == "handshake_confirmed"));
+        mpquic_conn_free(c);
+        mpquic_conn_free(s);
+        mpquic_config_free(ccfg);
+        mpquic_config_free(scfg);
+    }
+}

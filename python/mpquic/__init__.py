@@ -17,6 +17,8 @@ The native part (``mpquic._native``) is a Rust extension built with maturin; see
 ``python/README.md``.
 """
 
+import json
+
 from . import _native
 from ._native import (
     ConfigError,
@@ -38,7 +40,8 @@ except ImportError:  # built without the HTTP/3 client
 
 
 def download(url, locals=None, cc="cubic", scheduler="minrtt", timeout=30.0,
-             insecure=True, output=None):
+             insecure=True, output=None, session=None, early_data=False,
+             qlog_dir=None, migrate_to=None, migrate_after=0):
     """Downloads ``url`` (``https://host:port/path``) over HTTP/3 on real UDP sockets.
 
     ``locals`` lists the local addresses to bind, one path each (``"ip"`` or
@@ -46,16 +49,43 @@ def download(url, locals=None, cc="cubic", scheduler="minrtt", timeout=30.0,
     ``cc`` and ``scheduler`` are names from :func:`congestion_controllers` and
     :func:`schedulers`. ``output``, if given, is a file the body is written to.
     ``insecure`` skips certificate verification (test servers use self-signed
-    certificates). Returns a summary dict (``bytes``, ``seconds``, ``goodput_bps``,
-    ``status``, ``paths`` ...). Raises ``ValueError`` for a bad URL, ``ConfigError``
-    for an unknown cc/scheduler and ``DownloadError`` when the transfer fails.
+    certificates).
+
+    ``session`` (bytes) is the ``"session"`` of an earlier download from the same
+    server: the TLS handshake resumes it (``"resumed"`` says whether the server
+    took it; one it no longer accepts means a full handshake). With
+    ``early_data=True`` the request goes in 0-RTT, before the handshake ends,
+    when the session allows it; ``"early_data"`` says whether the server accepted
+    it (if it refuses, the request is sent again after the handshake).
+    ``qlog_dir`` writes the connection's qlog (``<odcid>_client.sqlog``, JSON-SEQ,
+    as ``mpquic-client --qlog-dir``); ``"qlog"`` is the file's path.
+    ``migrate_to`` (``"ip"`` or ``"ip:port"``) moves the connection to a new
+    socket bound there once ``migrate_after`` body bytes have arrived (RFC 9000
+    active migration); ``"migration"`` reports it (``outcome`` ``"migrated"``,
+    ``"failed_validation"``, ...), as ``mpquic-client --migrate-to`` does.
+
+    Returns a summary dict (``bytes``, ``seconds``, ``goodput_bps``, ``status``,
+    ``paths``, ``session``, ``resumed``, ``early_data``, ``qlog``, ``migration``
+    ...). Raises ``ValueError`` for a bad URL, address or session,
+    ``ConfigError`` for an unknown cc/scheduler and ``DownloadError`` when the
+    transfer fails.
     """
     if _native_download is None:
         raise NotImplementedError("this build of mpquic has no HTTP/3 client")
     if isinstance(locals, str):
         locals = [locals]
-    return _native_download(url, list(locals or []), cc, scheduler, float(timeout),
-                            bool(insecure), None if output is None else str(output))
+    if session is not None and not isinstance(session, (bytes, bytearray, memoryview)):
+        raise TypeError("session must be bytes (the 'session' of an earlier download) or None")
+    if int(migrate_after) < 0:
+        raise ValueError("migrate_after must be a number of bytes >= 0")
+    r = _native_download(url, list(locals or []), cc, scheduler, float(timeout),
+                         bool(insecure), None if output is None else str(output),
+                         None if session is None else bytes(session), bool(early_data),
+                         None if qlog_dir is None else str(qlog_dir),
+                         None if migrate_to is None else str(migrate_to), int(migrate_after))
+    if r["migration"] is not None:
+        r["migration"] = json.loads(r["migration"])
+    return r
 
 
 class Server:
@@ -70,13 +100,19 @@ class Server:
     ``access_log`` a file for one line per request (default stderr).
     ``quic_version`` lists the QUIC versions accepted, most preferred first
     (``"v1"``, ``"v2,v1"``: a client offering v2 is switched to it).
+    Session tickets are always issued; ``early_data=True`` also accepts
+    requests in 0-RTT — an attacker can replay those, so enable it only for
+    requests that are safe to repeat (GETs of static files are).
+    ``qlog_dir`` writes one qlog file per connection
+    (``<odcid>_server.sqlog``, as ``mpquic-server --qlog-dir``).
     Raises ``ValueError`` for unusable options or files, ``OSError`` if a socket
     cannot be bound, ``ConfigError`` for an unknown cc/scheduler.
     """
 
     def __init__(self, root, cert, key, listen="127.0.0.1:4433", cc="cubic",
                  scheduler="minrtt", retry=True, max_paths=4, max_half_open=256,
-                 idle_timeout=30.0, access_log=None, quic_version="v1"):
+                 idle_timeout=30.0, access_log=None, quic_version="v1", early_data=False,
+                 qlog_dir=None):
         if isinstance(listen, str):
             listen = [listen]
         if not (idle_timeout > 0):
@@ -84,7 +120,8 @@ class Server:
         self._inner = _native.Server(
             str(root), str(cert), str(key), list(listen), cc, scheduler, bool(retry),
             int(max_paths), int(max_half_open), int(idle_timeout * 1000),
-            None if access_log is None else str(access_log), str(quic_version))
+            None if access_log is None else str(access_log), str(quic_version),
+            bool(early_data), None if qlog_dir is None else str(qlog_dir))
 
     def addresses(self):
         """The bound addresses, as ``"IP:PORT"`` strings."""

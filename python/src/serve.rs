@@ -28,7 +28,7 @@ pub(crate) struct Server {
 #[pymethods]
 impl Server {
     #[new]
-    #[pyo3(signature = (root, cert, key, listen, cc, scheduler, retry, max_paths, max_half_open, idle_timeout_ms, access_log, quic_version))]
+    #[pyo3(signature = (root, cert, key, listen, cc, scheduler, retry, max_paths, max_half_open, idle_timeout_ms, access_log, quic_version, early_data, qlog_dir))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         root: PathBuf,
@@ -43,6 +43,8 @@ impl Server {
         idle_timeout_ms: u64,
         access_log: Option<PathBuf>,
         quic_version: &str,
+        early_data: bool,
+        qlog_dir: Option<PathBuf>,
     ) -> PyResult<Server> {
         let versions =
             mpquic::version::parse_list(quic_version).map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -65,11 +67,10 @@ impl Server {
             scheduler: scheduler.to_owned(),
             max_paths,
             access_log,
-            qlog_dir: None,
+            qlog_dir,
             idle_timeout: idle_timeout_ms,
             max_half_open,
-            // Not offered from Python: no replayable requests by default.
-            early_data: false,
+            early_data,
             ecn: true,
             pmtud: true,
             versions,

@@ -31,16 +31,8 @@ def _free_udp_port():
     return port
 
 
-@pytest.fixture(scope="session")
-def server(tmp_path_factory):
-    """A local mpquic-server serving a directory with `blob.bin` (1.5 MB)."""
-    binary = _server_binary()
-    if binary is None:
-        pytest.skip("mpquic-server is not built (cargo build --release -p mpquic-apps); "
-                    "or set MPQUIC_SERVER=/path/to/mpquic-server")
-    root = tmp_path_factory.mktemp("www")
-    blob = bytes((i * 7919 + (i >> 8)) & 0xFF for i in range(1_500_000))
-    (root / "blob.bin").write_bytes(blob)
+def start_server(binary, root):
+    """mpquic-server serving `root` on a free port of 127.0.0.1: (process, port)."""
     port = _free_udp_port()
     certs = REPO / "tests" / "certs"
     proc = subprocess.Popen(
@@ -51,9 +43,30 @@ def server(tmp_path_factory):
     if proc.poll() is not None:
         err = proc.stderr.read().decode(errors="replace")
         pytest.fail(f"mpquic-server exited at start: {err}")
-    yield {"url": f"https://127.0.0.1:{port}", "blob": blob, "port": port}
+    return proc, port
+
+
+def stop_server(proc):
     proc.terminate()
     try:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
         proc.kill()
+        proc.wait()
+
+
+BLOB = bytes((i * 7919 + (i >> 8)) & 0xFF for i in range(1_500_000))
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    """A local mpquic-server serving a directory with `blob.bin` (1.5 MB)."""
+    binary = _server_binary()
+    if binary is None:
+        pytest.skip("mpquic-server is not built (cargo build --release -p mpquic-apps); "
+                    "or set MPQUIC_SERVER=/path/to/mpquic-server")
+    root = tmp_path_factory.mktemp("www")
+    (root / "blob.bin").write_bytes(BLOB)
+    proc, port = start_server(binary, root)
+    yield {"url": f"https://127.0.0.1:{port}", "blob": BLOB, "port": port}
+    stop_server(proc)

@@ -1,8 +1,10 @@
-"""mpquic-server's and mpquic-client's qlog files against the qlog JSON Schema
+"""mpquic-server's and mpquic-client's qlog files, and those Python's
+mpquic.Server and mpquic.download write, against the qlog JSON Schema
 (ci/qlog-schema).
 
 A two-path download (mpquic-client with two local addresses) from a real
-mpquic-server, both with --qlog-dir; every record
+mpquic-server, both with --qlog-dir, and the same from Python with
+qlog_dir=; every record
 of the files they write must validate (header: main schema QlogFileSeq,
 events: the QUIC events mpquic emits and its extensions), and the file must
 be loadable the way qvis loads JSON-SEQ (split on RS, first record the
@@ -13,9 +15,13 @@ import copy
 import json
 import signal
 import subprocess
+import threading
 import time
+from pathlib import Path
 
 import pytest
+
+import mpquic
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -85,6 +91,10 @@ def qlog_files(tmp_path_factory):
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+    return _one_file_per_side(qdir)
+
+
+def _one_file_per_side(qdir):
     files = {side: sorted(qdir.glob(f"*_{side}.sqlog")) for side in ["server", "client"]}
     assert all(len(f) == 1 for f in files.values()), files
     # Both ends name the file by the connection's original destination CID.
@@ -92,8 +102,39 @@ def qlog_files(tmp_path_factory):
     return {side: f[0] for side, f in files.items()}
 
 
+@pytest.fixture(scope="module")
+def python_qlog_files(tmp_path_factory):
+    """The qlog files of a two-path download of 4 MB by mpquic.download from
+    mpquic.Server, both with qlog_dir=."""
+    root = tmp_path_factory.mktemp("pyqlog-www")
+    (root / "f.bin").write_bytes(bytes(range(256)) * 16000)
+    qdir = tmp_path_factory.mktemp("pyqlog-out")
+    certs = REPO / "tests" / "certs"
+    srv = mpquic.Server(root, certs / "cert.pem", certs / "key.pem", listen="127.0.0.1:0",
+                        scheduler="rr", qlog_dir=qdir)
+    port = srv.addresses()[0].rsplit(":", 1)[1]
+    t = threading.Thread(target=srv.serve, kwargs={"duration": 60})
+    t.start()
+    try:
+        r = mpquic.download(f"https://127.0.0.1:{port}/f.bin", locals=["127.0.0.1", "127.0.0.2"],
+                            qlog_dir=qdir, timeout=20)
+        assert r["bytes"] == 256 * 16000 and r["multipath"] and len(r["paths"]) == 2, r
+    finally:
+        # Stopping closes every connection and flushes the server's log.
+        srv.stop()
+        t.join(10)
+    files = _one_file_per_side(qdir)
+    assert Path(r["qlog"]) == files["client"]
+    return files
+
+
+LOGS = ["qlog_files", "python_qlog_files"]
+
+
+@pytest.mark.parametrize("logs", LOGS)
 @pytest.mark.parametrize("side", ["server", "client"])
-def test_every_record_validates(qlog_files, side):
+def test_every_record_validates(request, logs, side):
+    qlog_files = request.getfixturevalue(logs)
     records = qvis_records(qlog_files[side].read_text())
     assert errors(HEADER, records[0]) == []
     assert records[0]["trace"]["vantage_point"]["type"] == side
@@ -103,8 +144,10 @@ def test_every_record_validates(qlog_files, side):
     assert times == sorted(times), "events in time order"
 
 
+@pytest.mark.parametrize("logs", LOGS)
 @pytest.mark.parametrize("side", ["server", "client"])
-def test_the_log_shows_both_paths(qlog_files, side):
+def test_the_log_shows_both_paths(request, logs, side):
+    qlog_files = request.getfixturevalue(logs)
     events = qvis_records(qlog_files[side].read_text())[1:]
     names = {e["name"] for e in events}
     for n in ["quic:parameters_set", "quic:connection_state_updated", "quic:packet_sent",

@@ -13,6 +13,7 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use mpquic::h3::{self, quic::Quic};
 use mpquic::Connection;
+use mpquic_apps::migrate::Migrator;
 use mpquic_apps::net::{self, LocalSpec, Outbox, Sockets};
 use mpquic_apps::pem;
 use mpquic_apps::qlog::{self, EventLog};
@@ -89,6 +90,15 @@ struct Args {
     /// this directory.
     #[arg(long)]
     qlog_dir: Option<std::path::PathBuf>,
+    /// Move the connection to a new socket bound at this local address (IP
+    /// or IP:PORT) mid-download (RFC 9000 §9.2 active migration); the
+    /// summary says whether the server validated it.
+    #[arg(long, value_name = "ADDR", value_parser = net::parse_local_addr)]
+    migrate_to: Option<SocketAddr>,
+    /// With --migrate-to: move once this many body bytes have arrived
+    /// (0: as soon as the handshake is confirmed).
+    #[arg(long, value_name = "BYTES", requires = "migrate_to", default_value_t = 0)]
+    migrate_after: u64,
 }
 
 const EXIT_HELP: &str = "Exit codes: 0 ok, 1 local I/O error, 2 bad arguments (URL, names, --local), \
@@ -112,7 +122,7 @@ struct Download {
 fn local_spec(spec: &str, peer: &SocketAddr) -> Result<LocalSpec, String> {
     let Some((addr, ns)) = spec.split_once('@') else {
         let addr = local_addr(spec, peer)?;
-        same_family(spec, &addr, peer)?;
+        same_family(&format!("--local {spec}"), &addr, peer)?;
         return Ok(LocalSpec { addr, netns: None });
     };
     if ns.is_empty() {
@@ -122,18 +132,19 @@ fn local_spec(spec: &str, peer: &SocketAddr) -> Result<LocalSpec, String> {
         .parse::<SocketAddr>()
         .or_else(|_| addr.parse::<IpAddr>().map(|ip| SocketAddr::new(ip, 0)))
         .map_err(|_| format!("--local {spec}: with @NETNS the address must be an IP or IP:PORT"))?;
-    same_family(spec, &addr, peer)?;
+    same_family(&format!("--local {spec}"), &addr, peer)?;
     Ok(LocalSpec { addr, netns: Some(ns.into()) })
 }
 
 /// A socket of one address family cannot reach the other's addresses.
-fn same_family(spec: &str, local: &SocketAddr, peer: &SocketAddr) -> Result<(), String> {
+/// `what` names the option in the error ("--local 127.0.0.1").
+fn same_family(what: &str, local: &SocketAddr, peer: &SocketAddr) -> Result<(), String> {
     let family = |a: &SocketAddr| if a.is_ipv4() { "IPv4" } else { "IPv6" };
     if local.is_ipv4() == peer.is_ipv4() {
         return Ok(());
     }
     Err(format!(
-        "--local {spec}: an {} address cannot reach the server's {} address {peer}; give a local address of the same family",
+        "{what}: an {} address cannot reach the server's {} address {peer}; give a local address of the same family",
         family(local),
         family(peer)
     ))
@@ -262,6 +273,10 @@ fn main() {
         locals.push(LocalSpec { addr: SocketAddr::new(any, 0), netns: None });
     }
     let socks = Sockets::bind_specs(&locals).unwrap_or_else(|e| fail(exit::USAGE, format!("--local: {e}")));
+    let migrator = args.migrate_to.map(|to| {
+        same_family(&format!("--migrate-to {to}"), &to, &peer).unwrap_or_else(|e| fail(exit::USAGE, e));
+        Migrator::new(to, args.migrate_after)
+    });
 
     let mut downloads = Vec::new();
     for (i, t) in targets.into_iter().enumerate() {
@@ -331,6 +346,7 @@ fn main() {
         reopen: Some(reopen),
         qlog: None,
         qlog_dir: args.qlog_dir.clone(),
+        migrator,
     };
     c.open_qlog();
     if let Some(b) = &c.bar {
@@ -381,6 +397,8 @@ struct Client {
     /// The connection's qlog file (`--qlog-dir`).
     qlog: Option<EventLog>,
     qlog_dir: Option<std::path::PathBuf>,
+    /// The move asked for by --migrate-to.
+    migrator: Option<Migrator>,
 }
 
 type Reopen = Box<dyn FnOnce(mpquic::Version, mpquic::Version) -> Option<Connection>>;
@@ -478,6 +496,10 @@ impl Client {
             if let Err(code) = self.on_h3(now) {
                 return code;
             }
+            if let Some(m) = self.migrator.as_mut() {
+                let received = self.fetch.requests().iter().map(|r| r.bytes).sum();
+                m.poll(&mut self.conn, &mut self.socks, received, now);
+            }
             if self.done_at.is_none() && self.fetch.is_done() {
                 self.done_at = Some(now);
                 for d in &mut self.downloads {
@@ -501,16 +523,8 @@ impl Client {
 
     /// Open one path per extra `--local` once the engine can.
     fn open_paths(&mut self, now: Instant) {
-        let peer = self.peer;
-        let conn = &mut self.conn;
-        self.extra_paths.retain(|&local| match conn.probe_path(local, peer, now) {
-            Ok(_) => false,
-            // Wait for the server's connection IDs for the new path.
-            Err(mpquic::PathError::NoConnectionId) => true,
-            Err(e) => {
-                eprintln!("mpquic-client: cannot open a path from {local}: {e}");
-                false
-            }
+        net::open_paths(&mut self.conn, &mut self.extra_paths, self.peer, now, |local, e| {
+            eprintln!("mpquic-client: cannot open a path from {local}: {e}")
         });
     }
 
@@ -680,6 +694,7 @@ impl Client {
                 "overhead_bytes": overhead, "dropped_packets": stats.dropped,
                 "duplicate_bytes": stats.dup_stream_bytes,
                 "out_of_order_bytes": { "samples": ooo.count, "mean": ooo.mean, "p95": ooo.p95, "max": ooo.max },
+                "migration": self.migrator.as_ref().map(Migrator::report),
             });
             println!("{j}");
             return;
@@ -746,6 +761,9 @@ impl Client {
             "receiver out-of-order bytes over {} samples: mean {:.0}, p95 {}, max {}",
             ooo.count, ooo.mean, ooo.p95, ooo.max
         );
+        if let Some(m) = &self.migrator {
+            let _ = writeln!(e, "{}", m.describe());
+        }
     }
 }
 
