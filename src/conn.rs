@@ -614,6 +614,22 @@ impl Connection {
             q.state(now, s);
         }
     }
+    /// Log `quic:packet_dropped` (qlog enabled only).
+    pub(crate) fn qlog_drop(&mut self, level: Option<Level>, len: usize, why: crate::qlog::DropTrigger) {
+        if let Some(q) = &mut self.qlog {
+            q.packet_dropped(self.last_now, level, len, why);
+        }
+    }
+    /// Log `quic:connection_closed` from the close we sent or received.
+    pub(crate) fn qlog_closed(&mut self, now: Instant, remote: bool, trigger: &'static str) {
+        let Some(q) = &mut self.qlog else { return };
+        let info = if remote { self.peer_close.as_ref() } else { self.local_close.as_ref() };
+        let reason = info.map_or(&[][..], |i| i.reason.as_slice());
+        q.connection_closed(
+            now,
+            &crate::qlog::Closed { remote, code: info.map(|i| i.code), reason, trigger },
+        );
+    }
     /// Replace the path scheduler, e.g. with one implemented outside the
     /// crate (see [`crate::sched`]). Takes effect from the next packet.
     pub fn set_scheduler(&mut self, sched: Box<dyn crate::sched::Scheduler>) {
@@ -709,6 +725,7 @@ impl Connection {
             (app, code)
         };
         self.local_close = Some(CloseInfo { is_app: app, code, frame_type: None, reason: reason.to_vec() });
+        self.qlog_closed(now, false, "application");
         self.enter_closing(now);
     }
 
@@ -810,6 +827,7 @@ impl Connection {
             frame_type: Some(err.frame_type.unwrap_or(0)),
             reason: err.reason.as_bytes().to_vec(),
         });
+        self.qlog_closed(now, false, "error");
         self.enter_closing(now);
     }
 

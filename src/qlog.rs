@@ -229,6 +229,46 @@ pub fn write_record<W: std::io::Write>(w: &mut W, json: &str) -> std::io::Result
     w.write_all(b"\n")
 }
 
+/// Why a received packet was dropped (`quic:packet_dropped`'s trigger).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DropTrigger {
+    /// A version we do not speak.
+    Unsupported,
+    /// No keys for its level (not yet, or discarded).
+    KeyUnavailable,
+    /// It does not decrypt.
+    DecryptionFailure,
+    /// Its packet number was received before.
+    Duplicate,
+    /// The rest of a datagram: a header that does not parse, or a packet
+    /// that ends the datagram's processing.
+    General,
+}
+
+impl DropTrigger {
+    fn as_str(self) -> &'static str {
+        match self {
+            DropTrigger::Unsupported => "unsupported",
+            DropTrigger::KeyUnavailable => "key_unavailable",
+            DropTrigger::DecryptionFailure => "decryption_failure",
+            DropTrigger::Duplicate => "duplicate",
+            DropTrigger::General => "general",
+        }
+    }
+}
+
+/// How a connection ended, for `quic:connection_closed`.
+pub(crate) struct Closed<'a> {
+    /// The peer ended it.
+    pub(crate) remote: bool,
+    /// The CONNECTION_CLOSE's error code, if one was sent or received.
+    pub(crate) code: Option<u64>,
+    pub(crate) reason: &'a [u8],
+    /// qlog's trigger: "application", "error", "idle_timeout",
+    /// "stateless_reset" or "version_mismatch".
+    pub(crate) trigger: &'static str,
+}
+
 /// Append `v` as a JSON string (quotes, escapes).
 pub(crate) fn json_str(s: &mut String, v: &str) {
     s.push('"');
@@ -533,6 +573,42 @@ impl Qlog {
             path.0
         );
         s
+    }
+
+    /// `quic:packet_dropped`: a received packet (or the rest of its
+    /// datagram, `level` unknown) discarded without closing the connection.
+    pub(crate) fn packet_dropped(
+        &mut self,
+        now: Instant,
+        level: Option<Level>,
+        len: usize,
+        why: DropTrigger,
+    ) {
+        let mut s = self.begin(now, "quic:packet_dropped", 128);
+        if let Some(l) = level {
+            let _ = write!(s, "\"header\":{{\"packet_type\":\"{}\"}},", packet_type(l));
+        }
+        let _ = write!(s, "\"raw\":{{\"length\":{len}}},\"trigger\":\"{}\"", why.as_str());
+        self.end(s, None);
+    }
+
+    /// `quic:connection_closed`: who ended the connection, how and why.
+    pub(crate) fn connection_closed(&mut self, now: Instant, c: &Closed<'_>) {
+        let mut s = self.begin(now, "quic:connection_closed", 160 + c.reason.len());
+        let _ = write!(
+            s,
+            "\"initiator\":\"{}\",\"trigger\":\"{}\"",
+            if c.remote { "remote" } else { "local" },
+            c.trigger
+        );
+        if let Some(code) = c.code {
+            let _ = write!(s, ",\"error_code\":{code}");
+        }
+        if !c.reason.is_empty() {
+            s.push_str(",\"reason\":");
+            json_str(&mut s, &String::from_utf8_lossy(c.reason));
+        }
+        self.end(s, None);
     }
 
     /// `quic:packet_lost`.

@@ -31,6 +31,11 @@ use content::File;
 /// several flights in a row to 30% loss (PTOs back off 1, 2, 4, 8 s...).
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The version a peer's client starts in for the vn case with mpquic as
+/// the server: reserved for exercising Version Negotiation (RFC 9000 §15,
+/// the 0x?a?a?a?a pattern).
+pub const GREASE_VERSION: u32 = 0x1a2a_3a4a;
+
 /// The directory of the test certificates (the engine's `tests/certs`).
 pub fn cert(name: &str) -> String {
     concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/certs/").to_string() + name

@@ -17,7 +17,10 @@ use crate::{cert, content, ServerHandle, Side, Spec};
 
 fn config(server: bool, spec: &Spec) -> Result<quiche::Config, String> {
     let e = |e: quiche::Error| e.to_string();
-    let mut c = quiche::Config::new(quiche::PROTOCOL_VERSION).map_err(e)?;
+    // vn: the client starts in a reserved version (quiche takes those for
+    // this purpose) and moves to v1 on the server's Version Negotiation.
+    let first = if spec.vn && !server { crate::GREASE_VERSION } else { quiche::PROTOCOL_VERSION };
+    let mut c = quiche::Config::new(first).map_err(e)?;
     c.set_application_protos(&[content::alpn(spec.h3)]).map_err(e)?;
     if server {
         c.load_cert_chain_from_pem_file(&cert("cert.pem")).map_err(e)?;

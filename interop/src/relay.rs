@@ -125,6 +125,8 @@ pub struct Seen {
     pub up_versions: Vec<u32>,
     /// QUIC versions of the server's long headers, in order of appearance.
     pub down_versions: Vec<u32>,
+    /// Version Negotiation packets the server sent.
+    pub down_vn: u64,
     /// Datagrams per ECN codepoint (index: the TOS bits, 0 Not-ECT, 1
     /// ECT(1), 2 ECT(0), 3 CE), client to server.
     pub up_ecn: [u64; 4],
@@ -142,6 +144,11 @@ pub struct Seen {
     /// Client datagrams sent to front 0 after the first one sent to another
     /// front (a client that moved to the server's preferred address).
     pub up_old_after_move: u64,
+}
+
+/// A Version Negotiation packet: a long header with version 0.
+fn is_version_negotiation(dgram: &[u8]) -> bool {
+    mpquic::packet::invariant_header(dgram).is_some_and(|h| h.version == 0)
 }
 
 /// Note the version of a long-header datagram (Version Negotiation aside).
@@ -473,6 +480,7 @@ impl State {
                 let hdr = mpquic::packet::parse_header(&self.buf[..n], 0);
                 self.seen.retry |= hdr.is_ok_and(|h| h.ty == mpquic::packet::PacketType::Retry);
                 note_version(&mut self.seen.down_versions, &self.buf[..n]);
+                self.seen.down_vn += u64::from(is_version_negotiation(&self.buf[..n]));
                 self.count_server(n as u64, now);
                 if self.dropping(now) || self.flows[i].dead {
                     continue;

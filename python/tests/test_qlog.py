@@ -171,7 +171,7 @@ def test_broken_records_are_rejected(qlog_files):
     header, events = records[0], records[1:]
     first = {n: next(e for e in events if e["name"] == n)
              for n in ["quic:packet_sent", "quic:recovery_metrics_updated", "quic:parameters_set",
-                       "quic:tuple_assigned"]}
+                       "quic:tuple_assigned", "quic:connection_closed"]}
 
     def broken(record, change):
         r = copy.deepcopy(record)
@@ -200,6 +200,8 @@ def test_broken_records_are_rejected(qlog_files):
         broken(first["quic:recovery_metrics_updated"], lambda e: e["data"].update(smoothed_rtt="5")),
         broken(first["quic:parameters_set"], lambda e: e["data"].update(initiator="peer")),
         broken(first["quic:tuple_assigned"], lambda e: e["data"]["tuple_local"].update(port_v4=70000)),
+        broken(first["quic:connection_closed"], lambda e: e["data"].update(trigger="clean")),
+        broken(first["quic:connection_closed"], lambda e: e["data"].update(initiator="peer")),
     ]
     for e in bad_events:
         assert errors(EVENT, e), e

@@ -38,9 +38,10 @@ impl Connection {
 
     /// The peer ended the connection without a CONNECTION_CLOSE (Version
     /// Negotiation, Stateless Reset): closed at once, nothing more sent.
-    pub(super) fn closed_by_peer(&mut self, reason: &[u8]) {
+    pub(super) fn closed_by_peer(&mut self, reason: &[u8], trigger: &'static str) {
         self.peer_close =
             Some(CloseInfo { is_app: false, code: 0, frame_type: None, reason: reason.to_vec() });
+        self.qlog_closed(self.last_now, true, trigger);
         self.state = State::Closed;
         self.qlog_state(self.last_now, crate::qlog::ConnState::Closed);
     }
@@ -66,7 +67,7 @@ impl Connection {
         // The next attempt: our most preferred version the server lists.
         self.vn.next =
             self.versions.iter().copied().find(|v| hdr.supported_versions().any(|s| s == v.wire()));
-        self.closed_by_peer(b"version negotiation");
+        self.closed_by_peer(b"version negotiation", "version_mismatch");
         Err(Ok(Drop::Datagram))
     }
 

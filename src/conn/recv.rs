@@ -6,6 +6,7 @@ use crate::crypto::{self, Level};
 use crate::error::{ErrorCode, TransportError};
 use crate::frame::{self, EcnCounts, Frame};
 use crate::packet::{self, ConnectionId, PacketType};
+use crate::qlog::DropTrigger;
 use crate::recovery::{Ecn, HandshakeStatus, PacketFate, SentPacket};
 use crate::stream::StreamId;
 use crate::version::Version;
@@ -75,6 +76,7 @@ impl Connection {
                 Ok(n) => off += n,
                 Err(Ok(Drop::Datagram)) => {
                     self.stats.dropped += 1;
+                    self.qlog_drop(None, len - off, DropTrigger::General);
                     break;
                 }
                 Err(Err(e)) => {
@@ -111,7 +113,10 @@ impl Connection {
         }
         let Some(level) = level_of(hdr.ty) else { return Ok(plen) };
         let version = if hdr.is_long() {
-            let Some(v) = self.accept_version(&hdr) else { return Ok(plen) };
+            let Some(v) = self.accept_version(&hdr) else {
+                self.qlog_drop(Some(level), plen, DropTrigger::Unsupported);
+                return Ok(plen);
+            };
             v
         } else {
             self.version
@@ -121,6 +126,7 @@ impl Connection {
             // or keep it for later if it is 0-RTT.
             if !(level == Level::ZeroRtt && self.buffer_early_packet(&buf[..plen], info)) {
                 self.stats.dropped += 1;
+                self.qlog_drop(Some(level), plen, DropTrigger::KeyUnavailable);
             }
             return Ok(plen);
         }
@@ -136,6 +142,7 @@ impl Connection {
         let pkt = &mut buf[..plen];
         let Some((pn, payload)) = self.unprotect(pkt, level, version, path_id, pn_offset, now)? else {
             self.stats.dropped += 1;
+            self.qlog_drop(Some(level), plen, DropTrigger::DecryptionFailure);
             return Ok(plen);
         };
         self.on_version_opened(version);
@@ -148,6 +155,7 @@ impl Connection {
             return Ok(plen);
         }
         let Some(acks) = self.recv_acks(level, path_id).filter(|a| !a.is_duplicate(pn)) else {
+            self.qlog_drop(Some(level), plen, DropTrigger::Duplicate);
             return Ok(plen);
         };
         let newest = acks.largest_received().is_none_or(|l| pn > l);
@@ -344,7 +352,7 @@ impl Connection {
         if let Some(tok) = packet::stateless_reset_token(dgram) {
             if self.cids.is_stateless_reset(tok) {
                 log::debug!("stateless reset received");
-                self.closed_by_peer(b"stateless reset");
+                self.closed_by_peer(b"stateless reset", "stateless_reset");
                 return Err(Ok(Drop::Datagram));
             }
         }
@@ -416,6 +424,7 @@ impl Connection {
                     frame_type,
                     reason: reason.to_vec(),
                 });
+                self.qlog_closed(now, true, if frame_type.is_none() { "application" } else { "error" });
                 self.enter_draining(now);
             }
             Frame::HandshakeDone => {

@@ -877,6 +877,16 @@ fn qlog_events_describe_paths_losses_and_metrics() {
     for (log, state) in [(&c, "closing"), (&c, "closed"), (&s, "draining"), (&s, "closed")] {
         assert!(log.iter().any(|l| l.contains(&format!("\"new\":\"{state}\""))), "{state}");
     }
+    // Who closed, how, with which code: once on each side.
+    let closed = |log: &[String], who: &str| {
+        let e: Vec<_> = log.iter().filter(|l| l.contains("\"quic:connection_closed\"")).collect();
+        assert_eq!(e.len(), 1, "{who}: {e:?}");
+        let d = &serde_json::from_str::<serde_json::Value>(e[0]).unwrap()["data"];
+        assert_eq!((d["initiator"].as_str(), d["trigger"].as_str()), (Some(who), Some("application")));
+        assert_eq!((d["error_code"].as_u64(), d["reason"].as_str()), (Some(0x100), Some("done")));
+    };
+    closed(&c, "local");
+    closed(&s, "remote");
     let h = p.c.qlog_header().unwrap();
     assert_eq!(h.vantage, crate::qlog::Vantage::Client);
     assert_eq!(p.s.qlog_header().unwrap().group_id, h.group_id, "both ends name the connection by its ODCID");

@@ -128,6 +128,7 @@ impl Connection {
         if let Some(d) = self.idle.deadline {
             if now >= d {
                 log::debug!("idle timeout");
+                self.qlog_closed(now, false, "idle_timeout");
                 self.state = State::Closed;
                 self.qlog_state(now, crate::qlog::ConnState::Closed);
                 return;

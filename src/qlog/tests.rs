@@ -314,3 +314,28 @@ fn queue_is_bounded() {
     assert_eq!(q.dropped, 10);
     assert!(q.next().unwrap().contains("\"packet_number\":10,"));
 }
+
+#[test]
+fn drops_and_closes_carry_their_trigger() {
+    let t = t0();
+    let mut q = Qlog::new(t, Vantage::Client, &[1]);
+    q.packet_dropped(t, Some(Level::Handshake), 1200, DropTrigger::DecryptionFailure);
+    q.packet_dropped(t, None, 40, DropTrigger::General);
+    let closed = Closed { remote: true, code: Some(0x0a), reason: b"bad \"frame\"", trigger: "error" };
+    q.connection_closed(t, &closed);
+    q.connection_closed(t, &Closed { remote: false, code: None, reason: b"", trigger: "idle_timeout" });
+    let ev = drain(&mut q);
+    assert_eq!(ev[0]["name"], "quic:packet_dropped");
+    assert_eq!(ev[0]["data"]["header"]["packet_type"], "handshake");
+    assert_eq!(ev[0]["data"]["raw"]["length"], 1200);
+    assert_eq!(ev[0]["data"]["trigger"], "decryption_failure");
+    assert!(ev[1]["data"].get("header").is_none());
+    assert_eq!(ev[1]["data"]["trigger"], "general");
+    assert_eq!(ev[2]["name"], "quic:connection_closed");
+    let d = &ev[2]["data"];
+    assert_eq!((d["initiator"].as_str(), d["trigger"].as_str()), (Some("remote"), Some("error")));
+    assert_eq!((d["error_code"].as_u64(), d["reason"].as_str()), (Some(10), Some("bad \"frame\"")));
+    let d = &ev[3]["data"];
+    assert_eq!((d["initiator"].as_str(), d["trigger"].as_str()), (Some("local"), Some("idle_timeout")));
+    assert!(d.get("error_code").is_none() && d.get("reason").is_none());
+}
