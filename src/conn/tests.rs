@@ -1171,16 +1171,22 @@ fn empty_new_token_is_a_frame_encoding_error() {
     assert_eq!(p.c.local_error().map(|e| e.code), Some(ErrorCode::FRAME_ENCODING_ERROR.0));
 }
 
+/// A client connection driven by hand (no pair): the instant, its address,
+/// the server's, and the connection.
+fn lone_client() -> (Instant, SocketAddr, SocketAddr, Connection) {
+    let now = Instant::now();
+    let c_addr: SocketAddr = "127.0.0.1:1111".parse().unwrap();
+    let s_addr: SocketAddr = "127.0.0.1:2222".parse().unwrap();
+    let c = connect(Some("localhost"), &crate::random_cid(8), c_addr, s_addr, &config(false), now).unwrap();
+    (now, c_addr, s_addr, c)
+}
+
 /// A client whose first Initial is lost probes with its ClientHello again,
 /// not with a bare PING: a server that sees only the probe still answers
 /// with its whole first flight.
 #[test]
 fn lost_client_hello_is_resent_by_the_pto_probe() {
-    let now = Instant::now();
-    let c_addr: SocketAddr = "127.0.0.1:1111".parse().unwrap();
-    let s_addr: SocketAddr = "127.0.0.1:2222".parse().unwrap();
-    let mut c =
-        connect(Some("localhost"), &crate::random_cid(8), c_addr, s_addr, &config(false), now).unwrap();
+    let (now, c_addr, s_addr, mut c) = lone_client();
     let mut buf = vec![0u8; 1500];
     // The first flight is lost.
     while c.send(&mut buf, now).unwrap().is_some() {}
@@ -1227,11 +1233,7 @@ fn packet_types(mut dgram: &[u8]) -> Vec<packet::PacketType> {
 /// and the handshake timed out.
 #[test]
 fn server_pto_probes_carry_its_handshake_flight() {
-    let now = Instant::now();
-    let c_addr: SocketAddr = "127.0.0.1:1111".parse().unwrap();
-    let s_addr: SocketAddr = "127.0.0.1:2222".parse().unwrap();
-    let mut c =
-        connect(Some("localhost"), &crate::random_cid(8), c_addr, s_addr, &config(false), now).unwrap();
+    let (now, c_addr, s_addr, mut c) = lone_client();
     let mut buf = vec![0u8; 1500];
     let mut first = Vec::new();
     while let Some((n, _)) = c.send(&mut buf, now).unwrap() {
