@@ -154,6 +154,8 @@ struct Entry<T> {
     /// Queued for [`Endpoint::poll`].
     ready: bool,
     app_wake: Option<Instant>,
+    /// The instant [`Endpoint::poll`] last returned it for its timer.
+    timer_polled: Option<Instant>,
 }
 
 /// Whether `dgram`'s first packet is a client Initial that decrypts with the
@@ -353,6 +355,7 @@ impl<T: Default> Endpoint<T> {
             half_open: true,
             ready: false,
             app_wake: None,
+            timer_polled: None,
         };
         let h = self.conns.insert(entry);
         self.half_open += 1;
@@ -400,14 +403,29 @@ impl<T: Default> Endpoint<T> {
                 return Some(h);
             }
         }
-        while let Some(h) = self.timers.pop_due(now) {
+        let mut later = Vec::new();
+        let mut found = None;
+        while let Some((h, at)) = self.timers.pop_due(now) {
             let Some(e) = self.conns.get_mut(h) else { continue };
+            // Served for its timer at this instant already: a deadline that
+            // serving left due (an ACK owed while the application holds
+            // the path's next datagram) waits for a later `now` instead of
+            // spinning a caller that polls in a loop at one instant.
+            if e.timer_polled == Some(now) {
+                later.push((h, at));
+                continue;
+            }
+            e.timer_polled = Some(now);
             if e.conn.timeout().is_some_and(|t| t <= now) {
                 e.conn.on_timeout(now);
             }
-            return Some(h);
+            found = Some(h);
+            break;
         }
-        None
+        for (h, at) in later {
+            self.timers.set(h, Some(at));
+        }
+        found
     }
 
     /// A connection and its data.

@@ -277,6 +277,23 @@ fn unknown_ids_cost_no_connection_work_among_1000_connections() {
     assert!(w.sent_to[&from] < 10_000 * 30);
 }
 
+/// A caller that polls in a loop at one instant and asks to be woken at
+/// that instant again (an application holding a datagram paced for now)
+/// gets the connection once per instant, not forever.
+#[test]
+fn a_deadline_left_due_waits_for_a_later_instant() {
+    let mut w = World::new(false, 256);
+    w.connect(9000);
+    w.run(100);
+    let h = w.ep.handles()[0];
+    w.ep.rearm(h, Some(w.now));
+    assert_eq!(w.ep.poll(w.now), Some(h), "due at once");
+    w.ep.rearm(h, Some(w.now));
+    assert_eq!(w.ep.poll(w.now), None, "returned twice at one instant");
+    assert_eq!(w.ep.timeout(), Some(w.now), "still due");
+    assert_eq!(w.ep.poll(w.now + std::time::Duration::from_millis(1)), Some(h));
+}
+
 #[test]
 fn idle_connection_times_out_through_the_timer_heap() {
     let mut w = World::new(true, 256);

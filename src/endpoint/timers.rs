@@ -49,15 +49,15 @@ impl Timers {
         None
     }
 
-    /// A connection whose deadline is at or before `now`; its deadline is
-    /// cleared (the caller sets the next one).
-    pub(super) fn pop_due(&mut self, now: Instant) -> Option<Handle> {
+    /// A connection whose deadline is at or before `now`, and that
+    /// deadline; it is cleared (the caller sets the next one).
+    pub(super) fn pop_due(&mut self, now: Instant) -> Option<(Handle, Instant)> {
         if self.next()? > now {
             return None;
         }
-        let Reverse((_, h)) = self.heap.pop()?;
+        let Reverse((t, h)) = self.heap.pop()?;
         self.current.remove(&h);
-        Some(h)
+        Some((h, t))
     }
 
     #[cfg(test)]
@@ -83,7 +83,7 @@ mod tests {
         tm.set(a, Some(ms(30))); // the entry at 10 goes stale
         assert_eq!(tm.next(), Some(ms(20)));
         assert_eq!(tm.pop_due(ms(15)), None);
-        assert_eq!(tm.pop_due(ms(25)), Some(b));
+        assert_eq!(tm.pop_due(ms(25)), Some((b, ms(20))));
         assert_eq!(tm.pop_due(ms(25)), None);
         tm.set(a, None);
         assert_eq!((tm.next(), tm.pop_due(ms(100))), (None, None));
@@ -92,6 +92,6 @@ mod tests {
             tm.set(a, Some(ms(1000 + i)));
         }
         assert!(tm.heap_len() <= 66, "heap holds {}", tm.heap_len());
-        assert_eq!(tm.pop_due(ms(20_000)), Some(a));
+        assert_eq!(tm.pop_due(ms(20_000)), Some((a, ms(10_999))));
     }
 }
