@@ -12,6 +12,7 @@ use mpquic::{
     Config, Connection, Ecn, EcnState, Endpoint, EndpointConfig, ErrorCode, PathEvent, PathId, PathStatus,
     RecvInfo, Version,
 };
+use mpquic_apps::qlog::EventLog;
 
 use crate::hq::{self, Streams};
 use crate::http3::{self, Holds};
@@ -29,21 +30,22 @@ fn qlog_dir() -> Option<std::path::PathBuf> {
     std::env::var_os("MPQUIC_INTEROP_QLOG").map(Into::into)
 }
 
-/// A connection's qlog: `events` drained so far and what is still queued,
-/// into `qlog_dir()` (errors go to stderr: a debugging aid must not fail
-/// the cell).
-fn write_qlog(conn: &mut Connection, mut events: Vec<String>, role: &str) {
-    let (Some(dir), Some(header)) = (qlog_dir(), conn.qlog_header()) else { return };
-    events.extend(std::iter::from_fn(|| conn.qlog_next()));
-    let path = dir.join(format!("{}_{role}.sqlog", conn.source_id()));
-    let write = || -> std::io::Result<()> {
-        std::fs::create_dir_all(&dir)?;
-        let mut w = std::io::BufWriter::new(std::fs::File::create(&path)?);
-        mpquic::qlog::write_record(&mut w, &header.to_json())?;
-        events.iter().try_for_each(|e| mpquic::qlog::write_record(&mut w, e))
-    };
-    if let Err(e) = write() {
-        eprintln!("qlog {}: {e}", path.display());
+/// The qlog file of `conn`, with `MPQUIC_INTEROP_QLOG` (an error goes to
+/// stderr: a debugging aid must not fail the cell).
+fn open_qlog(conn: &Connection) -> Option<EventLog> {
+    let dir = qlog_dir()?;
+    EventLog::create(&dir, conn, "mpquic-interop", Instant::now())
+        .map_err(|e| eprintln!("qlog {}: {e}", dir.display()))
+        .ok()
+}
+
+/// Copy `conn`'s queued events into its log, and flush it when `last`.
+fn drain_qlog(log: Option<&mut EventLog>, conn: &mut Connection, last: bool) {
+    if let Some(l) = log {
+        l.engine_events(conn);
+        if last {
+            l.flush();
+        }
     }
 }
 
@@ -122,8 +124,8 @@ struct Client {
     migrated: usize,
     /// Path validations that failed (`PathEvent::FailedValidation`).
     failed_validations: usize,
-    /// qlog events drained so far (with `MPQUIC_INTEROP_QLOG`).
-    qlog: Vec<String>,
+    /// Its qlog file (with `MPQUIC_INTEROP_QLOG`).
+    qlog: Option<EventLog>,
 }
 
 impl Streams for Client {
@@ -183,7 +185,7 @@ impl Engine for Client {
         if self.key_update && self.conn.update_keys(now) {
             self.initiated += 1;
         }
-        self.qlog.extend(std::iter::from_fn(|| self.conn.qlog_next()));
+        drain_qlog(self.qlog.as_mut(), &mut self.conn, false);
         while let Some(e) = self.conn.path_event_next() {
             self.migrated += usize::from(matches!(e, PathEvent::Migrated(..)));
             self.failed_validations += usize::from(matches!(e, PathEvent::FailedValidation(_)));
@@ -296,6 +298,7 @@ fn attempt(
         conn.follows_version_negotiation(r);
     }
     let second = socks.locals().get(1).map(|l| (*l, servers[0]));
+    let qlog = open_qlog(&conn);
     let mut c = Client {
         conn,
         mp: spec.mp,
@@ -306,10 +309,10 @@ fn attempt(
         initiated: 0,
         migrated: 0,
         failed_validations: 0,
-        qlog: Vec::new(),
+        qlog,
     };
     let res = sansio::fetch::<_, mpquic::h3::Connection>(&mut c, &mut socks, spec, deadline, side);
-    write_qlog(&mut c.conn, std::mem::take(&mut c.qlog), "client");
+    drain_qlog(c.qlog.as_mut(), &mut c.conn, true);
     *side.key_updates.get_or_insert(0) += c.conn.stats().key_updates;
     *side.key_updates_initiated.get_or_insert(0) += c.initiated;
     *side.abandoned.get_or_insert(0) += abandoned(&c.conn).max(u64::from(c.abandoned));
@@ -371,7 +374,7 @@ fn serve<A: ServerApp<Connection> + Default>(
     let mut early = 0;
     let mut ecn = 0;
     let mut replies = Vec::new();
-    let mut qlogs: std::collections::HashMap<_, Vec<String>> = Default::default();
+    let mut qlogs = std::collections::HashMap::new();
     while !stop.load(Ordering::Relaxed) {
         socks.input(|buf, info| {
             if let Incoming::Reply(n) = ep.recv(buf, info, Instant::now(), &mut reply) {
@@ -395,9 +398,10 @@ fn serve<A: ServerApp<Connection> + Default>(
             while let Some(e) = conn.path_event_next() {
                 gone += u64::from(matches!(e, PathEvent::Abandoned(_)));
             }
-            qlogs.entry(h).or_default().extend(std::iter::from_fn(|| conn.qlog_next()));
+            let log = qlogs.entry(h).or_insert_with(|| open_qlog(conn));
+            drain_qlog(log.as_mut(), conn, false);
             if let Some((mut conn, mut app)) = ep.rearm(h, None) {
-                write_qlog(&mut conn, qlogs.remove(&h).unwrap_or_default(), "server");
+                drain_qlog(qlogs.remove(&h).flatten().as_mut(), &mut conn, true);
                 resumed += usize::from(conn.is_resumed());
                 early += usize::from(conn.is_early_data_accepted());
                 ecn += usize::from(ecn_validated(&conn));
@@ -412,7 +416,7 @@ fn serve<A: ServerApp<Connection> + Default>(
     }
     for h in ep.handles() {
         if let Some((conn, app)) = ep.get(h) {
-            write_qlog(conn, qlogs.remove(&h).unwrap_or_default(), "server");
+            drain_qlog(qlogs.remove(&h).flatten().as_mut(), conn, true);
             resumed += usize::from(conn.is_resumed());
             early += usize::from(conn.is_early_data_accepted());
             ecn += usize::from(ecn_validated(conn));
