@@ -76,7 +76,11 @@ fn rebinding_with_quiche_server() {
 /// final datagram size must be within the 1400-byte link MTU and above the
 /// 1350-byte start. (5 of 18 runs passed before a late ACK of a large packet
 /// could undo a PTO-driven fallback: aioquic acknowledges the transfer's last
-/// packets after two PTOs; 12 of 12 since.)
+/// packets after two PTOs; 12 of 12 since. CI on 2026-11-25 then failed 2 of
+/// 3 with the size back at 1200 after one black hole, not seen in 26 local
+/// runs, idle or loaded: a burst of congestion losses of full-size packets
+/// alone no longer counts as a black hole, and the search after a fallback
+/// probes the size that worked before first.)
 #[test]
 fn pmtud_full_size_with_aioquic_client() {
     let mut failed = Vec::new();

@@ -13,8 +13,11 @@
 //! Black holes (RFC 8899 §4.3): the path falls back to the 1200-byte base
 //! when full-size packets keep getting lost while smaller ones get through —
 //! [`SUSPICIOUS_EVENTS`] loss events of large packets sent after the last
-//! large one acknowledged — or when the path's PTO fires twice running with
-//! large packets outstanding; the search then starts over.
+//! large one acknowledged, and a small one sent since acknowledged (a burst
+//! of congestion losses is no black hole) — or when the path's PTO fires
+//! twice running with large packets outstanding; the search then starts
+//! over, with the size that worked before as its first probe, so that a
+//! fallback the evidence misled costs one round trip.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -63,6 +66,10 @@ pub(crate) struct Pmtud {
     largest_acked_large: Option<u64>,
     /// Loss events of large packets sent after `largest_acked_large`.
     suspicious: u8,
+    /// A small packet sent after `largest_acked_large` was acknowledged.
+    small_passed: bool,
+    /// After a fallback: the size in use before, the search's first probe.
+    retry: Option<usize>,
     /// Fallbacks to the base size so far.
     pub(crate) black_holes: u32,
     /// After a fallback: the size before and the first packet number sent
@@ -87,6 +94,8 @@ impl Pmtud {
             raise_at: None,
             largest_acked_large: None,
             suspicious: 0,
+            small_passed: false,
+            retry: None,
             black_holes: 0,
             undo: None,
         }
@@ -117,6 +126,9 @@ impl Pmtud {
             self.ceiling = self.max;
             self.top_tried = false;
         }
+        if let Some(r) = self.retry.filter(|&r| r > self.current) {
+            return Some(r);
+        }
         if self.ceiling < self.current + MIN_STEP {
             self.raise_at = Some(now + RAISE_INTERVAL);
             return None;
@@ -135,14 +147,19 @@ impl Pmtud {
             self.failures = 0;
             self.top_tried = true;
             self.current = self.current.max(s.min(self.max));
+            self.retry = None;
         }
-        if size > BASE {
-            self.largest_acked_large = Some(self.largest_acked_large.map_or(pn, |l| l.max(pn)));
-            self.suspicious = 0;
-            if let Some((before, _)) = self.undo.take_if(|&mut (_, first)| pn < first) {
-                self.current = self.current.max(before);
-                self.black_holes -= 1;
-            }
+        if size <= BASE {
+            self.small_passed |= self.largest_acked_large.is_none_or(|l| pn > l);
+            return;
+        }
+        self.largest_acked_large = Some(self.largest_acked_large.map_or(pn, |l| l.max(pn)));
+        self.suspicious = 0;
+        self.small_passed = false;
+        if let Some((before, _)) = self.undo.take_if(|&mut (_, first)| pn < first) {
+            self.current = self.current.max(before);
+            self.black_holes -= 1;
+            self.retry = None;
         }
     }
 
@@ -164,7 +181,8 @@ impl Pmtud {
                 if self.failures >= MAX_PROBES {
                     self.failures = 0;
                     self.top_tried = true;
-                    self.ceiling = s - 1;
+                    self.ceiling = self.ceiling.min(s - 1);
+                    self.retry = None;
                 }
             } else if size > BASE && self.largest_acked_large.is_none_or(|l| pn > l) {
                 suspicious = true;
@@ -174,7 +192,7 @@ impl Pmtud {
             return false;
         }
         self.suspicious += 1;
-        self.suspicious >= SUSPICIOUS_EVENTS && self.black_hole()
+        self.suspicious >= SUSPICIOUS_EVENTS && self.small_passed && self.black_hole()
     }
 
     /// The path's PTO fired for the `pto_count`-th time running.
@@ -188,12 +206,14 @@ impl Pmtud {
             return false;
         }
         self.undo = Some((self.current, u64::MAX));
+        self.retry = Some(self.current);
         self.current = BASE;
         self.ceiling = self.max;
         self.top_tried = false;
         self.probe = None;
         self.failures = 0;
         self.suspicious = 0;
+        self.small_passed = false;
         self.raise_at = None;
         self.black_holes += 1;
         true
@@ -269,14 +289,53 @@ mod tests {
         for _ in 0..5 {
             assert!(!p.on_lost([(2009, 1472)].into_iter()));
         }
-        // Three loss events of large packets beyond it do.
+        // Three loss events of large packets beyond it do, once a small
+        // packet sent after it is acknowledged.
+        p.on_acked(2008, 300);
         assert!(!p.on_lost([(2011, 1472), (2012, 1472)].into_iter()));
         assert!(!p.on_lost([(2013, 1472)].into_iter()));
         assert!(!p.on_lost([(2014, 300)].into_iter()), "a small loss is no evidence");
-        assert!(p.on_lost([(2015, 1472)].into_iter()));
+        assert!(!p.on_lost([(2015, 1472)].into_iter()), "no small packet got through yet");
+        p.on_acked(2016, 300);
+        assert!(p.on_lost([(2017, 1472)].into_iter()));
         assert_eq!((p.current(), p.black_holes), (BASE, 1));
-        // The search starts over from the top.
+        // The search starts over from the size that worked before.
         assert_eq!(p.probe_size(now), Some(1472));
+    }
+
+    #[test]
+    fn bursts_of_large_losses_alone_are_congestion() {
+        let mut p = Pmtud::new(true, 1350, 1472);
+        p.on_acked(10, 1350);
+        for pn in 11..30 {
+            assert!(!p.on_lost([(pn, 1350)].into_iter()));
+        }
+        assert_eq!((p.current(), p.black_holes), (1350, 0));
+    }
+
+    #[test]
+    fn after_a_fallback_the_old_size_is_probed_first() {
+        let now = t0();
+        let mut p = Pmtud::new(true, 1350, 1472);
+        search(&mut p, 1400, now);
+        let found = p.current();
+        assert!(p.on_pto(2));
+        p.on_sent(5000);
+        p.on_acked(5001, BASE);
+        assert_eq!(p.current(), BASE, "only small packets acknowledged: a black hole");
+        // Only a burst of losses misled it: one probe restores the size.
+        assert_eq!(p.probe_size(now), Some(found));
+        p.on_probe_sent(5002, found);
+        p.on_acked(5002, found);
+        assert_eq!(p.current(), found);
+        // A real black hole: the old size fails three times, then halving.
+        assert!(p.on_pto(2));
+        for pn in 6000..6003 {
+            assert_eq!(p.probe_size(now), Some(found));
+            p.on_probe_sent(pn, found);
+            assert!(!p.on_lost([(pn, found)].into_iter()));
+        }
+        assert_eq!(p.probe_size(now), Some((BASE + found - 1).div_ceil(2)));
     }
 
     #[test]
