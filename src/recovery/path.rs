@@ -211,6 +211,16 @@ impl PathRecovery {
         self.pacer.release_time(now)
     }
 
+    /// Bring the pacer's rate up to date with the window and RTT (after an
+    /// ACK or a loss): the rate is otherwise refreshed only when a packet is
+    /// sent, and a path the scheduler passes over because its pacer, still
+    /// at a stale rate, holds it would never send again to refresh it (a new
+    /// path's first flight is charged at the 333 ms initial RTT's rate).
+    pub(super) fn refresh_pacing_rate(&mut self, now: Instant) {
+        let rate = self.pacing_rate();
+        self.pacer.set_rate(now, rate);
+    }
+
     /// The sender had nothing to send although the window allowed it: open
     /// an app-limited bubble for delivery-rate sampling (BBR draft §4.5.2.3)
     /// and tell the controller.

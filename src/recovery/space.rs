@@ -314,6 +314,7 @@ impl<T> PacketSpace<T> {
             path.pto_count = 0;
         }
         path.timer_anchor = Some(now);
+        path.refresh_pacing_rate(now);
         self.pop_tombstones();
         Ok(summary)
     }

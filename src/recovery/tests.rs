@@ -394,6 +394,27 @@ fn can_send_and_view() {
     assert_eq!((v.id, v.cwnd, v.bytes_in_flight, v.bandwidth), (PathId(0), 12000, 12000, 36_036));
 }
 
+#[test]
+fn an_ack_brings_the_pacing_rate_up_to_date() {
+    let t = t0();
+    let (mut p, _) = path_with_log(t);
+    let mut s = Space::new(SpaceKind::Data);
+    // A new path's first flight, paced at the initial RTT's rate.
+    for pn in 0..10 {
+        send(&mut s, &mut p, pn, t);
+    }
+    let held = p.pacer().next_release(t, 1200).expect("bucket spent");
+    assert!(held - t > ms(20), "{:?} at 45 kB/s", held - t);
+    // Its ACK brings a 4 ms RTT: the path may send again at once, not when
+    // the old rate would have let it (nothing is sent to refresh it).
+    let now = t + ms(4);
+    let (r, _) = ack(&mut s, &mut p, &[0..10], now);
+    r.unwrap();
+    assert_eq!(p.pacer().rate(), p.pacing_rate());
+    let wait = p.pacer().next_release(now, 1200).map_or(Duration::ZERO, |r| r - now);
+    assert!(wait < ms(1), "held {wait:?} after the ACK");
+}
+
 mod ack_tracker {
     use super::*;
 
