@@ -276,6 +276,10 @@ impl<T> PacketSpace<T> {
             return Ok(summary);
         }
 
+        // The path's first RTT sample replaces the initial RTT its pacer's
+        // rate was set from; a window-based controller's rate follows its
+        // window, which this ACK changes.
+        let mut first_sample = false;
         // RFC 9002 §5.1: sample only when the largest acknowledged is newly
         // acknowledged and something ack-eliciting was newly acknowledged.
         if let (Some(sent), true) = (largest_newly_acked_sent, any_ack_eliciting) {
@@ -287,6 +291,7 @@ impl<T> PacketSpace<T> {
             path.rtt.update(now.saturating_duration_since(sent), delay);
             if path.first_rtt_sample.is_none() {
                 path.first_rtt_sample = Some(now);
+                first_sample = true;
             }
             summary.rtt_sampled = true;
             summary.sampled_times = largest_released;
@@ -314,7 +319,9 @@ impl<T> PacketSpace<T> {
             path.pto_count = 0;
         }
         path.timer_anchor = Some(now);
-        path.refresh_pacing_rate(now);
+        if first_sample || path.cc.pacing_rate().is_none() {
+            path.refresh_pacing_rate(now);
+        }
         self.pop_tombstones();
         Ok(summary)
     }
