@@ -53,6 +53,13 @@ fn grow_buffers(sock: &UdpSocket) {
     }
 }
 
+/// Whether `MPQUIC_NO_GSO` is set (to anything but empty or `0`): the
+/// sockets then neither send with GSO nor receive with GRO, to measure or
+/// debug without the kernel's offloads.
+fn no_offload() -> bool {
+    std::env::var_os("MPQUIC_NO_GSO").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
 /// Binds a UDP socket to `addr` inside the network namespace `netns` (a file such as
 /// `/proc/PID/ns/net`). A socket stays in the namespace it was created in, so one
 /// process can hold sockets in several namespaces: the thread enters `netns`, binds,
@@ -132,13 +139,16 @@ impl Sockets {
         std_sock.set_nonblocking(true)?;
         let mut s = UdpSocket::from_std(std_sock);
         grow_buffers(&s);
-        crate::batch::enable_gro(&s);
+        let offload = !no_offload();
+        if offload {
+            crate::batch::enable_gro(&s);
+        }
         let bound = s.local_addr()?;
         crate::batch::enable_ecn_recv(&s, bound.is_ipv6());
         self.poll.registry().register(&mut s, Token(self.socks.len()), Interest::READABLE)?;
         self.socks.push(s);
         self.addrs.push(bound);
-        self.gso.push(Gso::default());
+        self.gso.push(if offload { Gso::default() } else { Gso::without_gso() });
         Ok(bound)
     }
 
