@@ -117,6 +117,8 @@ impl Gso {
         to: SocketAddr,
         ecn: Ecn,
     ) -> io::Result<()> {
+        // A zero segment size would never consume `buf`: one byte each.
+        let segment = segment.max(1);
         let fd = sock.as_raw_fd();
         if self.gso.get() && buf.len() > segment {
             match self.send_msg(fd, buf, Some(segment), to, ecn) {
