@@ -12,7 +12,7 @@ use mio::net::UdpSocket;
 use mio::{Events, Interest, Poll, Token};
 use mpquic::{Connection, RecvInfo, SendInfo};
 
-use crate::batch::{Batch, Gso};
+use crate::batch::{Batch, Gso, Received, RecvBatch};
 
 /// Largest datagram we read.
 pub const MAX_DATAGRAM: usize = 65535;
@@ -32,6 +32,8 @@ pub struct Sockets {
     /// Due datagrams, one batch per path (a scheduler that alternates
     /// paths still gets full batches), sent by [`Sockets::flush`].
     batches: RefCell<Vec<Batch>>,
+    /// Room for one `recvmmsg` ([`Sockets::recv_all`]).
+    recv: RefCell<RecvBatch>,
 }
 
 fn grow_buffers(sock: &UdpSocket) {
@@ -51,6 +53,13 @@ fn grow_buffers(sock: &UdpSocket) {
             );
         }
     }
+}
+
+/// Whether `MPQUIC_NO_GSO` is set (to anything but empty or `0`): the
+/// sockets then neither send with GSO nor receive with GRO, to measure or
+/// debug without the kernel's offloads.
+fn no_offload() -> bool {
+    std::env::var_os("MPQUIC_NO_GSO").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
 /// Binds a UDP socket to `addr` inside the network namespace `netns` (a file such as
@@ -119,6 +128,7 @@ impl Sockets {
             addrs: Vec::new(),
             gso: Vec::new(),
             batches: RefCell::default(),
+            recv: RefCell::default(),
         };
         for std_sock in std_socks {
             s.watch(std_sock)?;
@@ -132,13 +142,16 @@ impl Sockets {
         std_sock.set_nonblocking(true)?;
         let mut s = UdpSocket::from_std(std_sock);
         grow_buffers(&s);
-        crate::batch::enable_gro(&s);
+        let offload = !no_offload();
+        if offload {
+            crate::batch::enable_gro(&s);
+        }
         let bound = s.local_addr()?;
         crate::batch::enable_ecn_recv(&s, bound.is_ipv6());
         self.poll.registry().register(&mut s, Token(self.socks.len()), Interest::READABLE)?;
         self.socks.push(s);
         self.addrs.push(bound);
-        self.gso.push(Gso::default());
+        self.gso.push(if offload { Gso::default() } else { Gso::without_gso() });
         Ok(bound)
     }
 
@@ -166,17 +179,29 @@ impl Sockets {
 
     /// Read every queued datagram on every socket and hand each to `f`.
     /// (The poller is edge-triggered, so sockets are drained completely.)
-    /// With GRO a read may hold several datagrams; they are split here.
+    /// One `recvmmsg` reads up to [`crate::batch::RECV_MESSAGES`] messages,
+    /// of any senders, and with GRO a message may hold several datagrams of
+    /// one sender; they are split here. Where the kernel refuses
+    /// `recvmmsg`, one message per call is read into `buf`.
     pub fn recv_all(&self, buf: &mut [u8], mut f: impl FnMut(&mut [u8], RecvInfo)) -> io::Result<()> {
+        // Taken for the whole drain; a callback reentering (none does)
+        // would find it taken and read one message per call instead.
+        let mut batch = self.recv.try_borrow_mut().ok();
         for (s, local) in self.socks.iter().zip(&self.addrs) {
+            let mut deliver = |d: &mut [u8], r: Received| {
+                let info = RecvInfo { ecn: r.ecn, ..RecvInfo::new(r.from, *local) };
+                for d in d.chunks_mut(r.segment) {
+                    f(d, info);
+                }
+            };
             loop {
-                match crate::batch::recv(s, buf) {
-                    Ok(r) => {
-                        let info = RecvInfo { ecn: r.ecn, ..RecvInfo::new(r.from, *local) };
-                        for d in buf.get_mut(..r.len).unwrap_or_default().chunks_mut(r.segment) {
-                            f(d, info);
-                        }
-                    }
+                let r = match batch.as_deref_mut().filter(|b| b.is_on()) {
+                    Some(b) => b.recv(s, &mut deliver).map(drop),
+                    None => crate::batch::recv(s, buf)
+                        .map(|r| deliver(buf.get_mut(..r.len).unwrap_or_default(), r)),
+                };
+                match r {
+                    Ok(()) => {}
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     // ICMP errors reported on the socket: the peer will time out.
                     Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
@@ -351,6 +376,53 @@ pub fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Through `recvmmsg` (GRO on) and through the per-message fallback,
+    /// `recv_all` hands on the datagrams of two senders intact, in order
+    /// per sender, with their source addresses and ECN marks: a GSO batch
+    /// of one and single datagrams of various sizes of the other.
+    #[test]
+    #[allow(clippy::disallowed_methods)]
+    fn recv_all_splits_and_keeps_senders_apart() {
+        use mpquic::Ecn;
+        for mmsg in [true, false] {
+            let mut socks = Sockets::bind(&["127.0.0.1:0".parse().unwrap()]).unwrap();
+            socks.recv.borrow_mut().set_on(mmsg);
+            let to = socks.local_addrs()[0];
+            let (a, b) = (
+                std::net::UdpSocket::bind("127.0.0.1:0").unwrap(),
+                std::net::UdpSocket::bind("127.0.0.1:0").unwrap(),
+            );
+            let mut gso_batch: Vec<u8> = (1..=3).flat_map(|i| [i; 1200]).collect();
+            gso_batch.extend_from_slice(&[4; 700]);
+            Gso::default().send(&a, &gso_batch, 1200, to, Ecn::Ect0).unwrap();
+            for (i, len) in [300usize, 1400, 9000].into_iter().enumerate() {
+                Gso::without_gso().send(&b, &vec![11 + i as u8; len], len, to, Ecn::NotEct).unwrap();
+            }
+            let mut got = Vec::new();
+            let mut buf = vec![0u8; MAX_DATAGRAM];
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while got.len() < 7 && Instant::now() < deadline {
+                socks.wait(Some(Duration::from_millis(100))).unwrap();
+                socks
+                    .recv_all(&mut buf, |d, info| {
+                        assert!(d.iter().all(|&x| x == d[0]), "datagram intact");
+                        assert_eq!(info.to, to);
+                        got.push((info.from, d.len(), d[0], info.ecn));
+                    })
+                    .unwrap();
+            }
+            let from =
+                |s: SocketAddr| got.iter().filter(|g| g.0 == s).map(|g| (g.1, g.2, g.3)).collect::<Vec<_>>();
+            let (a, b) = (a.local_addr().unwrap(), b.local_addr().unwrap());
+            let e = Ecn::Ect0;
+            assert_eq!(from(a), [(1200, 1, e), (1200, 2, e), (1200, 3, e), (700, 4, e)], "recvmmsg: {mmsg}");
+            let n = Ecn::NotEct;
+            assert_eq!(from(b), [(300, 11, n), (1400, 12, n), (9000, 13, n)], "recvmmsg: {mmsg}");
+            assert_eq!(got.len(), 7);
+            assert_eq!(socks.recv.borrow().is_on(), mmsg);
+        }
+    }
 
     #[test]
     fn dcid_of_long_and_short_headers() {
