@@ -614,12 +614,14 @@ impl Connection {
             q.state(now, s);
         }
     }
+
     /// Log `quic:packet_dropped` (qlog enabled only).
     pub(crate) fn qlog_drop(&mut self, level: Option<Level>, len: usize, why: crate::qlog::DropTrigger) {
         if let Some(q) = &mut self.qlog {
             q.packet_dropped(self.last_now, level, len, why);
         }
     }
+
     /// Log `quic:connection_closed` from the close we sent or received.
     pub(crate) fn qlog_closed(&mut self, now: Instant, remote: bool, trigger: &'static str) {
         let Some(q) = &mut self.qlog else { return };
@@ -630,6 +632,7 @@ impl Connection {
             &crate::qlog::Closed { remote, code: info.map(|i| i.code), reason, trigger },
         );
     }
+
     /// Replace the path scheduler, e.g. with one implemented outside the
     /// crate (see [`crate::sched`]). Takes effect from the next packet.
     pub fn set_scheduler(&mut self, sched: Box<dyn crate::sched::Scheduler>) {

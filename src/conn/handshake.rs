@@ -102,7 +102,7 @@ impl Connection {
         let sp = &mut self.hs[0];
         let path = &mut self.paths[0].recovery;
         sp.sent.discard(path, |_, _| {});
-        let _ = self.levels.send[0].requeue_all();
+        self.levels.send[0].requeue_all();
         // The server dropped our 0-RTT packets with the Initial: send them
         // again behind the new one (RFC 9000 §17.2.5.3).
         if self.sends_early_data() {

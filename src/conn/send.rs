@@ -299,7 +299,7 @@ impl Connection {
         if due.probes > 0 && matches!(level, Level::Initial | Level::Handshake) {
             let send = &mut self.levels.send[level_index(level)];
             if !send.has_pending() {
-                let _ = send.requeue_all();
+                send.requeue_all();
             }
         }
         if due.may_send_data {

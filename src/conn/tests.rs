@@ -1213,7 +1213,7 @@ fn lost_client_hello_is_resent_by_the_pto_probe() {
 }
 
 /// Packet types of a datagram's coalesced packets.
-fn packet_types(mut dgram: &[u8]) -> Vec<packet::PacketType> {
+pub(super) fn packet_types(mut dgram: &[u8]) -> Vec<packet::PacketType> {
     let mut types = Vec::new();
     while let Ok(h) = packet::parse_header(dgram, 0) {
         types.push(h.ty);

@@ -215,7 +215,7 @@ impl Connection {
                 TimeoutAction::Probe { space, packets } => match space {
                     crate::recovery::SpaceKind::Initial => {
                         self.hs[0].probes = packets;
-                        let _ = self.levels.send[0].requeue_all();
+                        self.levels.send[0].requeue_all();
                         // The Handshake CRYPTO in flight goes too, coalesced
                         // (§6.2.4): a server held by the amplification limit
                         // would otherwise spend its few bytes on Initial
@@ -226,7 +226,7 @@ impl Connection {
                     }
                     crate::recovery::SpaceKind::Handshake => {
                         self.hs[1].probes = packets;
-                        let _ = self.levels.send[1].requeue_all();
+                        self.levels.send[1].requeue_all();
                     }
                     crate::recovery::SpaceKind::Data => {
                         self.paths[pi].probes = packets;

@@ -377,14 +377,20 @@ fn discard_and_abandon() {
     assert_eq!((p.bytes_in_flight(), p.lost_bytes()), (0, 1200));
 }
 
+/// A path that sent packets `0..n` of 1200 bytes at `t`.
+fn flight(t: Instant, n: u64) -> (PathRecovery, Space) {
+    let (mut p, _) = path_with_log(t);
+    let mut s = Space::new(SpaceKind::Data);
+    for pn in 0..n {
+        send(&mut s, &mut p, pn, t);
+    }
+    (p, s)
+}
+
 #[test]
 fn can_send_and_view() {
     let t = t0();
-    let (mut p, _) = path_with_log(t);
-    let mut s = Space::new(SpaceKind::Data);
-    for pn in 0..9 {
-        send(&mut s, &mut p, pn, t);
-    }
+    let (mut p, mut s) = flight(t, 9);
     assert!(p.can_send(1200));
     send(&mut s, &mut p, 9, t);
     assert!(!p.can_send(1));
@@ -397,12 +403,8 @@ fn can_send_and_view() {
 #[test]
 fn an_ack_brings_the_pacing_rate_up_to_date() {
     let t = t0();
-    let (mut p, _) = path_with_log(t);
-    let mut s = Space::new(SpaceKind::Data);
     // A new path's first flight, paced at the initial RTT's rate.
-    for pn in 0..10 {
-        send(&mut s, &mut p, pn, t);
-    }
+    let (mut p, mut s) = flight(t, 10);
     let held = p.pacer().next_release(t, 1200).expect("bucket spent");
     assert!(held - t > ms(20), "{:?} at 45 kB/s", held - t);
     // Its ACK brings a 4 ms RTT: the path may send again at once, not when

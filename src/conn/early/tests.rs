@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::conn::tests::{config, Pair, C_ADDR, S_ADDR};
+use crate::conn::tests::{config, packet_types, Pair, C_ADDR, S_ADDR};
 use crate::packet::{self, PacketType};
 use crate::{accept, connect_with_session, Config, Connection, RecvInfo};
 
@@ -42,20 +42,6 @@ fn resuming_client(ccfg: &Config, session: &[u8], request: &[u8], now: Instant) 
     assert!(c.is_in_early_data(), "0-RTT keys are installed at once");
     assert_eq!(c.stream_send(0, request, true).unwrap(), request.len());
     c
-}
-
-/// The long-header types of the packets coalesced in a datagram.
-fn packet_types(dgram: &[u8]) -> Vec<PacketType> {
-    let mut types = Vec::new();
-    let mut rest = dgram;
-    while let Ok(h) = packet::parse_header(rest, 8) {
-        types.push(h.ty);
-        if !h.is_long() || h.packet_len == 0 || h.packet_len >= rest.len() {
-            break;
-        }
-        rest = &rest[h.packet_len..];
-    }
-    types
 }
 
 /// A resumed client that wrote a request, and its first flight.
