@@ -446,6 +446,7 @@ impl Connection {
             test_frames: Vec::new(),
         };
         if let Some(q) = &mut conn.qlog {
+            conn.streams.record_changes();
             q.state(now, crate::qlog::ConnState::Attempted);
             q.parameters_set(now, false, &conn.local_params);
             q.tuple_assigned(now, PathId::ZERO, local, peer);
@@ -547,7 +548,17 @@ impl Connection {
     /// The next queued qlog event (one JSON object, see [`crate::qlog`]),
     /// if qlog is enabled ([`Config::enable_qlog`]).
     pub fn qlog_next(&mut self) -> Option<String> {
+        self.qlog_streams();
         self.qlog.as_mut()?.next()
+    }
+    /// Move the streams' openings and discards into the qlog, stamped with
+    /// the time of the last call into the connection (application calls
+    /// carry no time).
+    pub(crate) fn qlog_streams(&mut self) {
+        let Some(q) = &mut self.qlog else { return };
+        for (id, change) in self.streams.take_changes() {
+            q.stream_state(self.last_now, id.0, change);
+        }
     }
     /// qlog events dropped because nobody drained them (the queue is bounded).
     pub fn qlog_dropped(&self) -> u64 {

@@ -52,7 +52,12 @@
 //! `quic:recovery_metrics_updated` and `quic:congestion_state_updated` (per
 //! path), `quic:mtu_updated` (path MTU discovery, per path; probes are
 //! `packet_sent` with `is_mtu_probe_packet`), `quic:key_updated` (1-RTT key
-//! updates).
+//! updates), `quic:connection_id_updated` (per path; `remote` for the peer's
+//! ID we send to, `local` for ours it sends to, as the draft's
+//! `owner`/`initiator` reads), `quic:stream_state_updated` (base states:
+//! `idle` → `open`, `open` → `closed` when the stream is discarded; events of
+//! application calls carry the time of the latest event, those calls having
+//! no time of their own).
 //!
 //! Multipath goes in as extensions (schema [`QUIC_EXTENSION`]): every
 //! per-path event carries the main schema's `tuple` field (the path ID as
@@ -373,6 +378,16 @@ struct Last {
     logged_state: Option<&'static str>,
 }
 
+/// A stream's lifecycle step, for `quic:stream_state_updated`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StreamChange {
+    /// The stream came into being (opened by the application, or by a
+    /// frame of the peer's).
+    Opened,
+    /// Both directions finished and the stream's state was discarded.
+    Closed,
+}
+
 /// A connection's queued events.
 #[derive(Debug)]
 pub(crate) struct Qlog {
@@ -383,6 +398,11 @@ pub(crate) struct Qlog {
     key_phase: u64,
     /// Each path's datagram size last logged in `quic:mtu_updated`.
     mtus: Vec<(PathId, usize)>,
+    /// The connection IDs last logged in `quic:connection_id_updated`, per
+    /// path and owner (`true`: the peer's, which we send to).
+    cids: Vec<(PathId, bool, crate::packet::ConnectionId)>,
+    /// The latest event time so far.
+    newest: Instant,
     vantage: Vantage,
     group_id: String,
     pub(crate) dropped: u64,
@@ -404,6 +424,8 @@ impl Qlog {
             state: None,
             key_phase: 0,
             mtus: Vec::new(),
+            cids: Vec::new(),
+            newest: start,
             vantage,
             group_id,
             dropped: 0,
@@ -421,7 +443,8 @@ impl Qlog {
 
     /// Start an event record: `{"time":..,"name":..,"data":{`. Close it
     /// with [`Qlog::end`].
-    fn begin(&self, now: Instant, name: &str, cap: usize) -> String {
+    fn begin(&mut self, now: Instant, name: &str, cap: usize) -> String {
+        self.newest = self.newest.max(now);
         let t = ms(now.saturating_duration_since(self.start));
         let mut s = String::with_capacity(cap);
         let _ = write!(s, "{{\"time\":{t:.3},\"name\":\"{name}\",\"data\":{{");
@@ -541,6 +564,57 @@ impl Qlog {
         self.end(s, Some(path));
     }
 
+    /// `quic:connection_id_updated` when the connection ID in use on `path`
+    /// changed: with `remote` the peer's ID we send to (initiator
+    /// `remote`), else ours that the peer sends to (`local`), as the
+    /// draft's `owner`/`initiator` field means. The first ID seen on a path
+    /// is logged with no `old`.
+    pub(crate) fn cid_in_use(
+        &mut self,
+        now: Instant,
+        path: PathId,
+        remote: bool,
+        cid: &crate::packet::ConnectionId,
+    ) {
+        let old = match self.cids.iter_mut().find(|(p, r, _)| *p == path && *r == remote) {
+            Some((_, _, c)) if c == cid => return,
+            Some((_, _, c)) => Some(std::mem::replace(c, *cid)),
+            None => {
+                self.cids.push((path, remote, *cid));
+                None
+            }
+        };
+        let mut s = self.begin(now, "quic:connection_id_updated", 128);
+        let _ = write!(s, "\"initiator\":\"{}\"", if remote { "remote" } else { "local" });
+        if let Some(o) = old {
+            s.push_str(",\"old\":\"");
+            hex(&mut s, o.as_slice());
+            s.push('"');
+        }
+        s.push_str(",\"new\":\"");
+        hex(&mut s, cid.as_slice());
+        s.push('"');
+        self.end(s, Some(path));
+    }
+
+    /// `quic:stream_state_updated`: a stream came into being (`idle` →
+    /// `open`; who opened it is in the ID's low bit) or reached its terminal
+    /// state and was discarded (`open` → `closed`). Base states only.
+    /// `now` may lag (application calls carry no time): the event is
+    /// stamped no earlier than the latest one logged.
+    pub(crate) fn stream_state(&mut self, now: Instant, id: u64, change: StreamChange) {
+        let now = now.max(self.newest);
+        let mut s = self.begin(now, "quic:stream_state_updated", 112);
+        let kind = if id & 2 == 0 { "bidirectional" } else { "unidirectional" };
+        let (old, new) = match change {
+            StreamChange::Opened => ("idle", "open"),
+            StreamChange::Closed => ("open", "closed"),
+        };
+        let _ =
+            write!(s, "\"stream_id\":{id},\"stream_type\":\"{kind}\",\"old\":\"{old}\",\"new\":\"{new}\"");
+        self.end(s, None);
+    }
+
     /// `quic:packet_received`: `payload` is the decrypted plaintext.
     pub(crate) fn packet_received(
         &mut self,
@@ -557,7 +631,7 @@ impl Qlog {
     }
 
     fn packet_event(
-        &self,
+        &mut self,
         now: Instant,
         name: &str,
         level: Level,

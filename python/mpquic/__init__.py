@@ -41,7 +41,7 @@ except ImportError:  # built without the HTTP/3 client
 
 def download(url, locals=None, cc="cubic", scheduler="minrtt", timeout=30.0,
              insecure=True, output=None, session=None, early_data=False,
-             qlog_dir=None, migrate_to=None, migrate_after=0):
+             qlog_dir=None, migrate_to=None, migrate_after=0, ecn=True, pmtud=True):
     """Downloads ``url`` (``https://host:port/path``) over HTTP/3 on real UDP sockets.
 
     ``locals`` lists the local addresses to bind, one path each (``"ip"`` or
@@ -63,6 +63,10 @@ def download(url, locals=None, cc="cubic", scheduler="minrtt", timeout=30.0,
     socket bound there once ``migrate_after`` body bytes have arrived (RFC 9000
     active migration); ``"migration"`` reports it (``outcome`` ``"migrated"``,
     ``"failed_validation"``, ...), as ``mpquic-client --migrate-to`` does.
+    ``ecn`` marks packets ECT(0) and validates ECN per path; ``pmtud`` runs path
+    MTU discovery per path (``--no-ecn`` / ``--no-pmtud`` of ``mpquic-client``);
+    each path's ``"mtu"``, ``"ecn"`` (``"capable"``, ``"failed"``, ...) and
+    ``"ecn_ce"`` are in ``paths``.
 
     Returns a summary dict (``bytes``, ``seconds``, ``goodput_bps``, ``status``,
     ``paths``, ``session``, ``resumed``, ``early_data``, ``qlog``, ``migration``
@@ -82,7 +86,8 @@ def download(url, locals=None, cc="cubic", scheduler="minrtt", timeout=30.0,
                          bool(insecure), None if output is None else str(output),
                          None if session is None else bytes(session), bool(early_data),
                          None if qlog_dir is None else str(qlog_dir),
-                         None if migrate_to is None else str(migrate_to), int(migrate_after))
+                         None if migrate_to is None else str(migrate_to), int(migrate_after),
+                         bool(ecn), bool(pmtud))
     if r["migration"] is not None:
         r["migration"] = json.loads(r["migration"])
     return r
@@ -105,6 +110,8 @@ class Server:
     requests that are safe to repeat (GETs of static files are).
     ``qlog_dir`` writes one qlog file per connection
     (``<odcid>_server.sqlog``, as ``mpquic-server --qlog-dir``).
+    ``ecn`` and ``pmtud`` turn ECN and path MTU discovery on or off
+    (``--no-ecn`` / ``--no-pmtud`` of ``mpquic-server``).
     Raises ``ValueError`` for unusable options or files, ``OSError`` if a socket
     cannot be bound, ``ConfigError`` for an unknown cc/scheduler.
     """
@@ -112,7 +119,7 @@ class Server:
     def __init__(self, root, cert, key, listen="127.0.0.1:4433", cc="cubic",
                  scheduler="minrtt", retry=True, max_paths=4, max_half_open=256,
                  idle_timeout=30.0, access_log=None, quic_version="v1", early_data=False,
-                 qlog_dir=None):
+                 qlog_dir=None, ecn=True, pmtud=True):
         if isinstance(listen, str):
             listen = [listen]
         if not (idle_timeout > 0):
@@ -121,7 +128,8 @@ class Server:
             str(root), str(cert), str(key), list(listen), cc, scheduler, bool(retry),
             int(max_paths), int(max_half_open), int(idle_timeout * 1000),
             None if access_log is None else str(access_log), str(quic_version),
-            bool(early_data), None if qlog_dir is None else str(qlog_dir))
+            bool(early_data), None if qlog_dir is None else str(qlog_dir),
+            bool(ecn), bool(pmtud))
 
     def addresses(self):
         """The bound addresses, as ``"IP:PORT"`` strings."""

@@ -30,7 +30,9 @@ class SimResult:
             ``pacing_bps``.
         path_summary: DataFrame, one row per path: ``path``, ``bytes``,
             ``throughput_bps``, ``share``, ``srtt_mean_ms``, ``min_rtt_ms``,
-            ``lost_packets``, ``retrans_bytes``, ``copy_bytes``, ``link_drops``.
+            ``lost_packets``, ``retrans_bytes``, ``copy_bytes``, ``link_drops``,
+            ``group`` (shared-bottleneck group), ``ecn_ce``, ``mtu`` (datagram size
+            at the end).
         flows: list of summary dicts, one per flow: the flow under test
             (``summary``) first, then the scenario's background flows
             (``background`` True).
@@ -66,7 +68,7 @@ class SimResult:
 
 def simulate(scenario, cc="cubic", scheduler="minrtt", seed=None, duration=None,
              sample_interval=0.1, bytes=None, base_dir=None, workload="h3",
-             recv_window=None):
+             recv_window=None, ecn=False, pmtud=False):
     """Runs one download in the virtual-time simulator and returns a :class:`SimResult`.
 
     Args:
@@ -91,6 +93,12 @@ def simulate(scenario, cc="cubic", scheduler="minrtt", seed=None, duration=None,
         recv_window: the receiver's connection and stream window in bytes (default:
             128 MiB, never limiting); a small one makes out-of-order data stall the
             sender, as a full MPTCP receive buffer does.
+        ecn: both endpoints mark ECT(0) and validate ECN; a scenario queue with
+            ``ecn = true`` (CoDel, PIE) then marks CE instead of dropping. Off by
+            default, as in ``mpquic-sim``.
+        pmtud: both endpoints run path MTU discovery (up to 1500-byte IP packets,
+            limited by a scenario path's ``mtu``); each path's ``mtu`` is in the
+            result. Off by default: every datagram has the same size.
 
     The run is deterministic for a given seed and releases the GIL.
     Raises ``ScenarioError``, ``ConfigError`` or ``SimulationError``.
@@ -99,7 +107,8 @@ def simulate(scenario, cc="cubic", scheduler="minrtt", seed=None, duration=None,
                            None if duration is None else float(duration),
                            float(sample_interval), bytes,
                            None if base_dir is None else os.fspath(base_dir), workload,
-                           None if recv_window is None else int(recv_window))
+                           None if recv_window is None else int(recv_window),
+                           bool(ecn), bool(pmtud))
     return SimResult(raw)
 
 

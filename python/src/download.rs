@@ -78,11 +78,15 @@ struct Options {
     early_data: bool,
     qlog_dir: Option<PathBuf>,
     migrate: Option<Migrator>,
+    /// ECN marking and validation (RFC 9000 §13.4).
+    ecn: bool,
+    /// Path MTU discovery (DPLPMTUD) on every path.
+    pmtud: bool,
 }
 
 /// Downloads `url`; see the Python wrapper `mpquic.download` for the arguments.
 #[pyfunction]
-#[pyo3(signature = (url, locals, cc, scheduler, timeout, insecure, output, session, early_data, qlog_dir, migrate_to, migrate_after))]
+#[pyo3(signature = (url, locals, cc, scheduler, timeout, insecure, output, session, early_data, qlog_dir, migrate_to, migrate_after, ecn, pmtud))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn download<'py>(
     py: Python<'py>,
@@ -98,6 +102,8 @@ pub(crate) fn download<'py>(
     qlog_dir: Option<PathBuf>,
     migrate_to: Option<String>,
     migrate_after: u64,
+    ecn: bool,
+    pmtud: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let t = target::parse(url).map_err(PyValueError::new_err)?;
     let cc = check_cc(cc)?;
@@ -120,6 +126,8 @@ pub(crate) fn download<'py>(
         early_data,
         qlog_dir,
         migrate: migrate_to.map_err(PyValueError::new_err)?.map(|to| Migrator::new(to, migrate_after)),
+        ecn,
+        pmtud,
     };
     let out: Option<Box<dyn Write + Send>> = match &output {
         Some(p) => Some(Box::new(BufWriter::with_capacity(
@@ -196,6 +204,9 @@ fn path_list<'py>(py: Python<'py>, paths: &[mpquic::PathStats]) -> PyResult<Boun
         pd.set_item("retrans_bytes", p.retrans_bytes)?;
         pd.set_item("redundant_bytes", p.redundant_bytes)?;
         pd.set_item("cwnd", p.cwnd)?;
+        pd.set_item("mtu", p.mtu)?;
+        pd.set_item("ecn", format!("{:?}", p.ecn).to_lowercase())?;
+        pd.set_item("ecn_ce", p.ecn_ce)?;
         list.append(pd)?;
     }
     Ok(list)
@@ -238,6 +249,8 @@ fn config(opts: &Options) -> Result<mpquic::Config, Failure> {
     config.enable_session_tickets(true);
     config.enable_early_data(opts.early_data);
     config.enable_qlog(opts.qlog_dir.is_some());
+    config.enable_ecn(opts.ecn);
+    config.enable_pmtud(opts.pmtud);
     Ok(config)
 }
 

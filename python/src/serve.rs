@@ -28,7 +28,7 @@ pub(crate) struct Server {
 #[pymethods]
 impl Server {
     #[new]
-    #[pyo3(signature = (root, cert, key, listen, cc, scheduler, retry, max_paths, max_half_open, idle_timeout_ms, access_log, quic_version, early_data, qlog_dir))]
+    #[pyo3(signature = (root, cert, key, listen, cc, scheduler, retry, max_paths, max_half_open, idle_timeout_ms, access_log, quic_version, early_data, qlog_dir, ecn, pmtud))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         root: PathBuf,
@@ -45,6 +45,8 @@ impl Server {
         quic_version: &str,
         early_data: bool,
         qlog_dir: Option<PathBuf>,
+        ecn: bool,
+        pmtud: bool,
     ) -> PyResult<Server> {
         let versions =
             mpquic::version::parse_list(quic_version).map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -71,8 +73,8 @@ impl Server {
             idle_timeout: idle_timeout_ms,
             max_half_open,
             early_data,
-            ecn: true,
-            pmtud: true,
+            ecn,
+            pmtud,
             versions,
         };
         let inner = AppServer::new(opts).map_err(|(code, e)| {

@@ -64,6 +64,7 @@ fn flow_dict<'py>(py: Python<'py>, f: &FlowSummary, report: &Report) -> PyResult
         pd.set_item("link_drops", p.link_drops)?;
         pd.set_item("group", p.group)?;
         pd.set_item("ecn_ce", p.ecn_ce)?;
+        pd.set_item("mtu", p.mtu)?;
         paths.append(pd)?;
     }
     d.set_item("paths", paths)?;
@@ -92,7 +93,7 @@ fn links_list<'py>(py: Python<'py>, report: &Report) -> PyResult<Bound<'py, PyLi
 /// "path_series": {col: list}}`; `flows` holds the flow under test, then the
 /// scenario's background flows.
 #[pyfunction]
-#[pyo3(signature = (scenario, cc, scheduler, seed=None, duration=None, sample_interval=0.1, bytes=None, base_dir=None, workload="h3", recv_window=None))]
+#[pyo3(signature = (scenario, cc, scheduler, seed=None, duration=None, sample_interval=0.1, bytes=None, base_dir=None, workload="h3", recv_window=None, ecn=false, pmtud=false))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn simulate<'py>(
     py: Python<'py>,
@@ -106,6 +107,8 @@ pub(crate) fn simulate<'py>(
     base_dir: Option<PathBuf>,
     workload: &str,
     recv_window: Option<u64>,
+    ecn: bool,
+    pmtud: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let sc = scenario::resolve(scenario, base_dir)?;
     let workload = Workload::parse(workload).map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -124,6 +127,8 @@ pub(crate) fn simulate<'py>(
         f.bytes = bytes;
         f.workload = workload;
         f.recv_window = recv_window;
+        f.ecn = ecn;
+        f.pmtud = pmtud;
     }
     if recv_window == Some(0) {
         return Err(PyValueError::new_err("recv_window must be > 0 (or None: never limiting)"));

@@ -94,3 +94,15 @@ def test_download_bad_new_arguments():
         mpquic.download("https://127.0.0.1:1/x", session="not bytes")
     with pytest.raises(ValueError, match="not a TLS session"):
         mpquic.download("https://127.0.0.1:1/x", session=b"\x01\x02\x03", timeout=1)
+
+
+def test_download_ecn_and_pmtud_switches(server):
+    # Loopback keeps the ECN bits: validated when on, "failed" (never tried)
+    # when off. Path MTU discovery off keeps every datagram at 1350 bytes.
+    on = mpquic.download(server["url"] + "/blob.bin", timeout=10)
+    off = mpquic.download(server["url"] + "/blob.bin", timeout=10, ecn=False, pmtud=False)
+    assert on["bytes"] == off["bytes"] == len(server["blob"])
+    (p_on,), (p_off,) = on["paths"], off["paths"]
+    assert p_on["ecn"] == "capable" and p_on["ecn_ce"] == 0, p_on
+    assert p_off["ecn"] == "failed" and p_off["mtu"] == 1350, p_off
+    assert p_on["mtu"] >= 1350

@@ -150,9 +150,10 @@ def test_the_log_shows_both_paths(request, logs, side):
     qlog_files = request.getfixturevalue(logs)
     events = qvis_records(qlog_files[side].read_text())[1:]
     names = {e["name"] for e in events}
-    for n in ["quic:parameters_set", "quic:connection_state_updated", "quic:packet_sent",
-              "quic:packet_received", "quic:recovery_metrics_updated", "quic:tuple_assigned",
-              "mpquic:path_event"] + (["mpquic:path_stats"] if side == "server" else []):
+    expected = ["quic:parameters_set", "quic:connection_state_updated", "quic:packet_sent",
+                "quic:packet_received", "quic:recovery_metrics_updated", "quic:tuple_assigned",
+                "mpquic:path_event", "quic:connection_id_updated", "quic:stream_state_updated"]
+    for n in expected + (["mpquic:path_stats"] if side == "server" else []):
         assert n in names, n
     tuples = {e["data"]["tuple_id"] for e in events if e["name"] == "quic:tuple_assigned"}
     assert tuples == {"0", "1"}
@@ -164,6 +165,12 @@ def test_the_log_shows_both_paths(request, logs, side):
     assert {"path_ack", "stream", "path_new_connection_id"} <= frames, frames
     states = [e["data"]["new"] for e in events if e["name"] == "quic:connection_state_updated"]
     assert states[0] == "attempted" and "handshake_confirmed" in states
+    # The connection IDs in use on both paths, ours and the peer's.
+    cids = {(e["tuple"], e["data"]["initiator"]) for e in events if e["name"] == "quic:connection_id_updated"}
+    assert cids == {(t, who) for t in ["0", "1"] for who in ["local", "remote"]}, cids
+    # The request stream (client-initiated bidirectional stream 0) opened.
+    opened = [e["data"] for e in events if e["name"] == "quic:stream_state_updated" and e["data"]["new"] == "open"]
+    assert {"stream_id": 0, "stream_type": "bidirectional", "old": "idle", "new": "open"} in opened, opened
 
 
 def test_broken_records_are_rejected(qlog_files):
@@ -171,7 +178,8 @@ def test_broken_records_are_rejected(qlog_files):
     header, events = records[0], records[1:]
     first = {n: next(e for e in events if e["name"] == n)
              for n in ["quic:packet_sent", "quic:recovery_metrics_updated", "quic:parameters_set",
-                       "quic:tuple_assigned", "quic:connection_closed"]}
+                       "quic:tuple_assigned", "quic:connection_closed", "quic:connection_id_updated",
+                       "quic:stream_state_updated"]}
 
     def broken(record, change):
         r = copy.deepcopy(record)
@@ -197,6 +205,11 @@ def test_broken_records_are_rejected(qlog_files):
         broken(sent, lambda e: e.update(time=-1)),
         broken(sent, lambda e: e.update(name="transport:packet_sent")),
         broken(first["quic:recovery_metrics_updated"], lambda e: e["data"].update(congestion_windw=1)),
+        broken(first["quic:connection_id_updated"], lambda e: e["data"].update(initiator="peer")),
+        broken(first["quic:connection_id_updated"], lambda e: e["data"].update(new="XYZ")),
+        broken(first["quic:connection_id_updated"], lambda e: e.pop("tuple")),
+        broken(first["quic:stream_state_updated"], lambda e: e["data"].update(new="opened")),
+        broken(first["quic:stream_state_updated"], lambda e: e["data"].pop("stream_id")),
         broken(first["quic:recovery_metrics_updated"], lambda e: e["data"].update(smoothed_rtt="5")),
         broken(first["quic:parameters_set"], lambda e: e["data"].update(initiator="peer")),
         broken(first["quic:tuple_assigned"], lambda e: e["data"]["tuple_local"].update(port_v4=70000)),

@@ -156,3 +156,18 @@ def test_sim_compare_script(tmp_path):
     r = subprocess.run([sys.executable, str(script), str(tmp_path / "missing")],
                        capture_output=True, text=True)
     assert r.returncode == 1 and "compare.py" in r.stderr
+
+
+def test_simulate_path_mtu_discovery():
+    # A path whose link carries at most 1400-byte IP packets: with pmtud the
+    # datagrams grow past the fixed 1350 up to what fits (1400 - 28 bytes of
+    # IPv4 and UDP headers); without it they stay at 1350.
+    sc = dict(ONE_PATH, path=[dict(ONE_PATH["path"][0], mtu=1400)])
+    fixed = mpquic.simulate(sc, cc="bbr", duration=3)
+    grown = mpquic.simulate(sc, cc="bbr", duration=3, pmtud=True)
+    assert list(fixed.path_summary["mtu"]) == [1350]
+    (mtu,) = grown.path_summary["mtu"]
+    assert 1350 < mtu <= 1372, mtu
+    assert grown.summary["goodput_bps"] > 0.9 * fixed.summary["goodput_bps"]
+    with pytest.raises(TypeError):
+        mpquic.simulate(sc, pmtud=True, mtu=9000)

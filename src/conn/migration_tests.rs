@@ -6,10 +6,11 @@ use std::net::SocketAddr;
 use crate::testing::{Pair, C_ADDR, S_ADDR};
 use crate::{PathError, PathEvent, PathId};
 
-use super::tests::config;
+use super::tests::{config, mp_config, with_qlog};
 
 const S2: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 3333));
 const C2: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 4444));
+const C3: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 5555));
 
 fn data(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 11 + i / 97) as u8).collect()
@@ -89,4 +90,40 @@ fn migration_is_refused_where_the_peer_disabled_it() {
     let now = p.now();
     assert_eq!(p.c.migrate(PathId::ZERO, C2, now), Err(PathError::MigrationDisabled));
     assert_eq!(p.s.migrate(PathId::ZERO, C2, now), Err(PathError::NotClient));
+}
+
+/// In a multipath connection one path moves to a new local address (one of
+/// the phone's interfaces changed its address) while the other carries on:
+/// the body arrives whole, the server follows the moved path, the other path
+/// keeps its addresses, and the client's qlog shows the moved path's new
+/// connection ID of the server's.
+#[test]
+fn one_path_of_two_migrates() {
+    let mut p = Pair::two_paths(&with_qlog(mp_config(false)), &mp_config(true));
+    let pairs = |c: &crate::Connection| -> Vec<(PathId, SocketAddr, SocketAddr)> {
+        c.path_stats().filter(|s| s.active).map(|s| (s.id, s.local, s.peer)).collect()
+    };
+    let before = pairs(&p.c);
+    assert_eq!(before.len(), 2, "{before:?}");
+    let body = data(2 << 20);
+    let mut moved = false;
+    let got = p.transfer_with(0, &body, |p, n| {
+        if n > 1 << 19 && !moved {
+            let now = p.now();
+            p.c.migrate(PathId(1), C3, now).expect("migrate path 1");
+            moved = true;
+        }
+    });
+    assert!(got == body);
+    assert!(p.transfer(4, &body) == body);
+    p.run_for(std::time::Duration::from_millis(500));
+    assert_eq!(pairs(&p.c), [before[0], (PathId(1), C3, S_ADDR)]);
+    assert!(pairs(&p.s).contains(&(PathId(1), S_ADDR, C3)), "server: {:?}", pairs(&p.s));
+    assert!(events(&mut p.c).contains(&PathEvent::Migrated(PathId(1), C3, S_ADDR)));
+    let moved_cid = std::iter::from_fn(|| p.c.qlog_next()).any(|l| {
+        l.contains("\"quic:connection_id_updated\"")
+            && l.contains("\"tuple\":\"1\"")
+            && l.contains("\"initiator\":\"remote\",\"old\"")
+    });
+    assert!(moved_cid, "no new connection ID of the server's for path 1 in the client's qlog");
 }

@@ -56,6 +56,7 @@ impl Connection {
             return Ok(len);
         }
         self.recv_packets(buf, info, now)?;
+        self.qlog_streams();
         // 0-RTT packets that came before their keys, if these brought them.
         self.replay_early_packets(now)?;
         // TLS was already driven by each CRYPTO frame (on_frame); nothing to
@@ -138,7 +139,7 @@ impl Connection {
         } else {
             PathId::ZERO
         };
-        let (scid, pn_offset) = (hdr.scid, hdr.pn_offset);
+        let (scid, dcid, pn_offset) = (hdr.scid, hdr.dcid, hdr.pn_offset);
         let pkt = &mut buf[..plen];
         let Some((pn, payload)) = self.unprotect(pkt, level, version, path_id, pn_offset, now)? else {
             self.stats.dropped += 1;
@@ -166,6 +167,11 @@ impl Connection {
         }
         let facts =
             PacketFacts { ecn: info.ecn, ..self.on_frames(payload, level, path_id, info, now).map_err(Err)? };
+        if let Some(q) = self.qlog.as_mut().filter(|_| newest && facts.non_probing) {
+            // Probes may try another of our IDs; the newest non-probing
+            // packet says which one the peer uses.
+            q.cid_in_use(now, path_id, false, &dcid);
+        }
         let pidx = self.path_index(path_id).unwrap_or(0);
         if level == Level::OneRtt && self.is_server && newest && facts.non_probing {
             self.follow_peer_address(pidx, info, now);

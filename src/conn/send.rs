@@ -342,7 +342,9 @@ impl Connection {
             min_plain = min_plain.max(MIN_INITIAL_SIZE - TAG_LEN);
         }
         if let Some(q) = &mut self.qlog {
-            q.packet_sent(now, level, self.paths[pi].id, due.pn, b.plain(min_plain));
+            let id = self.paths[pi].id;
+            q.cid_in_use(now, id, true, &self.cids.dcid_for(id).unwrap_or(ConnectionId::EMPTY));
+            q.packet_sent(now, level, id, due.pn, b.plain(min_plain));
         }
         let (keys, nonce_path) = self.seal_keys(level, pi)?;
         let pkt_len = b.finish(min_plain, keys, nonce_path)?;

@@ -261,7 +261,7 @@ fn controller_from_a_factory_drives_the_transfer() {
 use crate::error::ErrorCode;
 use crate::{PathEvent, PathId, PathStatus};
 
-fn mp_config(server: bool) -> Config {
+pub(super) fn mp_config(server: bool) -> Config {
     let mut c = config(server);
     c.set_initial_max_path_id(Some(4));
     c
@@ -280,7 +280,7 @@ impl Pair {
     }
 
     /// A multipath pair from these configurations with a second path open.
-    fn two_paths(ccfg: &Config, scfg: &Config) -> Pair {
+    pub(super) fn two_paths(ccfg: &Config, scfg: &Config) -> Pair {
         let mut p = Pair::new(ccfg, scfg);
         p.handshake();
         p.run_for(Duration::from_millis(100));
@@ -804,7 +804,7 @@ fn redundant_copies_are_sent_counted_and_harmless() {
     assert!(m.paths.iter().any(|x| x.redundant_bytes > 0), "{m:?}");
 }
 
-fn with_qlog(mut c: Config) -> Config {
+pub(super) fn with_qlog(mut c: Config) -> Config {
     c.enable_qlog(true);
     c
 }
@@ -866,6 +866,7 @@ fn qlog_events_describe_paths_losses_and_metrics() {
     let c: Vec<String> = std::iter::from_fn(|| p.c.qlog_next()).collect();
     assert!(c.iter().any(|l| l.contains("\"event\":\"validated\"")));
     assert!(c.iter().any(|l| l.contains("\"quic:tuple_assigned\"") && l.contains("\"tuple_id\":\"1\"")));
+    qlog_has_cids_and_streams(&events, &c);
     // Closing: the CONNECTION_CLOSE packet and the states down to closed.
     p.c.close(true, 0x100, b"done", p.now());
     p.run_for(Duration::from_secs(2));
@@ -891,6 +892,38 @@ fn qlog_events_describe_paths_losses_and_metrics() {
     assert_eq!(h.vantage, crate::qlog::Vantage::Client);
     assert_eq!(p.s.qlog_header().unwrap().group_id, h.group_id, "both ends name the connection by its ODCID");
     assert_eq!(p.s.qlog_dropped(), 0);
+}
+
+/// Both ends log the connection IDs in use on both paths, theirs and the
+/// peer's; the client's first DCID (its own random pick) gives way to the
+/// server's; the client's request stream opens and, both directions done,
+/// closes.
+fn qlog_has_cids_and_streams(server: &[serde_json::Value], client: &[String]) {
+    let client: Vec<serde_json::Value> = client.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let cids = |log: &[serde_json::Value], who: &str, path: &str| -> Vec<serde_json::Value> {
+        let is = |e: &&serde_json::Value| {
+            e["name"] == "quic:connection_id_updated" && e["data"]["initiator"] == who && e["tuple"] == path
+        };
+        log.iter().filter(is).cloned().collect()
+    };
+    for (log, end) in [(server, "server"), (&client[..], "client")] {
+        for (who, path) in [("local", "0"), ("local", "1"), ("remote", "0"), ("remote", "1")] {
+            assert!(!cids(log, who, path).is_empty(), "{end}: no {who} connection ID on path {path}");
+        }
+    }
+    let moved = cids(&client, "remote", "0");
+    assert!(
+        moved.iter().any(|e| e["data"]["old"].is_string() && e["data"]["old"] != e["data"]["new"]),
+        "{moved:?}"
+    );
+    let stream0 = |log: &[serde_json::Value]| -> Vec<String> {
+        log.iter()
+            .filter(|e| e["name"] == "quic:stream_state_updated" && e["data"]["stream_id"] == 0)
+            .map(|e| format!("{}>{}", e["data"]["old"].as_str().unwrap(), e["data"]["new"].as_str().unwrap()))
+            .collect()
+    };
+    assert_eq!(stream0(&client), ["idle>open", "open>closed"]);
+    assert_eq!(stream0(server).first().map(String::as_str), Some("idle>open"));
 }
 
 #[test]

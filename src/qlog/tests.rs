@@ -339,3 +339,50 @@ fn drops_and_closes_carry_their_trigger() {
     assert_eq!((d["initiator"].as_str(), d["trigger"].as_str()), (Some("local"), Some("idle_timeout")));
     assert!(d.get("error_code").is_none() && d.get("reason").is_none());
 }
+
+#[test]
+fn connection_id_changes_are_logged_per_path_and_owner() {
+    let t = t0();
+    let mut q = Qlog::new(t, Vantage::Client, &[1]);
+    let cid = |b: &[u8]| crate::packet::ConnectionId::from_slice(b).unwrap();
+    let (a, b) = (cid(&[0xaa; 4]), cid(&[0xbb, 0x01]));
+    q.cid_in_use(t, PathId(0), true, &a);
+    q.cid_in_use(t, PathId(0), true, &a);
+    q.cid_in_use(t, PathId(0), true, &b);
+    q.cid_in_use(t, PathId(0), false, &a);
+    q.cid_in_use(t, PathId(1), true, &b);
+    let e = drain(&mut q);
+    assert!(e.iter().all(|e| e["name"] == "quic:connection_id_updated"));
+    let d: Vec<_> = e.iter().map(|e| (e["tuple"].clone(), e["data"].clone())).collect();
+    assert_eq!(
+        d,
+        [
+            ("0".into(), serde_json::json!({"initiator": "remote", "new": "aaaaaaaa"})),
+            ("0".into(), serde_json::json!({"initiator": "remote", "old": "aaaaaaaa", "new": "bb01"})),
+            ("0".into(), serde_json::json!({"initiator": "local", "new": "aaaaaaaa"})),
+            ("1".into(), serde_json::json!({"initiator": "remote", "new": "bb01"})),
+        ]
+    );
+}
+
+#[test]
+fn stream_events_have_type_and_base_states_and_never_go_back_in_time() {
+    let t = t0();
+    let mut q = Qlog::new(t, Vantage::Server, &[1]);
+    q.state(t + Duration::from_millis(5), ConnState::HandshakeComplete);
+    // An application call's time lags behind the last event's.
+    q.stream_state(t, 0, StreamChange::Opened);
+    q.stream_state(t + Duration::from_millis(7), 3, StreamChange::Closed);
+    let e = drain(&mut q);
+    assert_eq!(e[1]["name"], "quic:stream_state_updated");
+    assert_eq!(
+        e[1]["data"],
+        serde_json::json!({"stream_id": 0, "stream_type": "bidirectional", "old": "idle", "new": "open"})
+    );
+    assert_eq!(e[1]["time"], e[0]["time"]);
+    assert_eq!(
+        e[2]["data"],
+        serde_json::json!({"stream_id": 3, "stream_type": "unidirectional", "old": "open", "new": "closed"})
+    );
+    assert_eq!(e[2]["time"], 7.0);
+}

@@ -11,6 +11,7 @@ use super::recv::{FlowDelta, RecvStream};
 use super::send::{Chunk, SendStream};
 use super::{ControlFrame, StreamError};
 use crate::error::{ErrorCode, TransportError};
+use crate::qlog::StreamChange;
 use crate::ranges::RangeSet;
 
 /// Frame types, for the `frame_type` of errors.
@@ -144,6 +145,9 @@ pub struct Streams {
     pending_msd: BTreeSet<StreamId>,
     /// Received stream bytes we already had (copies, spurious retransmits).
     dup_bytes: u64,
+    /// Streams opened and discarded since the connection's qlog last took
+    /// them; `None` (nothing kept) unless qlog is on.
+    changes: Option<Vec<(StreamId, StreamChange)>>,
 }
 
 impl Streams {
@@ -173,6 +177,27 @@ impl Streams {
             pending_max_streams: [false; 2],
             pending_msd: BTreeSet::new(),
             dup_bytes: 0,
+            changes: None,
+        }
+    }
+
+    /// Keep the streams' openings and discards for the qlog
+    /// ([`take_changes`](Self::take_changes)).
+    pub(crate) fn record_changes(&mut self) {
+        self.changes.get_or_insert_with(Vec::new);
+    }
+
+    /// The openings and discards since the last call, oldest first.
+    pub(crate) fn take_changes(&mut self) -> impl Iterator<Item = (StreamId, StreamChange)> + '_ {
+        self.changes.iter_mut().flat_map(|c| c.drain(..))
+    }
+
+    /// Create and insert stream `id`.
+    fn open(&mut self, id: StreamId) {
+        let s = self.new_stream(id);
+        self.map.insert(id, s);
+        if let Some(c) = &mut self.changes {
+            c.push((id, StreamChange::Opened));
         }
     }
 
@@ -251,8 +276,7 @@ impl Streams {
                 }
                 return Err(StreamError::StreamLimit);
             }
-            let s = self.new_stream(id);
-            self.map.insert(id, s);
+            self.open(id);
             self.next_local[d] = self.next_local[d].max(id.index() + 1);
         }
         self.map.get_mut(&id).ok_or(StreamError::UnknownStream)
@@ -275,8 +299,7 @@ impl Streams {
                     return Err(state_err(frame, "frame for a local stream not yet opened"));
                 }
                 // A lower-numbered stream implicitly opened by a higher one.
-                let s = self.new_stream(id);
-                self.map.insert(id, s);
+                self.open(id);
             } else {
                 if idx >= self.local_max_streams[d] {
                     return Err(TransportError::new(
@@ -291,9 +314,7 @@ impl Streams {
                 }
                 // Opening a stream opens every lower one of its type (§3.2).
                 for i in self.next_peer[d]..=idx {
-                    let sid = StreamId::new(self.side.peer(), id.dir(), i);
-                    let s = self.new_stream(sid);
-                    self.map.insert(sid, s);
+                    self.open(StreamId::new(self.side.peer(), id.dir(), i));
                 }
                 self.next_peer[d] = idx + 1;
             }
@@ -349,6 +370,9 @@ impl Streams {
             return;
         }
         self.map.remove(&id);
+        if let Some(c) = &mut self.changes {
+            c.push((id, StreamChange::Closed));
+        }
         self.closed[id.type_bits()].insert(id.index()..id.index() + 1);
         self.readable.remove(&id);
         self.pending_msd.remove(&id);
