@@ -205,7 +205,7 @@ fn path_list<'py>(py: Python<'py>, paths: &[mpquic::PathStats]) -> PyResult<Boun
         pd.set_item("redundant_bytes", p.redundant_bytes)?;
         pd.set_item("cwnd", p.cwnd)?;
         pd.set_item("mtu", p.mtu)?;
-        pd.set_item("ecn", format!("{:?}", p.ecn).to_lowercase())?;
+        pd.set_item("ecn", p.ecn.as_str())?;
         pd.set_item("ecn_ce", p.ecn_ce)?;
         list.append(pd)?;
     }

@@ -169,5 +169,3 @@ def test_simulate_path_mtu_discovery():
     (mtu,) = grown.path_summary["mtu"]
     assert 1350 < mtu <= 1372, mtu
     assert grown.summary["goodput_bps"] > 0.9 * fixed.summary["goodput_bps"]
-    with pytest.raises(TypeError):
-        mpquic.simulate(sc, pmtud=True, mtu=9000)

@@ -139,7 +139,9 @@ impl Connection {
         } else {
             PathId::ZERO
         };
-        let (scid, dcid, pn_offset) = (hdr.scid, hdr.dcid, hdr.pn_offset);
+        let (scid, pn_offset) = (hdr.scid, hdr.pn_offset);
+        // Kept for the qlog's connection_id_updated only.
+        let logged_dcid = self.qlog.as_ref().map(|_| hdr.dcid);
         let pkt = &mut buf[..plen];
         let Some((pn, payload)) = self.unprotect(pkt, level, version, path_id, pn_offset, now)? else {
             self.stats.dropped += 1;
@@ -167,7 +169,9 @@ impl Connection {
         }
         let facts =
             PacketFacts { ecn: info.ecn, ..self.on_frames(payload, level, path_id, info, now).map_err(Err)? };
-        if let Some(q) = self.qlog.as_mut().filter(|_| newest && facts.non_probing) {
+        if let (Some(q), Some(dcid)) =
+            (self.qlog.as_mut(), logged_dcid.filter(|_| newest && facts.non_probing))
+        {
             // Probes may try another of our IDs; the newest non-probing
             // packet says which one the peer uses.
             q.cid_in_use(now, path_id, false, &dcid);

@@ -31,6 +31,19 @@ pub enum EcnState {
     Failed,
 }
 
+impl EcnState {
+    /// The state's name in lower case (`testing`, `unknown`, `capable`,
+    /// `failed`), as the apps' JSON and Python show it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EcnState::Testing => "testing",
+            EcnState::Unknown => "unknown",
+            EcnState::Capable => "capable",
+            EcnState::Failed => "failed",
+        }
+    }
+}
+
 /// One path's ECN state and counters.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct EcnPath {

@@ -689,7 +689,7 @@ impl Client {
                     "recv_bytes": p.recv_bytes, "sent_bytes": p.sent_bytes, "share": p.recv_bytes as f64 / recv_total as f64,
                     "srtt_ms": p.srtt.as_secs_f64() * 1e3, "min_rtt_ms": p.min_rtt.as_secs_f64() * 1e3,
                     "lost_packets": p.lost, "retrans_bytes": p.retrans_bytes, "cwnd": p.cwnd,
-                    "ecn": format!("{:?}", p.ecn).to_lowercase(), "ecn_ce": p.ecn_ce, "mtu": p.mtu })).collect::<Vec<_>>(),
+                    "ecn": p.ecn.as_str(), "ecn_ce": p.ecn_ce, "mtu": p.mtu })).collect::<Vec<_>>(),
                 "lost_packets": stats.lost, "retrans_bytes": stats.retrans_bytes,
                 "overhead_bytes": overhead, "dropped_packets": stats.dropped,
                 "duplicate_bytes": stats.dup_stream_bytes,
