@@ -180,8 +180,9 @@ impl Connection {
             }
             return Ok(());
         }
+        // Their bytes were counted for anti-amplification on arrival.
         for (mut pkt, info) in std::mem::take(&mut self.early.buffered) {
-            self.recv_packets(&mut pkt, info, now)?;
+            self.recv_packets(&mut pkt, info, false, now)?;
         }
         Ok(())
     }

@@ -55,7 +55,7 @@ impl Connection {
             self.close_pending = true;
             return Ok(len);
         }
-        self.recv_packets(buf, info, now)?;
+        self.recv_packets(buf, info, true, now)?;
         self.qlog_streams();
         // 0-RTT packets that came before their keys, if these brought them.
         self.replay_early_packets(now)?;
@@ -67,14 +67,27 @@ impl Connection {
         Ok(len)
     }
 
-    /// The packets of one datagram, in order.
-    pub(super) fn recv_packets(&mut self, buf: &mut [u8], info: RecvInfo, now: Instant) -> Result<(), Error> {
+    /// The packets of one datagram, in order. With `count_amp`, the whole
+    /// datagram counts towards the anti-amplification budget (RFC 9000 §8.1
+    /// counts every byte received, padding and undecryptable packets
+    /// included): credited to the path of its first packet that opens, else
+    /// to the path whose peer sent it.
+    pub(super) fn recv_packets(
+        &mut self,
+        buf: &mut [u8],
+        info: RecvInfo,
+        count_amp: bool,
+        now: Instant,
+    ) -> Result<(), Error> {
         let len = buf.len();
         let mut off = 0;
-        let mut first = true;
+        let mut opened = None;
         while off < len {
-            match self.recv_packet(&mut buf[off..], info, first, now) {
-                Ok(n) => off += n,
+            match self.recv_packet(&mut buf[off..], info, off == 0, now) {
+                Ok((n, pidx)) => {
+                    off += n;
+                    opened = opened.or(pidx);
+                }
                 Err(Ok(Drop::Datagram)) => {
                     self.stats.dropped += 1;
                     self.qlog_drop(None, len - off, DropTrigger::General);
@@ -85,38 +98,42 @@ impl Connection {
                     return Err(Error::Transport(e));
                 }
             }
-            first = false;
+        }
+        let credited = opened.or_else(|| self.paths.iter().position(|p| p.peer == info.from));
+        if let Some(p) = credited.filter(|_| count_amp).and_then(|i| self.paths.get_mut(i)) {
+            p.amp_recv += len as u64;
         }
         Ok(())
     }
 
-    /// Returns the bytes consumed from `buf`.
+    /// Returns the bytes consumed from `buf` and, if the packet opened, the
+    /// index of its path.
     fn recv_packet(
         &mut self,
         buf: &mut [u8],
         info: RecvInfo,
         first: bool,
         now: Instant,
-    ) -> Result<usize, Result<Drop, TransportError>> {
+    ) -> Result<(usize, Option<usize>), Result<Drop, TransportError>> {
         let hdr = packet::parse_header(buf, self.cids.cid_len()).map_err(|_| Ok(Drop::Datagram))?;
         let plen = hdr.packet_len.min(buf.len());
 
         match hdr.ty {
             PacketType::VersionNegotiation => {
                 self.on_version_negotiation(&hdr, first)?;
-                return Ok(plen);
+                return Ok((plen, None));
             }
             PacketType::Retry => {
                 self.on_retry(&buf[..plen], &hdr)?;
-                return Ok(plen);
+                return Ok((plen, None));
             }
             _ => {}
         }
-        let Some(level) = level_of(hdr.ty) else { return Ok(plen) };
+        let Some(level) = level_of(hdr.ty) else { return Ok((plen, None)) };
         let version = if hdr.is_long() {
             let Some(v) = self.accept_version(&hdr) else {
                 self.qlog_drop(Some(level), plen, DropTrigger::Unsupported);
-                return Ok(plen);
+                return Ok((plen, None));
             };
             v
         } else {
@@ -129,12 +146,12 @@ impl Connection {
                 self.stats.dropped += 1;
                 self.qlog_drop(Some(level), plen, DropTrigger::KeyUnavailable);
             }
-            return Ok(plen);
+            return Ok((plen, None));
         }
         let path_id = if level == Level::OneRtt {
             match self.cids.path_of(&hdr.dcid) {
                 Some(p) => p,
-                None => return self.maybe_stateless_reset(&buf[..plen]).map(|_| plen),
+                None => return self.maybe_stateless_reset(&buf[..plen]).map(|_| (plen, None)),
             }
         } else {
             PathId::ZERO
@@ -146,7 +163,7 @@ impl Connection {
         let Some((pn, payload)) = self.unprotect(pkt, level, version, path_id, pn_offset, now)? else {
             self.stats.dropped += 1;
             self.qlog_drop(Some(level), plen, DropTrigger::DecryptionFailure);
-            return Ok(plen);
+            return Ok((plen, None));
         };
         self.on_version_opened(version);
 
@@ -155,11 +172,11 @@ impl Connection {
             && self.path_index(path_id).is_none()
             && self.create_peer_path(path_id, info, now).is_none()
         {
-            return Ok(plen);
+            return Ok((plen, None));
         }
         let Some(acks) = self.recv_acks(level, path_id).filter(|a| !a.is_duplicate(pn)) else {
             self.qlog_drop(Some(level), plen, DropTrigger::Duplicate);
-            return Ok(plen);
+            return Ok((plen, None));
         };
         let newest = acks.largest_received().is_none_or(|l| pn > l);
         self.on_peer_packet(level, scid);
@@ -181,7 +198,7 @@ impl Connection {
             self.follow_peer_address(pidx, info, now);
         }
         self.on_packet_received(level, pidx, pn, plen, &facts, now);
-        Ok(plen)
+        Ok((plen, Some(pidx)))
     }
 
     /// Remove header protection and decrypt in place, following 1-RTT key
@@ -320,7 +337,6 @@ impl Connection {
         if let Some(acks) = self.recv_acks(level, self.paths[pidx].id) {
             acks.on_packet_received(pn, now, facts.ack_eliciting, facts.ecn);
         }
-        self.paths[pidx].amp_recv += plen as u64;
         if level == Level::OneRtt {
             self.on_path_packet(pidx, plen, now);
         }

@@ -254,8 +254,10 @@ impl Connection {
         let i = level_index(level);
         if i < 2 {
             let sp = &self.hs[i];
+            // Only ack-eliciting packets call for an ACK here: answering an
+            // ACK-only packet with one would ping-pong (RFC 9000 §13.2.1).
             return !sp.discarded
-                && (sp.acks.has_new() || self.levels.send[i].has_pending() || sp.probes > 0);
+                && (sp.acks.ack_deadline().is_some() || self.levels.send[i].has_pending() || sp.probes > 0);
         }
         self.paths[0].acks.has_new()
             || self.streams.has_pending_data()
@@ -377,8 +379,11 @@ impl Connection {
         let challenge = one_rtt && (p.challenge_pending || !p.responses.is_empty());
         let validated = p.validated;
         let sp = self.space_mut(level, pi)?;
-        let ack_now = !one_rtt || has_data || sp.acks.ack_deadline().is_some_and(|d| d <= now);
         let probes = *sp.probes;
+        let deadline = sp.acks.ack_deadline();
+        // Handshake levels acknowledge at once, but not ACK-only packets alone.
+        let ack_now = has_data
+            || if one_rtt { deadline.is_some_and(|d| d <= now) } else { probes > 0 || deadline.is_some() };
         let may_send_data = !app || ((probes > 0 || cwnd_room >= room) && validated);
         let due = Due {
             pn: *sp.next_pn,

@@ -1220,27 +1220,15 @@ fn lone_client() -> (Instant, SocketAddr, SocketAddr, Connection) {
 #[test]
 fn lost_client_hello_is_resent_by_the_pto_probe() {
     let (now, c_addr, s_addr, mut c) = lone_client();
-    let mut buf = vec![0u8; 1500];
     // The first flight is lost.
-    while c.send(&mut buf, now).unwrap().is_some() {}
+    datagrams(&mut c, now);
     let pto = c.timeout().expect("PTO armed");
     c.on_timeout(pto);
     // The ClientHello (with its post-quantum key share) takes two datagrams.
-    let mut probes = Vec::new();
-    while let Some((n, _)) = c.send(&mut buf, pto).unwrap() {
-        probes.push(buf[..n].to_vec());
-    }
+    let probes = datagrams(&mut c, pto);
     assert!(!probes.is_empty(), "no probe");
-    let hdr = packet::parse_header(&probes[0], 0).unwrap();
-    let mut s = accept(&crate::random_cid(8), &hdr.dcid, None, s_addr, c_addr, &config(true), pto).unwrap();
-    for mut p in probes {
-        s.recv(&mut p, RecvInfo::new(c_addr, s_addr), pto).unwrap();
-    }
-    let mut answered = 0;
-    let mut out = vec![0u8; 1500];
-    while let Some((len, _)) = s.send(&mut out, pto).unwrap() {
-        answered += len;
-    }
+    let mut s = server_for(&probes, c_addr, s_addr, pto);
+    let answered: usize = datagrams(&mut s, pto).iter().map(Vec::len).sum();
     // ServerHello plus the certificate flight, not a lone ACK.
     assert!(answered > 1000, "server answered {answered} bytes");
 }
@@ -1267,27 +1255,13 @@ pub(super) fn packet_types(mut dgram: &[u8]) -> Vec<packet::PacketType> {
 #[test]
 fn server_pto_probes_carry_its_handshake_flight() {
     let (now, c_addr, s_addr, mut c) = lone_client();
-    let mut buf = vec![0u8; 1500];
-    let mut first = Vec::new();
-    while let Some((n, _)) = c.send(&mut buf, now).unwrap() {
-        first.push(buf[..n].to_vec());
-    }
-    let hdr = packet::parse_header(&first[0], 0).unwrap();
-    let mut s = accept(&crate::random_cid(8), &hdr.dcid, None, s_addr, c_addr, &config(true), now).unwrap();
-    for mut d in first {
-        s.recv(&mut d, RecvInfo::new(c_addr, s_addr), now).unwrap();
-    }
+    let first = datagrams(&mut c, now);
+    let mut s = server_for(&first, c_addr, s_addr, now);
     // The server's first flight is lost.
-    let mut flight = 0;
-    while let Some((n, _)) = s.send(&mut buf, now).unwrap() {
-        flight += n;
-    }
+    let flight: usize = datagrams(&mut s, now).iter().map(Vec::len).sum();
     let pto = s.timeout().expect("PTO armed");
     s.on_timeout(pto);
-    let mut probes = Vec::new();
-    while let Some((n, _)) = s.send(&mut buf, pto).unwrap() {
-        probes.push(buf[..n].to_vec());
-    }
+    let probes = datagrams(&mut s, pto);
     let sizes: Vec<_> = probes.iter().map(|d| (d.len(), packet_types(d))).collect();
     assert!(probes.len() >= 2, "two probe datagrams at least: {sizes:?}");
     for (len, types) in &sizes {
@@ -1343,4 +1317,66 @@ fn server_returns_when_the_new_address_fails_validation() {
     p.run_for(Duration::from_secs(3));
     assert_eq!(p.s.paths[0].peer, c_addr, "back to the validated address");
     assert!(p.s.paths[0].validated && p.s.paths[0].moved_from.is_none());
+}
+
+/// Everything `conn` sends at `now`, one datagram per entry.
+fn datagrams(conn: &mut Connection, now: Instant) -> Vec<Vec<u8>> {
+    let mut buf = vec![0u8; 1500];
+    let mut out = Vec::new();
+    while let Some((n, _)) = conn.send(&mut buf, now).unwrap() {
+        out.push(buf[..n].to_vec());
+    }
+    out
+}
+
+/// The server that the client's `first` datagrams reach, once it read them.
+fn server_for(first: &[Vec<u8>], c_addr: SocketAddr, s_addr: SocketAddr, now: Instant) -> Connection {
+    let hdr = packet::parse_header(&first[0], 0).unwrap();
+    let mut s = accept(&crate::random_cid(8), &hdr.dcid, None, s_addr, c_addr, &config(true), now).unwrap();
+    for d in first {
+        s.recv(&mut d.clone(), RecvInfo::new(c_addr, s_addr), now).unwrap();
+    }
+    s
+}
+
+/// RFC 9000 §8.1 counts every byte the client sent towards the server's
+/// 3x budget: padding after the packets (aioquic pads its Initial datagrams
+/// with zeros after a 54-byte packet) and datagrams that do not decrypt.
+#[test]
+fn amplification_budget_counts_whole_datagrams() {
+    let (now, c_addr, s_addr, mut c) = lone_client();
+    let mut first = datagrams(&mut c, now);
+    first[0].extend_from_slice(&[0; 250]);
+    let total: usize = first.iter().map(Vec::len).sum();
+    let mut s = server_for(&first, c_addr, s_addr, now);
+    assert_eq!(s.paths[0].amp_recv, total as u64, "trailing padding counts");
+    let mut corrupted = first[0].clone();
+    corrupted[600] ^= 0x40;
+    s.recv(&mut corrupted, RecvInfo::new(c_addr, s_addr), now).unwrap();
+    assert_eq!(s.paths[0].amp_recv, (total + first[0].len()) as u64, "an undecryptable datagram counts");
+    let sent: usize = datagrams(&mut s, now).iter().map(Vec::len).sum();
+    assert!(sent as u64 <= 3 * s.paths[0].amp_recv, "sent {sent} B");
+}
+
+/// An ACK-only Initial or Handshake packet is not acknowledged by another
+/// ACK-only packet (RFC 9000 §13.2.1): against a peer that answers in kind
+/// the two would ping-pong, and each of our ACKs made noq's server declare
+/// its retransmitted ServerHello lost again.
+#[test]
+fn ack_only_initial_is_not_answered_with_an_ack() {
+    let (now, c_addr, s_addr, mut c) = lone_client();
+    let first = datagrams(&mut c, now);
+    let mut s = server_for(&first, c_addr, s_addr, now);
+    let flight = datagrams(&mut s, now);
+    assert!(!flight.is_empty());
+    // Only the server's first datagram arrives: the client acknowledges it
+    // with ACK-only packets (it has no CRYPTO data to send yet).
+    c.recv(&mut flight[0].clone(), RecvInfo::new(s_addr, c_addr), now).unwrap();
+    let acks = datagrams(&mut c, now);
+    assert!(!acks.is_empty(), "the client acknowledges the ServerHello");
+    for mut d in acks {
+        s.recv(&mut d, RecvInfo::new(c_addr, s_addr), now).unwrap();
+    }
+    let answer: Vec<_> = datagrams(&mut s, now).iter().map(|d| (d.len(), packet_types(d))).collect();
+    assert!(answer.is_empty(), "the server answered ACK-only packets with {answer:?}");
 }
