@@ -227,7 +227,14 @@ impl Case {
             // took ~0.2 s, so >= 2 updates depended on the machine's speed
             // (0 of them in 1 of 3 quick quiche->mpquic runs once larger
             // datagrams made the transfer faster).
-            Keyupdate => spec.files = (1..=4).map(|id| File { id, size: 10 * MB }).collect(),
+            // A bounded queue (4 ms at the links' 50 packets/ms): an
+            // unbounded one let the sender's window build a 150-190 ms
+            // queue in some runs, the 3 PTOs grew to match, and 40 MB left
+            // room for one update (5 of 10 quiche->mpquic runs).
+            Keyupdate => {
+                spec.files = (1..=4).map(|id| File { id, size: 10 * MB }).collect();
+                plan.queue_packets = Some(200);
+            }
             Blackhole => plan.blackhole = Some((big / 4, Duration::from_secs(if quick { 1 } else { 2 }))),
             Pmtud => {
                 plan.mtu = Some(PMTUD_LINK_MTU);

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use emu::impair::Impairments;
 use emu::loss::LossModel;
+use emu::queue::{QueueConfig, QueueKind};
 use emu::{Link, LinkConfig, Packet, Stage, Trace};
 
 /// A NAT rebinding of the first flow.
@@ -32,6 +33,8 @@ pub enum Rebind {
 pub struct Plan {
     /// One-way delay of each direction.
     pub delay: Duration,
+    /// Drop-tail queue limit of each link, in packets (default: unlimited).
+    pub queue_packets: Option<u64>,
     /// Random loss per datagram, both directions.
     pub loss: f64,
     /// Probability of one flipped bit per datagram, both directions.
@@ -328,6 +331,9 @@ impl State {
     fn link(&self, salt: u64) -> Link {
         let mut cfg = LinkConfig::new(Arc::new(Trace::constant(50)));
         cfg.delay = self.plan.delay;
+        if let Some(n) = self.plan.queue_packets {
+            cfg.queue = QueueConfig { kind: QueueKind::DropTail, packets: Some(n), bytes: None };
+        }
         if self.plan.loss > 0.0 {
             cfg.loss = LossModel::Bernoulli { p: self.plan.loss };
         }

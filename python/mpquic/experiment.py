@@ -68,7 +68,7 @@ class SimResult:
 
 def simulate(scenario, cc="cubic", scheduler="minrtt", seed=None, duration=None,
              sample_interval=0.1, bytes=None, base_dir=None, workload="h3",
-             recv_window=None, ecn=False, pmtud=False):
+             recv_window=None, ecn=False, pmtud=False, qlog_dir=None):
     """Runs one download in the virtual-time simulator and returns a :class:`SimResult`.
 
     Args:
@@ -99,6 +99,9 @@ def simulate(scenario, cc="cubic", scheduler="minrtt", seed=None, duration=None,
         pmtud: both endpoints run path MTU discovery (up to 1500-byte IP packets,
             limited by a scenario path's ``mtu``); each path's ``mtu`` is in the
             result. Off by default: every datagram has the same size.
+        qlog_dir: write every endpoint's qlog there (``flow<i>_client.sqlog``,
+            ``flow<i>_server.sqlog``, background flows included; event times are
+            simulated). An unusable directory raises ``SimulationError``.
 
     The run is deterministic for a given seed and releases the GIL.
     Raises ``ScenarioError``, ``ConfigError`` or ``SimulationError``.
@@ -108,7 +111,8 @@ def simulate(scenario, cc="cubic", scheduler="minrtt", seed=None, duration=None,
                            float(sample_interval), bytes,
                            None if base_dir is None else os.fspath(base_dir), workload,
                            None if recv_window is None else int(recv_window),
-                           bool(ecn), bool(pmtud))
+                           bool(ecn), bool(pmtud),
+                           None if qlog_dir is None else os.fspath(qlog_dir))
     return SimResult(raw)
 
 

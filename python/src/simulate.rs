@@ -93,7 +93,7 @@ fn links_list<'py>(py: Python<'py>, report: &Report) -> PyResult<Bound<'py, PyLi
 /// "path_series": {col: list}}`; `flows` holds the flow under test, then the
 /// scenario's background flows.
 #[pyfunction]
-#[pyo3(signature = (scenario, cc, scheduler, seed=None, duration=None, sample_interval=0.1, bytes=None, base_dir=None, workload="h3", recv_window=None, ecn=false, pmtud=false))]
+#[pyo3(signature = (scenario, cc, scheduler, seed=None, duration=None, sample_interval=0.1, bytes=None, base_dir=None, workload="h3", recv_window=None, ecn=false, pmtud=false, qlog_dir=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn simulate<'py>(
     py: Python<'py>,
@@ -109,6 +109,7 @@ pub(crate) fn simulate<'py>(
     recv_window: Option<u64>,
     ecn: bool,
     pmtud: bool,
+    qlog_dir: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let sc = scenario::resolve(scenario, base_dir)?;
     let workload = Workload::parse(workload).map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -121,6 +122,7 @@ pub(crate) fn simulate<'py>(
     // The flow under test over the scenario's test paths; its background flows follow.
     let mut cfg = SimConfig::for_scenario(&sc, duration);
     cfg.sample_interval = seconds("sample_interval", sample_interval)?;
+    cfg.qlog_dir = qlog_dir;
     for f in &mut cfg.flows {
         f.cc = cc.clone();
         f.scheduler = scheduler.to_owned();
@@ -141,7 +143,13 @@ pub(crate) fn simulate<'py>(
         SimError::Config(m) => ConfigError::new_err(m),
         other => SimulationError::new_err(other.to_string()),
     })?;
-    let report = py.detach(move || sim.run(&mut |_, _| {}));
+    let (report, qlog_error) = py.detach(move || {
+        let report = sim.run(&mut |_, _| {});
+        (report, sim.qlog_error().map(str::to_owned))
+    });
+    if let Some(e) = qlog_error {
+        return Err(SimulationError::new_err(e));
+    }
 
     let out = PyDict::new(py);
     let flows = PyList::empty(py);

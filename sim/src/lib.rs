@@ -11,12 +11,14 @@
 //! - [`sim`]: the event loop ([`Sim`], [`SimConfig`], [`FlowSpec`]).
 //! - [`report`]: time series ([`Sample`]) and summaries ([`FlowSummary`]).
 //! - [`output`]: CSV, JSON and a text table.
+//! - [`qlog`]: every endpoint's qlog file, in simulated time.
 #![warn(missing_docs, unreachable_pub)]
 
 mod app;
 mod certs;
 pub mod net;
 pub mod output;
+pub mod qlog;
 pub mod report;
 pub mod sim;
 mod tag;

@@ -3,7 +3,7 @@
 //! ```text
 //! mpquic-sim --scenario NAME_OR_FILE [--cc X] [--scheduler Y] [--seed N] [--duration S]
 //!            [--bytes N] [--workload h3|stream|upload|video] [--interval MS] [--fail PATH@SECONDS]
-//!            [--out DIR] [--json]
+//!            [--out DIR] [--json] [--qlog-dir DIR]
 //! mpquic-sim --bench [--workload W]
 //! ```
 //!
@@ -72,6 +72,10 @@ struct Args {
     /// Print the summary as JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Write every endpoint's qlog into DIR (flow<i>_client.sqlog,
+    /// flow<i>_server.sqlog; times are simulated).
+    #[arg(long, value_name = "DIR")]
+    qlog_dir: Option<PathBuf>,
     /// 60 s on testbed-2x100, timed on the wall clock.
     #[arg(long)]
     bench: bool,
@@ -153,6 +157,7 @@ fn run(a: Args) -> Result<(), String> {
     };
     let mut cfg = SimConfig::for_scenario(&scenario, duration);
     cfg.sample_interval = Duration::from_millis(a.interval);
+    cfg.qlog_dir = a.qlog_dir.clone();
     for f in &mut cfg.flows {
         f.cc = a.cc.clone();
         f.scheduler = a.scheduler.clone();
@@ -168,6 +173,9 @@ fn run(a: Args) -> Result<(), String> {
     let report = sim.run(&mut progress());
     if std::io::stderr().is_terminal() {
         eprint!("\r{:60}\r", "");
+    }
+    if let Some(e) = sim.qlog_error() {
+        return Err(format!("--qlog-dir: {e}"));
     }
     if let Some(dir) = &a.out {
         std::fs::create_dir_all(dir).map_err(|e| format!("--out {}: {e}", dir.display()))?;

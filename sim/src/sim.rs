@@ -17,6 +17,7 @@
 
 use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use emu::link::{PathLinks, Route};
@@ -25,6 +26,7 @@ use emu::stage::{Packet, Stage};
 use mpquic::{Config, Connection, Ecn, PathError, RecvInfo};
 
 use crate::app::{App, Body, CHUNK};
+use crate::qlog::{check_dir, QlogFile};
 use crate::report::{quantile, FlowSummary, LinkSummary, PathSample, PathSummary, Report, Sample};
 pub use crate::tag::MAX_HOPS;
 use crate::tag::{Tag, MAX_FLOW_PATHS};
@@ -227,6 +229,9 @@ pub struct SimConfig {
     pub rebindings: Vec<Rebinding>,
     /// Maximum UDP payload the endpoints send.
     pub max_udp_payload: usize,
+    /// Write every endpoint's qlog here (`flow<i>_client.sqlog`,
+    /// `flow<i>_server.sqlog`, in simulated time; see [`crate::qlog`]).
+    pub qlog_dir: Option<PathBuf>,
 }
 
 impl SimConfig {
@@ -241,6 +246,7 @@ impl SimConfig {
             failures: Vec::new(),
             rebindings: Vec::new(),
             max_udp_payload: 1350,
+            qlog_dir: None,
         }
     }
 
@@ -286,11 +292,35 @@ struct Endpoint {
     conn: Connection,
     /// Per flow path, datagrams waiting for their release time (in order).
     held: Vec<VecDeque<Held>>,
+    qlog: Option<QlogFile>,
 }
 
 impl Endpoint {
-    fn new(conn: Connection, n_paths: usize) -> Endpoint {
-        Endpoint { conn, held: (0..n_paths).map(|_| VecDeque::with_capacity(4)).collect() }
+    /// Endpoint `conn` of flow `flow`, logging into `qlog_dir` if set (a
+    /// file that cannot be created is reported in `err`).
+    fn new(
+        conn: Connection,
+        n_paths: usize,
+        flow: usize,
+        qlog_dir: Option<&Path>,
+        err: &mut Option<String>,
+    ) -> Endpoint {
+        let qlog = qlog_dir.and_then(|d| {
+            QlogFile::create(d, flow, &conn)
+                .map_err(|e| *err = Some(format!("qlog of flow {flow} in {}: {e}", d.display())))
+                .ok()
+        });
+        Endpoint { conn, held: (0..n_paths).map(|_| VecDeque::with_capacity(4)).collect(), qlog }
+    }
+
+    /// Copy the connection's queued qlog events into its file (flushed when `last`).
+    fn drain_qlog(&mut self, last: bool) -> std::io::Result<()> {
+        let Some(q) = &mut self.qlog else { return Ok(()) };
+        q.drain(&mut self.conn)?;
+        if last {
+            q.flush()?;
+        }
+        Ok(())
     }
 
     fn next_release(&self) -> Option<Duration> {
@@ -431,6 +461,9 @@ pub struct Sim {
     samples: Vec<Sample>,
     datagrams: u64,
     stalls: u64,
+    qlog_dir: Option<PathBuf>,
+    /// The first error writing a qlog file.
+    qlog_error: Option<String>,
 }
 
 fn make_config(server: bool, spec: &FlowSpec, max_udp_payload: usize) -> Result<Config, SimError> {
@@ -531,6 +564,9 @@ impl Sim {
                 return Err(SimError::BadPath(format!("failure on path {} of {}", f.path, links.len())));
             }
         }
+        if let Some(d) = &cfg.qlog_dir {
+            check_dir(d).map_err(|e| SimError::Invalid(format!("qlog directory {}: {e}", d.display())))?;
+        }
         let mut flows = Vec::with_capacity(cfg.flows.len());
         for (i, spec) in cfg.flows.iter().enumerate() {
             if spec.paths.is_empty() {
@@ -546,9 +582,15 @@ impl Sim {
                 return Err(SimError::BadPath(format!("flow {i}: too many flows or paths")));
             }
             let n = spec.paths.len();
+            let (mut ccfg, mut scfg) = (
+                make_config(false, spec, cfg.max_udp_payload)?,
+                make_config(true, spec, cfg.max_udp_payload)?,
+            );
+            ccfg.enable_qlog(cfg.qlog_dir.is_some());
+            scfg.enable_qlog(cfg.qlog_dir.is_some());
             flows.push(Flow {
-                ccfg: make_config(false, spec, cfg.max_udp_payload)?,
-                scfg: make_config(true, spec, cfg.max_udp_payload)?,
+                ccfg,
+                scfg,
                 spec: spec.clone(),
                 client: None,
                 server: None,
@@ -598,6 +640,8 @@ impl Sim {
             samples: Vec::new(),
             datagrams: 0,
             stalls: 0,
+            qlog_dir: cfg.qlog_dir,
+            qlog_error: None,
         })
     }
 
@@ -683,6 +727,7 @@ impl Sim {
             self.apps();
             self.timers();
             self.send_all();
+            self.drain_qlogs(false);
             if self.now >= next_ooo {
                 self.sample_ooo();
                 next_ooo += OOO_TICK;
@@ -696,7 +741,28 @@ impl Sim {
                 break;
             }
         }
+        self.drain_qlogs(true);
         self.report()
+    }
+
+    /// The first error writing qlog files (`SimConfig::qlog_dir`), if any:
+    /// the run goes on without the file.
+    pub fn qlog_error(&self) -> Option<&str> {
+        self.qlog_error.as_deref()
+    }
+
+    fn drain_qlogs(&mut self, last: bool) {
+        if self.qlog_dir.is_none() {
+            return;
+        }
+        for f in &mut self.flows {
+            for e in [f.client.as_mut(), f.server.as_mut()].into_iter().flatten() {
+                if let Err(err) = e.drain_qlog(last) {
+                    self.qlog_error.get_or_insert(format!("writing qlog: {err}"));
+                    e.qlog = None;
+                }
+            }
+        }
     }
 
     /// Every flow the run waits for (every bounded flow but the background ones)
@@ -739,14 +805,15 @@ impl Sim {
 
     fn start_flows(&mut self) {
         let now = self.instant(self.now);
-        for f in &mut self.flows {
+        let (dir, err) = (self.qlog_dir.as_deref(), &mut self.qlog_error);
+        for (fi, f) in self.flows.iter_mut().enumerate() {
             if f.st.started || f.spec.start > self.now {
                 continue;
             }
             f.st.started = true;
             let (local, peer) = f.addrs[0];
             match mpquic::connect(Some("localhost"), &mpquic::random_cid(8), local, peer, &f.ccfg, now) {
-                Ok(conn) => f.client = Some(Endpoint::new(conn, f.addrs.len())),
+                Ok(conn) => f.client = Some(Endpoint::new(conn, f.addrs.len(), fi, dir, err)),
                 Err(e) => f.st.error = Some(format!("connect: {e}")),
             }
         }
@@ -818,7 +885,10 @@ impl Sim {
             if f.server.is_none() {
                 if let Ok(h) = mpquic::packet::parse_header(&pkt.data, 8) {
                     match mpquic::accept(&mpquic::random_cid(8), &h.dcid, None, saddr, caddr, &f.scfg, now) {
-                        Ok(conn) => f.server = Some(Endpoint::new(conn, f.addrs.len())),
+                        Ok(conn) => {
+                            let (dir, err) = (self.qlog_dir.as_deref(), &mut self.qlog_error);
+                            f.server = Some(Endpoint::new(conn, f.addrs.len(), fi, dir, err));
+                        }
                         Err(e) => f.st.error = Some(format!("accept: {e}")),
                     }
                 }

@@ -77,3 +77,74 @@ fn a_black_hole_mid_transfer_falls_back_and_the_data_arrives() {
     assert!(s.mtu <= 1300 && s.mtu >= 1280, "searched again under the new MTU: {}", s.mtu);
     assert!(p.clock.elapsed() < Duration::from_secs(30), "{:?}", p.clock.elapsed());
 }
+
+/// A peer that goes silent for two PTOs at the end of a response (its
+/// datagrams and ours all lost) makes the path fall back to 1200 bytes;
+/// the size that worked goes out again at once, as one of the PTO's
+/// probes, and the first ACK after the silence restores it (before, it
+/// waited for that ACK to free the window, one round trip more, and a
+/// peer that closed at once left the path at 1200 bytes).
+#[test]
+fn the_size_before_a_fallback_is_retried_with_the_pto_probes() {
+    let mut p = Pair::default_pair();
+    p.handshake();
+    let body = data(2 << 20);
+    assert!(p.transfer(0, &body) == body);
+    let before = path0(&p.s).mtu;
+    assert!(before > 1350, "searched up first: {before}");
+    p.c.stream_send(4, b"get", true).unwrap();
+    let mut req = [0u8; 16];
+    while p.s.stream_recv(4, &mut req).is_err() {
+        assert!(p.step());
+    }
+    p.blackhole = vec![p.c_addr];
+    let tail = data(100_000);
+    assert_eq!(p.s.stream_send(4, &tail, true).unwrap(), tail.len());
+    while path0(&p.s).mtu_black_holes == 0 {
+        assert!(p.step());
+    }
+    assert_eq!(path0(&p.s).mtu, 1200);
+    p.blackhole.clear();
+    // One round trip (2 x 10 ms) and a little.
+    p.run_for(Duration::from_millis(25));
+    assert_eq!(path0(&p.s).mtu, before, "restored by the first ACK after the silence");
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    loop {
+        match p.c.stream_recv(4, &mut buf) {
+            Ok((n, fin)) => {
+                got.extend_from_slice(&buf[..n]);
+                if fin {
+                    break;
+                }
+            }
+            Err(_) => assert!(p.step(), "stalled"),
+        }
+    }
+    assert!(got == tail);
+}
+
+/// A peer that stays silent for two PTOs while only a small packet is
+/// outstanding (aioquic acknowledged the 112-byte last packet of a 10 MB
+/// response 195 ms late) is no black hole: the size stays.
+#[test]
+fn silent_ptos_over_a_small_last_packet_keep_the_size() {
+    let mut p = Pair::default_pair();
+    p.handshake();
+    let body = data(2 << 20);
+    assert!(p.transfer(0, &body) == body);
+    let before = path0(&p.s).mtu;
+    p.c.stream_send(4, b"get", true).unwrap();
+    let mut req = [0u8; 16];
+    while p.s.stream_recv(4, &mut req).is_err() {
+        assert!(p.step());
+    }
+    p.blackhole = vec![p.c_addr];
+    p.s.stream_send(4, b"a small answer", true).unwrap();
+    let sent = p.s.stats().sent;
+    p.run_for(Duration::from_secs(1));
+    // The answer and at least two PTOs' probes.
+    assert!(p.s.stats().sent >= sent + 3, "{} sent", p.s.stats().sent - sent);
+    let s = path0(&p.s);
+    assert_eq!((s.mtu, s.mtu_black_holes), (before, 0), "the size stayed");
+}

@@ -16,8 +16,9 @@
 //! large one acknowledged, and a small one sent since acknowledged (a burst
 //! of congestion losses is no black hole) — or when the path's PTO fires
 //! twice running with large packets outstanding; the search then starts
-//! over, with the size that worked before as its first probe, so that a
-//! fallback the evidence misled costs one round trip.
+//! over, with the size that worked before as its first probe, sent at once
+//! (as one of the PTO's probes, and with no data waiting), so that a
+//! fallback the evidence misled — a peer that stalled — costs one round trip.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -126,7 +127,7 @@ impl Pmtud {
             self.ceiling = self.max;
             self.top_tried = false;
         }
-        if let Some(r) = self.retry.filter(|&r| r > self.current) {
+        if let Some(r) = self.retry_due() {
             return Some(r);
         }
         if self.ceiling < self.current + MIN_STEP {
@@ -134,6 +135,11 @@ impl Pmtud {
             return None;
         }
         Some(if self.top_tried { (self.current + self.ceiling).div_ceil(2) } else { self.ceiling })
+    }
+
+    /// After a fallback, the size in use before, to probe now (none in flight).
+    pub(crate) fn retry_due(&self) -> Option<usize> {
+        self.retry.filter(|&r| self.enabled && self.probe.is_none() && r > self.current)
     }
 
     pub(crate) fn on_probe_sent(&mut self, pn: u64, size: usize) {
@@ -195,9 +201,11 @@ impl Pmtud {
         self.suspicious >= SUSPICIOUS_EVENTS && self.small_passed && self.black_hole()
     }
 
-    /// The path's PTO fired for the `pto_count`-th time running.
-    pub(crate) fn on_pto(&mut self, pto_count: u32) -> bool {
-        self.enabled && pto_count >= SILENT_PTOS && self.black_hole()
+    /// The path's PTO fired for the `pto_count`-th time running, with
+    /// packets larger than the base size among those unacknowledged if
+    /// `large_outstanding` (only small ones: a silent peer, not a black hole).
+    pub(crate) fn on_pto(&mut self, pto_count: u32, large_outstanding: bool) -> bool {
+        self.enabled && large_outstanding && pto_count >= SILENT_PTOS && self.black_hole()
     }
 
     /// Fall back to the base size and search again. False if already there.
@@ -275,7 +283,7 @@ mod tests {
         let now = t0();
         let mut p = Pmtud::new(false, 1350, 1472);
         assert_eq!(p.probe_size(now), None);
-        assert!(!p.on_pto(5));
+        assert!(!p.on_pto(5, true));
         assert_eq!(p.current(), 1350);
     }
 
@@ -319,7 +327,7 @@ mod tests {
         let mut p = Pmtud::new(true, 1350, 1472);
         search(&mut p, 1400, now);
         let found = p.current();
-        assert!(p.on_pto(2));
+        assert!(p.on_pto(2, true));
         p.on_sent(5000);
         p.on_acked(5001, BASE);
         assert_eq!(p.current(), BASE, "only small packets acknowledged: a black hole");
@@ -329,7 +337,7 @@ mod tests {
         p.on_acked(5002, found);
         assert_eq!(p.current(), found);
         // A real black hole: the old size fails three times, then halving.
-        assert!(p.on_pto(2));
+        assert!(p.on_pto(2, true));
         for pn in 6000..6003 {
             assert_eq!(p.probe_size(now), Some(found));
             p.on_probe_sent(pn, found);
@@ -342,7 +350,7 @@ mod tests {
     fn a_late_ack_of_a_large_packet_undoes_the_fallback() {
         let mut p = Pmtud::new(true, 1350, 1472);
         p.on_sent(7);
-        assert!(p.on_pto(2), "two PTOs: the peer's ACKs are only late");
+        assert!(p.on_pto(2, true), "two PTOs: the peer's ACKs are only late");
         p.on_sent(8);
         p.on_acked(6, 1350);
         assert_eq!((p.current(), p.black_holes), (1350, 0));
@@ -350,7 +358,7 @@ mod tests {
         p.on_acked(9, 1350);
         assert_eq!(p.current(), 1350);
         // A real black hole: nothing sent before the fallback is acknowledged.
-        assert!(p.on_pto(2));
+        assert!(p.on_pto(2, true));
         p.on_sent(10);
         p.on_acked(11, 1200);
         assert_eq!((p.current(), p.black_holes), (BASE, 1));
@@ -369,10 +377,18 @@ mod tests {
     #[test]
     fn two_silent_ptos_fall_back_once() {
         let mut p = Pmtud::new(true, 1350, 1472);
-        assert!(!p.on_pto(1));
-        assert!(p.on_pto(2));
-        assert!(!p.on_pto(3), "already at the base");
+        assert!(!p.on_pto(1, true));
+        assert!(p.on_pto(2, true));
+        assert!(!p.on_pto(3, true), "already at the base");
         assert_eq!(p.current(), BASE);
+    }
+
+    #[test]
+    fn silent_ptos_with_only_small_packets_outstanding_are_no_black_hole() {
+        let mut p = Pmtud::new(true, 1350, 1472);
+        assert!(!p.on_pto(2, false));
+        assert!(!p.on_pto(3, false));
+        assert_eq!((p.current(), p.black_holes), (1350, 0));
     }
 
     #[test]
