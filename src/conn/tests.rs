@@ -1380,3 +1380,40 @@ fn ack_only_initial_is_not_answered_with_an_ack() {
     let answer: Vec<_> = datagrams(&mut s, now).iter().map(|d| (d.len(), packet_types(d))).collect();
     assert!(answer.is_empty(), "the server answered ACK-only packets with {answer:?}");
 }
+
+/// The server's HANDSHAKE_DONE is lost and the client's packets do not come
+/// through (noq's client, waiting on the ACK of its Finished that the server
+/// can no longer send, sent no 1-RTT packet): the server's PTO probe carries
+/// HANDSHAKE_DONE again, not a bare PING, and the client confirms.
+#[test]
+fn a_lost_handshake_done_goes_again_in_the_pto_probe() {
+    let (now, c_addr, s_addr, mut c) = lone_client();
+    let first = datagrams(&mut c, now);
+    let mut s = server_for(&first, c_addr, s_addr, now);
+    let (to_c, to_s) = (RecvInfo::new(s_addr, c_addr), RecvInfo::new(c_addr, s_addr));
+    for _ in 0..10 {
+        if s.handshake_confirmed {
+            break;
+        }
+        for mut d in datagrams(&mut s, now) {
+            c.recv(&mut d, to_c, now).unwrap();
+        }
+        for mut d in datagrams(&mut c, now) {
+            s.recv(&mut d, to_s, now).unwrap();
+        }
+    }
+    assert!(s.handshake_confirmed && !c.handshake_confirmed);
+    // The server's HANDSHAKE_DONE is lost; from now on so is all the client sends.
+    datagrams(&mut s, now);
+    let mut t = now;
+    while !c.handshake_confirmed && t < now + Duration::from_secs(5) {
+        t = s.timeout().expect("a timer");
+        s.on_timeout(t);
+        for mut d in datagrams(&mut s, t) {
+            c.recv(&mut d, to_c, t).unwrap();
+        }
+        datagrams(&mut c, t);
+    }
+    assert!(c.handshake_confirmed, "the client still waits for HANDSHAKE_DONE after {:?}", t - now);
+    assert!(t - now < Duration::from_secs(1), "confirmed by the first PTO's probe, not later: {:?}", t - now);
+}

@@ -9,7 +9,7 @@ use crate::crypto::Level;
 use crate::recovery::{HandshakeStatus, PacketFate, SentPacket, TimeoutAction};
 use crate::PathId;
 
-use super::sent::SentFrames;
+use super::sent::{SentFrame, SentFrames};
 use super::{Connection, State};
 
 /// What a timer is for.
@@ -173,6 +173,20 @@ impl Connection {
         }
     }
 
+    /// A PTO on path `pi` with our HANDSHAKE_DONE unacknowledged: the probe
+    /// carries it again rather than a bare PING (RFC 9002 §6.2.4). Until it
+    /// arrives the client keeps retransmitting its Finished, which we can no
+    /// longer acknowledge; noq's client then sent nothing in 1-RTT, not even
+    /// ACKs of our PINGs, and the connection idled out (handshakeloss).
+    fn resend_handshake_done(&mut self, pi: usize) {
+        let space = &self.paths[pi].space;
+        if self.is_server
+            && space.iter().any(|p| p.data.iter().any(|f| matches!(f, SentFrame::HandshakeDone)))
+        {
+            self.handshake_done_pending = true;
+        }
+    }
+
     pub(super) fn on_loss_timeout(&mut self, now: Instant) {
         let hs = self.hs_status();
         let views = self.path_views();
@@ -232,6 +246,7 @@ impl Connection {
                         self.paths[pi].probes = packets;
                         pto_paths |= 1u64 << pi.min(63);
                         self.pmtud_on_pto(pi);
+                        self.resend_handshake_done(pi);
                     }
                 },
             }
