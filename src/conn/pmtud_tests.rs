@@ -78,6 +78,22 @@ fn a_black_hole_mid_transfer_falls_back_and_the_data_arrives() {
     assert!(p.clock.elapsed() < Duration::from_secs(30), "{:?}", p.clock.elapsed());
 }
 
+/// A pair whose server searched its path up over a 2 MB transfer and has
+/// read a second request (stream 4); the datagram size it reached.
+fn searched_with_a_request() -> (Pair, usize) {
+    let mut p = Pair::default_pair();
+    p.handshake();
+    let body = data(2 << 20);
+    assert!(p.transfer(0, &body) == body);
+    let before = path0(&p.s).mtu;
+    p.c.stream_send(4, b"get", true).unwrap();
+    let mut req = [0u8; 16];
+    while p.s.stream_recv(4, &mut req).is_err() {
+        assert!(p.step());
+    }
+    (p, before)
+}
+
 /// A peer that goes silent for two PTOs at the end of a response (its
 /// datagrams and ours all lost) makes the path fall back to 1200 bytes;
 /// the size that worked goes out again at once, as one of the PTO's
@@ -86,17 +102,8 @@ fn a_black_hole_mid_transfer_falls_back_and_the_data_arrives() {
 /// peer that closed at once left the path at 1200 bytes).
 #[test]
 fn the_size_before_a_fallback_is_retried_with_the_pto_probes() {
-    let mut p = Pair::default_pair();
-    p.handshake();
-    let body = data(2 << 20);
-    assert!(p.transfer(0, &body) == body);
-    let before = path0(&p.s).mtu;
+    let (mut p, before) = searched_with_a_request();
     assert!(before > 1350, "searched up first: {before}");
-    p.c.stream_send(4, b"get", true).unwrap();
-    let mut req = [0u8; 16];
-    while p.s.stream_recv(4, &mut req).is_err() {
-        assert!(p.step());
-    }
     p.blackhole = vec![p.c_addr];
     let tail = data(100_000);
     assert_eq!(p.s.stream_send(4, &tail, true).unwrap(), tail.len());
@@ -129,16 +136,7 @@ fn the_size_before_a_fallback_is_retried_with_the_pto_probes() {
 /// response 195 ms late) is no black hole: the size stays.
 #[test]
 fn silent_ptos_over_a_small_last_packet_keep_the_size() {
-    let mut p = Pair::default_pair();
-    p.handshake();
-    let body = data(2 << 20);
-    assert!(p.transfer(0, &body) == body);
-    let before = path0(&p.s).mtu;
-    p.c.stream_send(4, b"get", true).unwrap();
-    let mut req = [0u8; 16];
-    while p.s.stream_recv(4, &mut req).is_err() {
-        assert!(p.step());
-    }
+    let (mut p, before) = searched_with_a_request();
     p.blackhole = vec![p.c_addr];
     p.s.stream_send(4, b"a small answer", true).unwrap();
     let sent = p.s.stats().sent;
