@@ -54,7 +54,7 @@ const MP_SHARE: (Case, Peer, Role) = (Case::MpTransfer, Peer::Noq, Role::Server)
 
 #[test]
 fn every_supported_cell_passes() {
-    let failed = failures_after_one_retry(every_cell().filter(|c| !FLAKY.contains(c) && *c != MP_SHARE));
+    let failed = failures_after_one_retry(every_cell().filter(|c| !FLAKY.contains(c)));
     assert!(failed.is_empty(), "{} cell(s) failed:\n{}", failed.len(), failed.join("\n"));
 }
 
@@ -151,17 +151,22 @@ fn lossy_handshake_from_aioquic_other_seeds() {
 }
 
 /// mp-transfer with noq's client and our server (round-robin): each path
-/// must carry at least 20% of the bytes.
+/// must carry at least 20% of the bytes, in five runs (each with the one
+/// retry every cell gets). Until 2026-11-27 an ignored test: 1 of 10 quick
+/// runs fell below 20%. Two causes, found in the qlog and the kernel's UDP
+/// counters: noq's client socket kept its ~200 kB default buffer (60-600
+/// receive-buffer drops per run, which knocked one path out of slow start
+/// early); and a path whose ACKs stalled 20-40 ms on the busy machine was
+/// suspected dead at every stall, its window sent again on the other path.
+/// With an 8 MiB buffer for noq's client and a suspicion threshold that
+/// grows when a suspicion proves wrong: 12 of 12 runs with two CPU hogs,
+/// shares 44-55% / 45-56%. (The relay keeps the kernel's default buffers:
+/// with 8 MiB there too, nothing was dropped anywhere and noq's server put
+/// 80-96% on its first path in mp-transfer against our client, 6 of 8
+/// runs below 20%; its scheduler leans on loss to move traffic.)
 #[test]
-#[ignore = "measured: 1 of 10 quick runs below 20% (shares 52-83% / 17-48%; 2 of 4 before 2026-11-26, \
-            68-83% / 17-32%, and noq once closed with 'too many gaps in stream buffer'). The second \
-            path's first flight was charged to its pacer at the 333 ms initial RTT's rate and the rate \
-            was refreshed only when a packet went out on it, so the scheduler passed the path over for \
-            12-14 ms while the first path's window doubled; fixed, what is left is the first path's \
-            head start (the second path opens ~30 ms in, one 0.4 s transfer). Refreshing every \
-            controller's rate on each ACK gave 18 of 18 but moves a coupled-bbr simulation below its bound"]
 fn mp_transfer_share_with_noq_client() {
-    let failed = failures(std::iter::once(MP_SHARE), 5);
+    let failed = failures_after_one_retry(std::iter::repeat_n(MP_SHARE, 5));
     assert!(failed.is_empty(), "{} run(s) failed:\n{}", failed.len(), failed.join("\n"));
 }
 

@@ -418,19 +418,31 @@ impl Connection {
     /// nothing, so RFC 9002's thresholds (which need a later packet of the
     /// same path acknowledged) never fire and only its PTO notices; by then
     /// the peer may hold a whole window of data received on the other paths
-    /// behind the hole. Here, once path `acked_on` has acknowledged a packet
-    /// sent at `newest_sent`, any other path whose oldest outstanding packet
-    /// was sent before that and is older than that path's loss delay, plus
-    /// the time the peer may hold its ACK back, becomes suspect: its data is
-    /// queued again for the other paths, and it gets no new data until it
-    /// acknowledges something.
-    pub(super) fn check_silent_paths(&mut self, acked_on: usize, newest_sent: Instant, now: Instant) {
+    /// behind the hole. Here, once the packet just read acknowledged a
+    /// packet sent at `mp.answered` (on the paths `mp.answered_on`), any
+    /// other path whose oldest outstanding packet was sent before that and
+    /// is older than that path's loss delay, plus the time the peer may hold
+    /// its ACK back, becomes suspect: its data is queued again for the other
+    /// paths, and it gets no new data until it acknowledges something.
+    /// Checked once the whole packet is read: the peer often acknowledges
+    /// several paths in one packet. A path that was only slow (it answered
+    /// after all) waits longer next time (`suspect_slack`, see
+    /// [`Connection::clear_suspicion`]).
+    pub(super) fn check_silent_paths(&mut self, now: Instant) {
+        let Some(newest_sent) = self.mp.answered.take() else { return };
+        let mut answered = std::mem::take(&mut self.mp.answered_on);
+        self.suspect_silent_paths(&answered, newest_sent, now);
+        answered.clear();
+        self.mp.answered_on = answered;
+    }
+
+    fn suspect_silent_paths(&mut self, answered: &[PathId], newest_sent: Instant, now: Instant) {
         if !self.multipath || self.paths.len() < 2 {
             return;
         }
         for j in 0..self.paths.len() {
             let p = &self.paths[j];
-            if j == acked_on || p.abandoned || p.suspect || !p.validated {
+            if answered.contains(&p.id) || p.abandoned || p.suspect.is_some() || !p.validated {
                 continue;
             }
             let (oldest, next) = {
@@ -444,22 +456,36 @@ impl Connection {
             let mad = p.recovery.max_ack_delay();
             let ack_wait = next.map_or(mad, |t| t.saturating_duration_since(oldest).min(mad));
             let rtt = p.recovery.rtt();
-            let wait = rtt.loss_delay() + (rtt.var() * 4).max(crate::rtt::GRANULARITY) + ack_wait;
+            let wait =
+                rtt.loss_delay() + (rtt.var() * 4).max(crate::rtt::GRANULARITY) + ack_wait + p.suspect_slack;
             if now.saturating_duration_since(oldest) <= wait {
                 continue;
             }
-            log::debug!(
-                "path {:?} silent for {:?} while {:?} answers: suspect",
-                p.id,
-                now - oldest,
-                acked_on
-            );
+            log::debug!("path {:?} silent for {:?} while {:?} answer: suspect", p.id, now - oldest, answered);
             if let Some(q) = &mut self.qlog {
                 q.path_suspect(now, self.paths[j].id, now - oldest);
             }
-            self.paths[j].suspect = true;
+            self.paths[j].suspect = Some(now);
             self.paths[j].st.suspicions += 1;
             self.requeue_path_data(j);
+        }
+    }
+
+    /// Path `i` acknowledged something: it gets new data again. If a packet
+    /// sent before it became suspect was among the acknowledged, it was
+    /// slow, not dead (loopback under CPU load stalls one path for 20-40 ms
+    /// at a 10-20 ms RTT): the wait was short by the time since the
+    /// suspicion, so the path's slack grows by twice that, up to one PTO
+    /// period, and the next such stall does not send its window again on
+    /// the other paths. (Dead-path detection on this path is then slower by
+    /// the slack, at most a PTO.)
+    pub(super) fn clear_suspicion(&mut self, i: usize, oldest_acked: Option<Instant>, now: Instant) {
+        let p = &mut self.paths[i];
+        let Some(since) = p.suspect.take() else { return };
+        if oldest_acked.is_some_and(|t| t < since) {
+            let late = now.saturating_duration_since(since) * 2;
+            let cap = p.recovery.rtt().pto_base() + p.recovery.max_ack_delay();
+            p.suspect_slack = (p.suspect_slack + late).min(cap);
         }
     }
 

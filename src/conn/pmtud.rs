@@ -27,7 +27,7 @@ impl Connection {
         }
         let waiting = self.streams.has_sendable_data();
         let p = &mut self.paths[pi];
-        if !p.usable() || p.suspect || p.moved_from.is_some() {
+        if !p.usable() || p.suspect.is_some() || p.moved_from.is_some() {
             return None;
         }
         if let Some(size) = p.pmtud.retry_due() {

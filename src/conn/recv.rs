@@ -186,6 +186,7 @@ impl Connection {
         }
         let facts =
             PacketFacts { ecn: info.ecn, ..self.on_frames(payload, level, path_id, info, now).map_err(Err)? };
+        self.check_silent_paths(now);
         if let (Some(q), Some(dcid)) =
             (self.qlog.as_mut(), logged_dcid.filter(|_| newest && facts.non_probing))
         {
@@ -596,7 +597,8 @@ impl Connection {
             if r.as_ref().is_ok_and(|s| s.newly_acked > 0) {
                 p.probes = 0;
                 p.silent_ptos = 0;
-                p.suspect = false;
+                let oldest = acked.iter().map(|k| k.time_sent).min();
+                self.clear_suspicion(i, oldest, now);
             }
             r
         } else {
@@ -620,7 +622,8 @@ impl Connection {
         let pid = self.paths.get(pi).map(|p| p.id).unwrap_or(PathId::ZERO);
         if mp && level == Level::OneRtt {
             if let Some(newest) = acked.iter().map(|p| p.time_sent).max() {
-                self.check_silent_paths(pi, newest, now);
+                self.mp.answered = self.mp.answered.max(Some(newest));
+                self.mp.answered_on.push(pid);
             }
         }
         if level == Level::OneRtt && res.is_ok() {

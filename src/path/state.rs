@@ -118,9 +118,13 @@ pub(crate) struct Path {
     pub(crate) drop_at: Option<Instant>,
     /// Consecutive PTOs without an acknowledgement on this path.
     pub(crate) silent_ptos: u32,
-    /// No new data: the other paths answer and this one stopped (see
-    /// `check_silent_paths`); cleared by its next acknowledgement.
-    pub(crate) suspect: bool,
+    /// Since when the path gets no new data: the other paths answer and
+    /// this one stopped (see `check_silent_paths`); cleared by its next
+    /// acknowledgement.
+    pub(crate) suspect: Option<Instant>,
+    /// Added to the silence that makes this path suspect, grown each time
+    /// a suspicion proved wrong (the path answered after all).
+    pub(crate) suspect_slack: Duration,
     /// When a packet last arrived on this path.
     pub(crate) last_recv: Option<Instant>,
     /// When this path has been quiet long enough to be checked (multipath).
@@ -261,7 +265,8 @@ impl Path {
             abandon_sent: false,
             drop_at: None,
             silent_ptos: 0,
-            suspect: false,
+            suspect: None,
+            suspect_slack: Duration::ZERO,
             last_recv: None,
             quiet_at: None,
             dsr: crate::sched::DsrEstimator::default(),
@@ -368,7 +373,7 @@ impl Path {
         let cc = self.recovery.cc();
         let mut s = super::PathSnapshot::new(self.id);
         s.status = self.effective_status();
-        s.usable = self.usable() && !self.suspect;
+        s.usable = self.usable() && self.suspect.is_none();
         s.srtt = rtt.smoothed();
         s.min_rtt = rtt.min();
         s.rttvar = rtt.var();
@@ -450,6 +455,11 @@ pub(crate) struct MpState {
     pub(crate) closed: Vec<PathId>,
     /// Status updates received before the path exists (path, seq, status).
     pub(crate) early_status: Vec<(PathId, u64, PathStatus)>,
+    /// The ACK frames of the packet being read: the newest send time they
+    /// acknowledged and the paths they acknowledged on (see
+    /// `Connection::check_silent_paths`, run once the packet is read).
+    pub(crate) answered: Option<Instant>,
+    pub(crate) answered_on: Vec<PathId>,
 }
 
 impl MpState {
