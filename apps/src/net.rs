@@ -36,9 +36,10 @@ pub struct Sockets {
     recv: RefCell<RecvBatch>,
 }
 
-/// Asks for 8 MiB socket buffers: loopback bursts overflow the default
-/// ~200 kB ones (the kernel caps the size at net.core.[rw]mem_max).
-pub fn grow_buffers(sock: &impl std::os::fd::AsRawFd) {
+fn grow_buffers(sock: &UdpSocket) {
+    use std::os::fd::AsRawFd;
+    // Loopback bursts overflow the default ~200 kB buffers; ask for more
+    // (the kernel caps it at net.core.[rw]mem_max).
     let size: libc::c_int = 8 << 20;
     for opt in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
         // SAFETY: a valid fd and a pointer to a live c_int of the stated size.

@@ -129,21 +129,10 @@ pub fn client(spec: &Spec, servers: &[SocketAddr]) -> Side {
     run().unwrap_or_else(|e| Side { errors: vec![e], ..Side::default() })
 }
 
-/// The client's endpoint on `ip`, any port, with the 8 MiB socket buffers
-/// mpquic's apps ask for: the client receives the downloads, and with noq's
-/// ~200 kB default the kernel's receive-buffer drops (60-600 per mp-transfer
-/// run, loss outside the relay's link model) went on until this socket grew.
-fn client_endpoint(ip: IpAddr) -> Res<noq::Endpoint> {
-    let sock = std::net::UdpSocket::bind(SocketAddr::new(ip, 0)).map_err(err)?;
-    mpquic_apps::net::grow_buffers(&sock);
-    let rt = Arc::new(noq::TokioRuntime);
-    noq::Endpoint::new(noq::EndpointConfig::default(), None, sock, rt).map_err(err)
-}
-
 async fn run_client(spec: &Spec, servers: &[SocketAddr]) -> Res<Side> {
     let any: IpAddr =
         if spec.ipv6 { "::1".parse().map_err(err)? } else { "127.0.0.1".parse().map_err(err)? };
-    let ep = client_endpoint(any)?;
+    let ep = noq::Endpoint::client(SocketAddr::new(any, 0)).map_err(err)?;
     ep.set_default_client_config(client_config(spec)?);
     let mut side = Side::default();
     for _ in 0..spec.connections {

@@ -153,17 +153,15 @@ fn lossy_handshake_from_aioquic_other_seeds() {
 /// mp-transfer with noq's client and our server (round-robin): each path
 /// must carry at least 20% of the bytes, in five runs (each with the one
 /// retry every cell gets). Until 2026-11-27 an ignored test: 1 of 10 quick
-/// runs fell below 20%. Two causes, found in the qlog and the kernel's UDP
-/// counters: noq's client socket kept its ~200 kB default buffer (60-600
-/// receive-buffer drops per run, which knocked one path out of slow start
-/// early); and a path whose ACKs stalled 20-40 ms on the busy machine was
-/// suspected dead at every stall, its window sent again on the other path.
-/// With an 8 MiB buffer for noq's client and a suspicion threshold that
-/// grows when a suspicion proves wrong: 12 of 12 runs with two CPU hogs,
-/// shares 44-55% / 45-56%. (The relay keeps the kernel's default buffers:
-/// with 8 MiB there too, nothing was dropped anywhere and noq's server put
-/// 80-96% on its first path in mp-transfer against our client, 6 of 8
-/// runs below 20%; its scheduler leans on loss to move traffic.)
+/// runs fell below 20%. The qlog of such a run: on the busy machine the
+/// ACKs of our second path stalled 11-40 ms at a 5-20 ms RTT, the path was
+/// suspected dead at every stall and its window sent again on the first
+/// path (3 times in a 0.3 s transfer). A suspicion that proves wrong now
+/// makes the path wait longer: 15 of 15 runs with two CPU hogs, shares
+/// 51-71% / 29-49%. (8 MiB socket buffers for noq's client were tried
+/// too: the kernel's 60-600 receive-buffer drops per run went away, but
+/// noq's client then lost `mp-abandon` and `mp-blackhole` connections at
+/// full size, 6 of 22 runs, against 0 of 16 with its default buffer.)
 #[test]
 fn mp_transfer_share_with_noq_client() {
     let failed = failures_after_one_retry(std::iter::repeat_n(MP_SHARE, 5));
