@@ -569,10 +569,7 @@ fn blackholed_path_is_detected_and_abandoned() {
 fn a_path_suspected_wrongly_waits_longer_next_time() {
     let mut p = Pair::new(&mp_config(false), &mp_config(true));
     // 1 packet/ms (12 Mbit/s) per path and direction, so the transfer lasts.
-    let mut link = emu::link::LinkConfig::new(std::sync::Arc::new(emu::trace::Trace::constant(1)));
-    link.queue =
-        emu::queue::QueueConfig { kind: emu::queue::QueueKind::DropTail, packets: Some(20), bytes: None };
-    p.wire.bottleneck = Some(link);
+    p.wire.bottleneck = Some(droptail_link(1, 20));
     p.handshake();
     p.run_for(Duration::from_millis(100));
     let id = p.open_second_path();
@@ -840,6 +837,15 @@ fn redundant_copies_are_sent_counted_and_harmless() {
     assert!(m.paths.iter().any(|x| x.redundant_bytes > 0), "{m:?}");
 }
 
+/// A link of `per_ms` packets per millisecond with a drop-tail queue of
+/// `queue` packets, for [`Wire::bottleneck`](crate::testing::Wire).
+fn droptail_link(per_ms: usize, queue: u64) -> emu::link::LinkConfig {
+    let mut link = emu::link::LinkConfig::new(std::sync::Arc::new(emu::trace::Trace::constant(per_ms)));
+    link.queue =
+        emu::queue::QueueConfig { kind: emu::queue::QueueKind::DropTail, packets: Some(queue), bytes: None };
+    link
+}
+
 pub(super) fn with_qlog(mut c: Config) -> Config {
     c.enable_qlog(true);
     c
@@ -968,10 +974,7 @@ fn qlog_logs_key_updates_at_both_ends() {
     let mut scfg = with_qlog(config(true));
     scfg.set_key_update_interval(1000);
     let mut p = Pair::new(&ccfg, &scfg);
-    let mut link = emu::link::LinkConfig::new(std::sync::Arc::new(emu::trace::Trace::constant(2)));
-    link.queue =
-        emu::queue::QueueConfig { kind: emu::queue::QueueKind::DropTail, packets: Some(50), bytes: None };
-    p.wire.bottleneck = Some(link);
+    p.wire.bottleneck = Some(droptail_link(2, 50));
     p.handshake();
     let data = pattern(6_000_000);
     assert_eq!(p.transfer(0, &data), data);
@@ -1054,10 +1057,7 @@ fn key_updates_every_thousand_packets_keep_data_intact() {
         p.reorder = reorder;
         // A 24 Mbit/s bottleneck with a 50-packet queue: the transfer lasts
         // a couple of seconds, long enough for updates three PTOs apart.
-        let mut link = emu::link::LinkConfig::new(std::sync::Arc::new(emu::trace::Trace::constant(2)));
-        link.queue =
-            emu::queue::QueueConfig { kind: emu::queue::QueueKind::DropTail, packets: Some(50), bytes: None };
-        p.wire.bottleneck = Some(link);
+        p.wire.bottleneck = Some(droptail_link(2, 50));
         p.handshake();
         let t0 = p.now();
         let data = pattern(6_000_000);
