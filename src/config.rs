@@ -80,6 +80,7 @@ pub struct Config {
     pub(crate) send_buffer_limit: usize,
     pub(crate) send_unsent_limit: usize,
     pub(crate) pacing: bool,
+    pub(crate) timestamps: bool,
     pub(crate) ecn: bool,
     pub(crate) pmtud: bool,
     pub(crate) max_mtu: usize,
@@ -149,6 +150,7 @@ impl Config {
             send_buffer_limit: 4 << 20,
             send_unsent_limit: usize::MAX,
             pacing: true,
+            timestamps: true,
             ecn: true,
             pmtud: true,
             max_mtu: 1500,
@@ -462,6 +464,14 @@ impl Config {
     /// at least 1280.
     pub fn set_max_mtu(&mut self, bytes: usize) {
         self.max_mtu = bytes.clamp(1280, 65535);
+    }
+    /// Offer the timestamp extension ([`crate::frame::timestamp`]) when
+    /// multipath is offered (default on): with a peer that offers it too,
+    /// ACKs carry the peer's send time, and shared-bottleneck detection
+    /// reads one-way delays instead of RTT samples (which carry the return
+    /// path's queues). Other peers ignore the offer.
+    pub fn enable_timestamps(&mut self, v: bool) {
+        self.timestamps = v;
     }
     /// Queue qlog-style events in each connection (see [`crate::qlog`]);
     /// drain them with [`Connection::qlog_next`](crate::Connection::qlog_next).

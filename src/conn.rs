@@ -27,6 +27,7 @@ mod spaces;
 #[cfg(test)]
 pub(crate) mod tests;
 mod timers;
+mod timestamps;
 #[cfg(test)]
 mod version_tests;
 mod versions;
@@ -272,6 +273,8 @@ pub struct Connection {
     accept_dsr: bool,
     /// The peer offered it (and multipath is on): we send PATH_DSR.
     send_dsr: bool,
+    /// The timestamp extension (one-way delays for `sbd`).
+    ts: timestamps::Timestamps,
     /// The time of the latest call that gave one (for events raised where
     /// no `now` is at hand).
     last_now: Instant,
@@ -439,6 +442,7 @@ impl Connection {
             }),
             accept_dsr: wants_dsr(config),
             send_dsr: false,
+            ts: timestamps::Timestamps::new(timestamps::offer(config), now),
             last_now: now,
             early_data_enabled: config.early_data,
             early: early::EarlyData::default(),
@@ -887,6 +891,9 @@ fn local_params(
     };
     if wants_dsr(config) {
         params.extra.push((crate::frame::path_dsr::REC_TRANSPORT_PARAM_ID, Vec::new()));
+    }
+    if let Some(p) = timestamps::offer(config) {
+        params.extra.push((crate::frame::timestamp::TIMESTAMP_TRANSPORT_PARAM_ID, p.encode()));
     }
     if let Some((odcid, retry_scid)) = server {
         params.original_destination_connection_id = Some(odcid);

@@ -14,6 +14,7 @@ use crate::packet::{ConnectionId, PacketType, MAX_CID_LEN, RESET_TOKEN_LEN};
 
 mod ack;
 pub mod path_dsr;
+pub mod timestamp;
 
 pub use ack::{ack_encoded_len, ack_fit, encode_ack, encode_ack_max, AckRangeIter, AckRanges, EcnCounts};
 
@@ -247,6 +248,9 @@ pub enum Frame<'a> {
         /// Desired sending rate, bytes/s.
         dsr: u64,
     },
+    /// TIMESTAMP (0x2f5, [`timestamp`]): the packet's send time on the
+    /// sender's clock, as sent (scale by the peer's ack_delay_exponent).
+    Timestamp(u64),
 }
 
 /// Read a path ID: any value above 2^32-1 exceeds every possible limit.
@@ -400,6 +404,7 @@ impl<'a> Frame<'a> {
                 let f = path_dsr::PathDsrFrame::decode_body(r)?;
                 Frame::PathDsr { path_id: u64::from(f.path_id.0), dsr: f.dsr }
             }
+            timestamp::TIMESTAMP_FRAME_TYPE => Frame::Timestamp(r.varint()?),
             _ => return Err(TransportError::encoding("unknown frame type")),
         })
     }
@@ -446,6 +451,7 @@ impl<'a> Frame<'a> {
             Frame::PathsBlocked(_) => ty::PATHS_BLOCKED,
             Frame::PathCidsBlocked { .. } => ty::PATH_CIDS_BLOCKED,
             Frame::PathDsr { .. } => path_dsr::PATH_DSR_FRAME_TYPE,
+            Frame::Timestamp(_) => timestamp::TIMESTAMP_FRAME_TYPE,
         }
     }
 
@@ -491,6 +497,7 @@ impl<'a> Frame<'a> {
                             | Frame::PathResponse(_)
                             | Frame::RetireConnectionId { .. }
                             | Frame::HandshakeDone
+                            | Frame::Timestamp(_)
                     )
             }
             PacketType::Retry | PacketType::VersionNegotiation => false,
@@ -498,9 +505,13 @@ impl<'a> Frame<'a> {
     }
 
     /// Whether receiving this frame requires an acknowledgement (RFC 9000
-    /// §13.2.1: all but ACK, PADDING and CONNECTION_CLOSE; PATH_ACK likewise).
+    /// §13.2.1: all but ACK, PADDING and CONNECTION_CLOSE; PATH_ACK likewise;
+    /// TIMESTAMP, which only travels with ACKs, neither).
     pub fn is_ack_eliciting(&self) -> bool {
-        !matches!(self, Frame::Padding { .. } | Frame::Ack { .. } | Frame::ConnectionClose { .. })
+        !matches!(
+            self,
+            Frame::Padding { .. } | Frame::Ack { .. } | Frame::ConnectionClose { .. } | Frame::Timestamp(_)
+        )
     }
 
     /// Whether this is a probing frame (RFC 9000 §9.1: PATH_CHALLENGE,
@@ -538,9 +549,11 @@ impl<'a> Frame<'a> {
             Frame::Stream { stream_id, offset, data, .. } => {
                 stream_header_len(stream_id, offset, data.len(), true) - 1 + data.len()
             }
-            Frame::MaxData(v) | Frame::DataBlocked(v) | Frame::MaxPathId(v) | Frame::PathsBlocked(v) => {
-                varint_len(v)
-            }
+            Frame::MaxData(v)
+            | Frame::DataBlocked(v)
+            | Frame::MaxPathId(v)
+            | Frame::PathsBlocked(v)
+            | Frame::Timestamp(v) => varint_len(v),
             Frame::MaxStreams { max: v, .. } | Frame::StreamsBlocked { limit: v, .. } => varint_len(v),
             Frame::MaxStreamData { stream_id: a, max: b }
             | Frame::StreamDataBlocked { stream_id: a, limit: b }
@@ -612,6 +625,7 @@ impl<'a> Frame<'a> {
             | Frame::DataBlocked(v)
             | Frame::MaxPathId(v)
             | Frame::PathsBlocked(v)
+            | Frame::Timestamp(v)
             | Frame::MaxStreams { max: v, .. }
             | Frame::StreamsBlocked { limit: v, .. } => w.varint(v)?,
             Frame::StopSending { stream_id: a, error_code: b }

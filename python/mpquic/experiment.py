@@ -68,7 +68,7 @@ class SimResult:
 
 def simulate(scenario, cc="cubic", scheduler="minrtt", seed=None, duration=None,
              sample_interval=0.1, bytes=None, base_dir=None, workload="h3",
-             recv_window=None, ecn=False, pmtud=False, qlog_dir=None):
+             recv_window=None, ecn=False, pmtud=False, qlog_dir=None, timestamps=True):
     """Runs one download in the virtual-time simulator and returns a :class:`SimResult`.
 
     Args:
@@ -102,6 +102,10 @@ def simulate(scenario, cc="cubic", scheduler="minrtt", seed=None, duration=None,
         qlog_dir: write every endpoint's qlog there (``flow<i>_client.sqlog``,
             ``flow<i>_server.sqlog``, background flows included; event times are
             simulated). An unusable directory raises ``SimulationError``.
+        timestamps: both endpoints offer the timestamp extension, so that
+            coupled-bbr's shared-bottleneck detection reads one-way delays; False
+            makes it read RTT samples, as it must with peers other than mpquic
+            (``--no-timestamps`` of ``mpquic-sim``).
 
     The run is deterministic for a given seed and releases the GIL.
     Raises ``ScenarioError``, ``ConfigError`` or ``SimulationError``.
@@ -112,7 +116,8 @@ def simulate(scenario, cc="cubic", scheduler="minrtt", seed=None, duration=None,
                            None if base_dir is None else os.fspath(base_dir), workload,
                            None if recv_window is None else int(recv_window),
                            bool(ecn), bool(pmtud),
-                           None if qlog_dir is None else os.fspath(qlog_dir))
+                           None if qlog_dir is None else os.fspath(qlog_dir),
+                           bool(timestamps))
     return SimResult(raw)
 
 

@@ -93,7 +93,7 @@ fn links_list<'py>(py: Python<'py>, report: &Report) -> PyResult<Bound<'py, PyLi
 /// "path_series": {col: list}}`; `flows` holds the flow under test, then the
 /// scenario's background flows.
 #[pyfunction]
-#[pyo3(signature = (scenario, cc, scheduler, seed=None, duration=None, sample_interval=0.1, bytes=None, base_dir=None, workload="h3", recv_window=None, ecn=false, pmtud=false, qlog_dir=None))]
+#[pyo3(signature = (scenario, cc, scheduler, seed=None, duration=None, sample_interval=0.1, bytes=None, base_dir=None, workload="h3", recv_window=None, ecn=false, pmtud=false, qlog_dir=None, timestamps=true))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn simulate<'py>(
     py: Python<'py>,
@@ -110,6 +110,7 @@ pub(crate) fn simulate<'py>(
     ecn: bool,
     pmtud: bool,
     qlog_dir: Option<PathBuf>,
+    timestamps: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let sc = scenario::resolve(scenario, base_dir)?;
     let workload = Workload::parse(workload).map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -131,6 +132,7 @@ pub(crate) fn simulate<'py>(
         f.recv_window = recv_window;
         f.ecn = ecn;
         f.pmtud = pmtud;
+        f.timestamps = timestamps;
     }
     if recv_window == Some(0) {
         return Err(PyValueError::new_err("recv_window must be > 0 (or None: never limiting)"));

@@ -1,5 +1,7 @@
 """Background flows and shared links of a scenario, seen from Python."""
 
+import pytest
+
 import mpquic
 
 
@@ -43,9 +45,11 @@ def test_background_flows_take_the_controller_under_test():
     assert list(r.flow_summary["paths"]) == ["a,b", "a", "a", "b", "b"]
 
 
-def test_shared_bottleneck_groups_show_in_results():
-    """coupled-bbr's detector puts the two paths through one bottleneck in one group."""
-    r = mpquic.simulate("shared-bottleneck", cc="coupled-bbr", duration=8.0)
+@pytest.mark.parametrize("timestamps", [True, False])
+def test_shared_bottleneck_groups_show_in_results(timestamps):
+    """coupled-bbr's detector puts the two paths through one bottleneck in one
+    group, from the peer's timestamps and from RTT samples alike."""
+    r = mpquic.simulate("shared-bottleneck", cc="coupled-bbr", duration=8.0, timestamps=timestamps)
     groups = [p["group"] for p in r.flows[0]["paths"]]
     assert groups[0] == groups[1], groups
     late = r.paths[(r.paths["flow"] == 0) & (r.paths["t"] > 7.0)]

@@ -43,6 +43,11 @@ struct Args {
     /// datagram has the same size.
     #[arg(long)]
     pmtud: bool,
+    /// The flow under test does not offer the timestamp extension: its
+    /// shared-bottleneck detection reads RTT samples, as with peers other
+    /// than mpquic (default: one-way delays from the peer's timestamps).
+    #[arg(long)]
+    no_timestamps: bool,
     /// Seed of the links' loss processes (default: the scenario's).
     #[arg(long)]
     seed: Option<u64>,
@@ -163,6 +168,7 @@ fn run(a: Args) -> Result<(), String> {
         f.scheduler = a.scheduler.clone();
         f.ecn = a.ecn;
         f.pmtud = a.pmtud;
+        f.timestamps = !a.no_timestamps;
         f.bytes = a.bytes;
         f.workload = workload;
     }

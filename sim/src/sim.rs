@@ -113,6 +113,10 @@ pub struct FlowSpec {
     /// 1500-byte IP packets); off by default: the seeds' experiments use
     /// one datagram size (`SimConfig::max_udp_payload`).
     pub pmtud: bool,
+    /// Both endpoints offer the timestamp extension (`Config::enable_timestamps`,
+    /// on by default as in the library): shared-bottleneck detection reads
+    /// one-way delays; off, it falls back to RTT samples, as with other peers.
+    pub timestamps: bool,
 }
 
 impl FlowSpec {
@@ -129,7 +133,14 @@ impl FlowSpec {
             background: false,
             ecn: false,
             pmtud: false,
+            timestamps: true,
         }
+    }
+
+    /// Offers the timestamp extension or not (builder style).
+    pub fn timestamps(mut self, on: bool) -> FlowSpec {
+        self.timestamps = on;
+        self
     }
 
     /// Sets the start time (builder style).
@@ -482,6 +493,7 @@ fn make_config(server: bool, spec: &FlowSpec, max_udp_payload: usize) -> Result<
     c.set_scheduler(&spec.scheduler).map_err(err)?;
     c.enable_ecn(spec.ecn);
     c.enable_pmtud(spec.pmtud);
+    c.enable_timestamps(spec.timestamps);
     // Windows large enough that flow control never limits 200 Mbit/s at 250 ms RTT.
     c.set_initial_max_data(64 << 20);
     c.set_initial_max_stream_data_bidi_local(32 << 20);

@@ -235,6 +235,8 @@ impl Connection {
             crate::frame::path_dsr::decode_transport_param(v).map_err(Error::Transport)?;
             self.send_dsr = self.multipath;
         }
+        let ts = params.extra_param(crate::frame::timestamp::TIMESTAMP_TRANSPORT_PARAM_ID);
+        self.ts.on_peer_param(ts, self.multipath).map_err(Error::Transport)?;
         if let Some(q) = &mut self.qlog {
             q.parameters_set(self.last_now, true, &params);
             q.state(self.last_now, crate::qlog::ConnState::HandshakeComplete);

@@ -282,6 +282,7 @@ impl Connection {
     ) -> Result<PacketFacts, TransportError> {
         let ptype = packet_type(level);
         let mut facts = PacketFacts::default();
+        self.ts.begin_packet();
         frame::for_each_frame(payload, |f| {
             if !f.is_allowed_in(ptype) {
                 return Err(
@@ -413,6 +414,10 @@ impl Connection {
                 let delay =
                     Duration::from_micros(ack_delay.checked_shl(exp as u32).unwrap_or(u64::MAX).min(1 << 40));
                 self.on_ack(level, target, (ranges.iter(), ecn), delay, now)?;
+            }
+            Frame::Timestamp(t) => {
+                let exp = self.peer_params.as_ref().map_or(3, |p| p.ack_delay_exponent);
+                self.ts.on_frame(t, exp)?;
             }
             Frame::Crypto { offset, data } => self.on_crypto_frame(level, offset, data, now)?,
             // The hot path of a download: straight to the stream.
@@ -585,14 +590,22 @@ impl Connection {
             if let Some((sent, released)) =
                 r.as_ref().ok().and_then(|s| s.sampled_times).filter(|_| self.multipath)
             {
-                // One-way delay stand-in for shared-bottleneck detection:
-                // the network's RTT (from the pacer's release, so sender-side
-                // pacing delay is left out; without pacing the caller sends at
-                // once) less the peer's ACK delay.
+                // One-way delay for shared-bottleneck detection, from the
+                // pacer's release (sender-side pacing delay left out; without
+                // pacing the caller sends at once): with the peer's
+                // timestamps, its receive time less our release; otherwise
+                // the RTT less the peer's ACK delay, which also carries the
+                // return path's queues.
                 let left = if self.pacing { released } else { sent };
-                let rtt = now.saturating_duration_since(left);
-                let owd = rtt.saturating_sub(delay.min(p.recovery.max_ack_delay()));
-                self.sbd.on_sample(p.id, now, owd);
+                let owd = if self.ts.receive {
+                    self.ts.one_way_ms(left, delay)
+                } else {
+                    let rtt = now.saturating_duration_since(left);
+                    Some(rtt.saturating_sub(delay.min(p.recovery.max_ack_delay())).as_secs_f64() * 1e3)
+                };
+                if let Some(ms) = owd {
+                    self.sbd.on_sample(p.id, now, ms);
+                }
             }
             if r.as_ref().is_ok_and(|s| s.newly_acked > 0) {
                 p.probes = 0;

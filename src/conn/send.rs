@@ -434,6 +434,13 @@ impl Connection {
     ) -> bool {
         let mp = level == Level::OneRtt && self.multipath;
         let path_id = mp.then(|| self.paths[pi].id.0 as u64);
+        if mp && self.ts.send {
+            // Before the ACKs it dates (the peer reads frames in order).
+            let f = Frame::Timestamp(self.ts.field(now, self.local_params.ack_delay_exponent));
+            if f.encoded_len() + 32 <= b.payload_end() - b.w().pos() {
+                let _ = f.encode(b.w());
+            }
+        }
         let room = b.payload_end() - b.w().pos();
         let mut written = false;
         if let Some(sp) = self.space_mut(level, pi).filter(|sp| !sp.acks.ranges().is_empty()) {

@@ -1018,6 +1018,45 @@ fn rec_scheduler_gets_desired_rates_from_the_peer() {
     assert!(p.c.scheduler_metrics().paths.iter().all(|x| x.dsr.is_none()));
 }
 
+/// Client packets with `time_stamp` frames, from its qlog.
+fn timestamped_packets(c: &mut Connection) -> usize {
+    std::iter::from_fn(|| c.qlog_next())
+        .filter(|l| l.contains("\"quic:packet_sent\"") && l.contains("\"time_stamp\""))
+        .count()
+}
+
+#[test]
+fn timestamps_are_negotiated_and_date_the_acks() {
+    let data = pattern(1 << 20);
+    let mut p = Pair::two_paths(&with_qlog(mp_config(false)), &mp_config(true));
+    assert!(p.transfer(0, &data) == data);
+    assert!(p.s.ts.receive && p.s.ts.send && p.c.ts.receive && p.c.ts.send);
+    let n = timestamped_packets(&mut p.c);
+    assert!(n > 50, "{n} packets with timestamps");
+    // The server's detector was fed from them on both paths.
+    for id in [PathId(0), PathId(1)] {
+        assert!(p.s.sbd.summary(id).is_some_and(|s| s.intervals > 0), "{id:?}");
+    }
+    // A peer that does not offer them gets none, and sends none.
+    let mut scfg = mp_config(true);
+    scfg.enable_timestamps(false);
+    let mut p = Pair::two_paths(&with_qlog(mp_config(false)), &scfg);
+    assert!(p.transfer(0, &data) == data);
+    assert!(!p.s.ts.receive && !p.s.ts.send && !p.c.ts.receive && !p.c.ts.send);
+    assert_eq!(timestamped_packets(&mut p.c), 0);
+    // Without multipath they are not offered.
+    let mut p = Pair::new(&mp_config(false), &config(true));
+    p.handshake();
+    assert!(!p.c.ts.send && !p.c.ts.receive);
+}
+
+#[test]
+fn unasked_timestamp_is_a_protocol_violation() {
+    let r = server_error_for(false, vec![crate::frame::Frame::Timestamp(5)]);
+    let ty = crate::frame::timestamp::TIMESTAMP_FRAME_TYPE;
+    assert_eq!(r, Some((ErrorCode::PROTOCOL_VIOLATION.0, Some(ty))));
+}
+
 #[test]
 fn server_that_lost_state_resets_the_client() {
     let key = crate::server::StatelessResetKey::random();

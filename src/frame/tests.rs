@@ -108,6 +108,8 @@ fn round_trip_every_frame_type() {
         Frame::PathsBlocked(4),
         Frame::PathCidsBlocked { path_id: 2, next_seq: 9 },
         Frame::PathDsr { path_id: 1, dsr: 1_250_000 },
+        Frame::Timestamp(0),
+        Frame::Timestamp(crate::codec::VARINT_MAX),
     ];
     for f in &frames {
         round_trip(f);
@@ -412,6 +414,7 @@ fn packet_type_permissions() {
         (&Frame::MaxData(1), [false, false, true, true]),
         (&Frame::MaxPathId(1), [false, false, false, true]),
         (&Frame::PathAbandon { path_id: 1, error_code: 0 }, [false, false, false, true]),
+        (&Frame::Timestamp(1), [false, false, false, true]),
         // Table 3 allows it in 0-RTT, §12.4's note does not (a server MAY
         // close): it can only answer a NEW_CONNECTION_ID of 1-RTT.
         (&Frame::RetireConnectionId { path_id: None, seq: 0 }, [false, false, false, true]),

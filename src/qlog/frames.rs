@@ -223,5 +223,8 @@ fn write_frame(s: &mut String, f: &Frame<'_>) {
         Frame::PathDsr { path_id, dsr } => {
             let _ = write!(s, "{{\"frame_type\":\"path_dsr\",\"path_id\":{path_id},\"desired_rate\":{dsr}}}");
         }
+        Frame::Timestamp(t) => {
+            let _ = write!(s, "{{\"frame_type\":\"time_stamp\",\"time_stamp\":{t}}}");
+        }
     }
 }
