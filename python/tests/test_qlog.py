@@ -180,7 +180,7 @@ def test_the_log_shows_both_paths(request, logs, side):
         assert sent and all(e["data"]["header"]["path_id"] == int(t) for e in sent)
     frames = {f["frame_type"] for e in events if e["name"] in ("quic:packet_received", "quic:packet_sent")
               for f in e["data"].get("frames", [])}
-    assert {"path_ack", "stream", "path_new_connection_id"} <= frames, frames
+    assert {"path_ack", "stream", "path_new_connection_id", "time_stamp"} <= frames, frames
     states = [e["data"]["new"] for e in events if e["name"] == "quic:connection_state_updated"]
     assert states[0] == "attempted" and "handshake_confirmed" in states
     # The connection IDs in use on both paths, ours and the peer's.
