@@ -369,6 +369,26 @@ fn two_paths_over_loopback() {
     assert!((total - 1.0).abs() < 1e-9);
 }
 
+/// AR&P's copies pay for themselves: over two lossless loopback paths,
+/// coupled-bbr/arp delivers the body with at most 5% of it in duplicate stream
+/// bytes (#12's target; 18% when it was filed, 0 bytes in 3 runs of 50 MB
+/// measured since) and both paths carry data. Copies the kernel's drops under
+/// load would justify are loss, not waste: the bound is on what arrives twice.
+#[test]
+fn coupled_bbr_arp_copies_little_where_nothing_is_lost() {
+    let (root, sum) = served("arp-copies");
+    let srv = ServerProc::start(&root, &["--cc", "coupled-bbr", "--scheduler", "arp"]);
+    let out = root.with_extension("out");
+    let j = big_json(&srv, &sum, &out, &["--local", "127.0.0.1", "--local", "127.0.0.2"]);
+    let body = j["bytes"].as_u64().unwrap();
+    let dup = j["duplicate_bytes"].as_u64().unwrap();
+    println!("coupled-bbr/arp over two loopback paths: {dup} duplicate bytes for {body} bytes");
+    assert!(dup * 20 <= body, "{dup} duplicate bytes for a {body}-byte body: {j}");
+    for p in j["paths"].as_array().unwrap() {
+        assert!(p["recv_bytes"].as_u64().unwrap() > 1_000_000, "{j}");
+    }
+}
+
 /// --migrate-to: after 4 MB of the 24 MB body the client moves its one path
 /// from 127.0.0.1 to a new socket on 127.0.0.2 (RFC 9000 §9.2); the server
 /// validates the new address and goes on sending there, the body arrives
