@@ -397,6 +397,12 @@ impl Connection {
         HandshakeStatus { amplification_limited: false, ..self.hs_status() }
     }
 
+    /// The scale of the peer's ACK Delay and Timestamp fields (RFC 9000
+    /// §18.2: 3 until its parameters arrive).
+    fn peer_ack_delay_exponent(&self) -> u64 {
+        self.peer_params.as_ref().map_or(3, |p| p.ack_delay_exponent)
+    }
+
     fn on_frame(
         &mut self,
         f: Frame<'_>,
@@ -410,13 +416,13 @@ impl Connection {
             Frame::Ack { path_id: ack_path, ack_delay, ranges, ecn } => {
                 // ACK frames acknowledge path 0 (draft-21 §2.3).
                 let Some(target) = self.frame_path_or_zero(ack_path)? else { return Ok(()) };
-                let exp = self.peer_params.as_ref().map(|p| p.ack_delay_exponent).unwrap_or(3);
+                let exp = self.peer_ack_delay_exponent();
                 let delay =
                     Duration::from_micros(ack_delay.checked_shl(exp as u32).unwrap_or(u64::MAX).min(1 << 40));
                 self.on_ack(level, target, (ranges.iter(), ecn), delay, now)?;
             }
             Frame::Timestamp(t) => {
-                let exp = self.peer_params.as_ref().map_or(3, |p| p.ack_delay_exponent);
+                let exp = self.peer_ack_delay_exponent();
                 self.ts.on_frame(t, exp)?;
             }
             Frame::Crypto { offset, data } => self.on_crypto_frame(level, offset, data, now)?,

@@ -435,7 +435,8 @@ impl Connection {
         let mp = level == Level::OneRtt && self.multipath;
         let path_id = mp.then(|| self.paths[pi].id.0 as u64);
         if mp && self.ts.send {
-            // Before the ACKs it dates (the peer reads frames in order).
+            // Before the ACKs it dates (the peer reads frames in order),
+            // and only with room left for an ACK frame after it.
             let f = Frame::Timestamp(self.ts.field(now, self.local_params.ack_delay_exponent));
             if f.encoded_len() + 32 <= b.payload_end() - b.w().pos() {
                 let _ = f.encode(b.w());
