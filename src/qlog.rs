@@ -92,6 +92,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::crypto::Level;
+use crate::frame::timestamp::TimestampParam;
 use crate::transport_params::TransportParams;
 use crate::PathId;
 
@@ -521,6 +522,10 @@ impl Qlog {
         }
         if let Some(m) = p.initial_max_path_id {
             let _ = write!(s, ",\"initial_max_path_id\":{m}");
+        }
+        let ts = crate::frame::timestamp::TIMESTAMP_TRANSPORT_PARAM_ID;
+        if let Some(t) = p.extra_param(ts).and_then(|v| TimestampParam::decode(v).ok()) {
+            let _ = write!(s, ",\"enable_time_stamp\":{}", u8::from(t.receive) | u8::from(t.send) << 1);
         }
         self.end(s, None);
     }

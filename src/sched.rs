@@ -85,7 +85,7 @@ mod sticky;
 pub use crate::frame::path_dsr as rec_wire;
 pub use arp::{
     ar_joins_non_redundant, ar_partition, bytes_arriving_first, ArPath, ArpScheduler, RateMeter,
-    MIN_INFLIGHT_FOR_N,
+    COPY_BUDGET_PERCENT, MIN_INFLIGHT_FOR_N,
 };
 pub use capacity::{CapacityEstimate, CapacityScheduler};
 pub use hetero::{blest_should_wait, ecf_decide, BlestScheduler, EcfOutcome, EcfScheduler};

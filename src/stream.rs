@@ -24,6 +24,17 @@ pub use map::{PeerLimits, Stream, Streams, StreamsConfig};
 pub use recv::{FlowDelta, RecvStream};
 pub use send::{Chunk, ResetState, SendStream};
 
+/// Capacity for a new buffer segment that starts `offset` bytes into its
+/// stream: as much as the stream has carried so far, between 1 KiB and
+/// `max`. A stream that carries a few bytes (HTTP/3 control, QPACK,
+/// request headers) then holds about that much, not a bulk-sized
+/// segment; a bulk stream reaches `max` after a handful of doublings.
+pub(crate) fn segment_capacity(offset: u64, max: usize) -> usize {
+    const MIN: u64 = 1024;
+    let grown = offset.checked_next_power_of_two().unwrap_or(u64::MAX);
+    grown.clamp(MIN, max as u64) as usize
+}
+
 /// Errors returned to the application by stream calls. None of them is
 /// fatal to the connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -540,6 +540,12 @@ int32_t mpquic_config_enable_ecn(struct mpquic_config *cfg, bool v);
 // buffers that hold them (1472 bytes over IPv4 by default).
 int32_t mpquic_config_enable_pmtud(struct mpquic_config *cfg, bool v);
 
+// Offer the receive-timestamp extension when multipath is offered
+// (default on): with a peer that offers it too, ACKs carry the peer's send
+// time and shared-bottleneck detection reads one-way delays instead of RTT
+// samples. Other peers ignore the offer.
+int32_t mpquic_config_enable_timestamps(struct mpquic_config *cfg, bool v);
+
 // Server: offer `addr` as the preferred address (RFC 9000 §9.6; one IPv4
 // and one IPv6 address). Clients move there once the handshake is
 // confirmed; feed the datagrams received on it to the same connection.

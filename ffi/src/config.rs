@@ -353,6 +353,21 @@ pub unsafe extern "C" fn mpquic_config_enable_pmtud(cfg: *mut mpquic_config, v: 
     }
 }
 
+/// Offer the receive-timestamp extension when multipath is offered
+/// (default on): with a peer that offers it too, ACKs carry the peer's send
+/// time and shared-bottleneck detection reads one-way delays instead of RTT
+/// samples. Other peers ignore the offer.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_enable_timestamps(cfg: *mut mpquic_config, v: bool) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.enable_timestamps(v);
+            Ok(())
+        })
+    }
+}
+
 /// Server: offer `addr` as the preferred address (RFC 9000 §9.6; one IPv4
 /// and one IPv6 address). Clients move there once the handshake is
 /// confirmed; feed the datagrams received on it to the same connection.

@@ -853,3 +853,36 @@ fn qlog_records_from_c() {
         mpquic_config_free(scfg);
     }
 }
+
+/// The timestamp switch from C: offered with multipath by default (the
+/// client's own transport parameters in its qlog say so), not once turned
+/// off; a null config is refused.
+#[test]
+fn timestamps_switch_from_c() {
+    unsafe {
+        for on in [true, false] {
+            let (ccfg, scfg) = (config(false), config(true));
+            for cfg in [ccfg, scfg] {
+                assert_eq!(mpquic_config_enable_multipath(cfg, 2), 0);
+            }
+            assert_eq!(mpquic_config_enable_qlog(ccfg, true), 0);
+            if !on {
+                assert_eq!(mpquic_config_enable_timestamps(ccfg, false), 0);
+            }
+            let (c, s) = direct_pair(ccfg, scfg, None, |_| {});
+            let mut file = Vec::new();
+            drain_qlog(c, &mut file);
+            let text = String::from_utf8(file).unwrap();
+            let local = text
+                .split('\u{1e}')
+                .find(|r| r.contains("quic:parameters_set") && r.contains("\"initiator\":\"local\""))
+                .expect("local parameters_set");
+            assert_eq!(local.contains("\"enable_time_stamp\":3"), on, "{local}");
+            mpquic_conn_free(c);
+            mpquic_conn_free(s);
+            mpquic_config_free(ccfg);
+            mpquic_config_free(scfg);
+        }
+        assert_eq!(mpquic_config_enable_timestamps(null_mut(), true), MPQUIC_ERROR_INVALID_ARGUMENT as i32);
+    }
+}

@@ -51,15 +51,19 @@ impl Connection {
         Ok(r)
     }
 
-    /// Nothing left to send: a path with window to spare is limited by the
-    /// application, not the network, and its next rate samples say so (BBR
-    /// must not take them for the bottleneck's rate).
+    /// Nothing left to send: a path with room for another full packet is
+    /// limited by the application, not the network, and its next rate
+    /// samples say so (BBR must not take them for the bottleneck's rate).
+    /// A path with less room than a packet is window-limited: marking it
+    /// would stop its window from growing for good wherever the
+    /// application refills just behind the sender (a server keeping little
+    /// unsent), as it can never send the packet that fills the window.
     fn mark_app_limited(&mut self) {
         if self.streams.has_pending_data() || !self.is_established() {
             return;
         }
         for p in self.paths.iter_mut().filter(|p| p.usable()) {
-            if p.recovery.bytes_in_flight() < p.recovery.cwnd() {
+            if p.recovery.bytes_in_flight() + p.mss() <= p.recovery.cwnd() {
                 p.recovery.on_app_limited();
             }
         }

@@ -422,10 +422,11 @@ impl Connection {
             return Ok(0);
         }
         let fin_now = fin && n == data.len();
-        let mut buf = Vec::with_capacity(n + 9);
-        frame::encode_data_header(n as u64, &mut buf);
-        buf.extend_from_slice(data.get(..n).unwrap_or_default());
-        self.send_all(t, stream, &buf, fin_now)?;
+        // Header and body straight into the stream (the room is there), no
+        // intermediate copy of the body.
+        let (head, len) = frame::data_header(n as u64);
+        self.send_all(t, stream, head.get(..len).unwrap_or_default(), false)?;
+        self.send_all(t, stream, data.get(..n).unwrap_or_default(), fin_now)?;
         if fin_now {
             self.send.insert(stream, SendPhase::Done);
         }

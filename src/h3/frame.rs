@@ -131,6 +131,15 @@ pub fn encode_data_header(len: u64, out: &mut Vec<u8>) {
     push_varint(len, out);
 }
 
+/// A DATA frame header for `len` body bytes, on the stack: the bytes and
+/// how many of them are used (type 0x00 takes one; `len` at most 2^62-1).
+pub fn data_header(len: u64) -> ([u8; 9], usize) {
+    let mut out = [0u8; 9];
+    let n = varint_len(len).min(8);
+    encode_varint_into(len, &mut out[1..1 + n]);
+    (out, 1 + n)
+}
+
 impl Frame {
     /// The frame's wire type.
     pub fn frame_type(&self) -> u64 {

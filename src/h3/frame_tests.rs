@@ -39,6 +39,12 @@ fn known_encodings() {
     out.clear();
     encode_data_header(300, &mut out);
     assert_eq!(out, [0x00, 0x41, 0x2c]);
+    for len in [0, 63, 64, 300, 16_383, 16_384, 1 << 30, (1 << 62) - 1] {
+        let mut heap = Vec::new();
+        encode_data_header(len, &mut heap);
+        let (stack, n) = data_header(len);
+        assert_eq!(&stack[..n], &heap[..], "{len}");
+    }
     out.clear();
     Frame::MaxPushId { push_id: 16384 }.encode(&mut out);
     assert_eq!(out, [0x0d, 0x04, 0x80, 0x00, 0x40, 0x00]);

@@ -143,6 +143,12 @@ impl RateMeter {
     }
 }
 
+/// Outside trouble, copies stop while those made outside trouble exceed
+/// this share of the stream bytes sent. R's few packets in flight are a rate of 4 packets per
+/// R's RTT, which is most of a short-RTT path's capacity (two loopback paths:
+/// 7-10% of the body was copies); a budget keeps R measured at any RTT.
+pub const COPY_BUDGET_PERCENT: u64 = 2;
+
 /// Stream payload of one packet: the datagram size less typical QUIC
 /// overhead (short header, STREAM frame header, AEAD tag).
 const PACKET_OVERHEAD: usize = 48;
@@ -157,6 +163,12 @@ pub struct ArpScheduler {
     /// Until when a path of N is in trouble (it lost packets recently), so
     /// that R's copies may fill R's windows.
     trouble_until: Option<Instant>,
+    /// Stream bytes sent, copies included, and those of the copies made
+    /// outside trouble (for [`COPY_BUDGET_PERCENT`]).
+    carried: u64,
+    copied: u64,
+    /// The last copy decided was made outside trouble.
+    budgeted: bool,
 }
 
 impl ArpScheduler {
@@ -271,22 +283,29 @@ impl ArpScheduler {
         }
     }
 
+    /// Copies so far are within [`COPY_BUDGET_PERCENT`] of the bytes sent.
+    fn within_budget(&self) -> bool {
+        self.copied * 100 < COPY_BUDGET_PERCENT * self.carried
+    }
+
     /// A path of R that can carry a copy: window space, and fewer bytes in
     /// flight than the connection has unacknowledged (so copies do not run
     /// ahead of the data they duplicate). While the paths of N deliver
     /// without loss, copies are only worth keeping R measured and its
     /// RTT known: R keeps [`MIN_INFLIGHT_FOR_N`] packets in flight, no more
-    /// (copies then cost a few percent of the bytes, not R's whole window).
-    /// Once N loses packets, R may fill its window with copies.
-    fn redundant_path(&self, ctx: &SchedContext<'_>) -> Option<PathId> {
+    /// (copies then cost a few percent of the bytes, not R's whole window),
+    /// within [`COPY_BUDGET_PERCENT`] of the bytes sent. Once N loses
+    /// packets, R may fill its window with copies.
+    fn redundant_path(&mut self, ctx: &SchedContext<'_>) -> Option<PathId> {
         let trouble = self.trouble_until.is_some_and(|t| ctx.now < t);
+        self.budgeted = !trouble;
         ctx.best_by(
             |p| {
                 ctx.eligible(p)
                     && p.can_send()
                     && self.role(p.id) == Some(PathRole::Redundant)
                     && (p.bytes_in_flight as u64) < ctx.pending.unacked_bytes
-                    && (trouble || p.packets_in_flight < MIN_INFLIGHT_FOR_N)
+                    && (trouble || p.packets_in_flight < MIN_INFLIGHT_FOR_N && self.within_budget())
             },
             |p| p.srtt,
         )
@@ -332,6 +351,10 @@ impl Scheduler for ArpScheduler {
     }
 
     fn on_sent(&mut self, path: PathId, sent: Sent) {
+        self.carried += sent.stream_bytes as u64;
+        if sent.redundant && self.budgeted {
+            self.copied += sent.stream_bytes as u64;
+        }
         // The rate meter measures what the path carries: whole datagrams.
         if let Some(s) = self.st.get_mut(path) {
             s.rate.on_sent(sent.datagram_bytes);
@@ -482,12 +505,18 @@ mod tests {
         PathSnapshot { bandwidth: rate, ..path(id, srtt_ms, cwnd, inflight) }
     }
 
+    /// `bytes` of new stream data sent on path 0.
+    fn sent_new(s: &mut ArpScheduler, bytes: usize) {
+        s.on_sent(PathId(0), Sent { datagram_bytes: bytes, stream_bytes: bytes, redundant: false });
+    }
+
     #[test]
     fn slow_path_goes_redundant_and_carries_copies() {
         // Path 0: 10 MB/s, 20 ms; path 1: 0.5 MB/s, 200 ms, 2 in flight.
         // N = {0}: Σx = 1e7, Σxr = 2e5. Path 1: left 5e5/1e7 = 0.05;
         // right (0.2·1e7 − 4e5)/2e5 = 8 → R.
         let mut s = ArpScheduler::default();
+        sent_new(&mut s, 1_000_000);
         let now = t0();
         let paths = [rated(0, 20, 10_000_000, 100, 100), rated(1, 200, 500_000, 20, 2)];
         let pending = PendingInfo { new_bytes: 1_000_000, unacked_bytes: 200_000, ..Default::default() };
@@ -507,6 +536,7 @@ mod tests {
     #[test]
     fn copies_fill_r_only_while_n_loses_packets() {
         let mut s = ArpScheduler::default();
+        sent_new(&mut s, 1_000_000);
         let now = t0();
         let pending = PendingInfo { new_bytes: 1_000_000, unacked_bytes: 200_000, ..Default::default() };
         let r_with = |inflight| [rated(0, 20, 10_000_000, 100, 100), rated(1, 200, 500_000, 20, inflight)];
@@ -530,6 +560,38 @@ mod tests {
         );
         let after = now + Duration::from_millis(401);
         assert_eq!(s.decide(&SchedContext::new(after, &lossy, pending)), Decision::WAIT);
+    }
+
+    #[test]
+    fn lossless_copies_stay_within_their_budget() {
+        let mut s = ArpScheduler::default();
+        let now = t0();
+        let pending = PendingInfo { new_bytes: 1_000_000, unacked_bytes: 200_000, ..Default::default() };
+        let paths = [rated(0, 20, 10_000_000, 100, 100), rated(1, 200, 500_000, 20, 1)];
+        // Nothing sent yet: no budget.
+        assert_eq!(s.decide(&SchedContext::new(now, &paths, pending)), Decision::WAIT);
+        sent_new(&mut s, 100_000);
+        assert_eq!(
+            s.decide(&SchedContext::new(now, &paths, pending)),
+            Decision::Redundant { path: PathId(1) }
+        );
+        // Copies up to the budget's share of all stream bytes, then none.
+        let copy = Sent { datagram_bytes: 1_000, stream_bytes: 1_000, redundant: true };
+        let mut copies = 0;
+        while s.decide(&SchedContext::new(now, &paths, pending)) != Decision::WAIT {
+            s.on_sent(PathId(1), copy);
+            copies += 1;
+        }
+        // Two copies are 2,000 of 102,000 bytes (1.96% < 2%): a third may go;
+        // three are 2.9%: no more.
+        assert_eq!(copies, 3);
+        // A loss on N lifts the budget: R fills its window.
+        let mut lossy = paths;
+        lossy[0].lost_packets = 1;
+        assert_eq!(
+            s.decide(&SchedContext::new(now, &lossy, pending)),
+            Decision::Redundant { path: PathId(1) }
+        );
     }
 
     #[test]

@@ -8,8 +8,9 @@ use super::flow::RecvWindow;
 use super::StreamError;
 use crate::error::{ErrorCode, TransportError};
 
-/// Segments of in-order data are allocated at this size so that the packets
-/// that follow are appended in place (one copy, no reallocation).
+/// Segments of in-order data grow to this size (by
+/// [`segment_capacity`](super::segment_capacity)) so that the packets that
+/// follow are appended in place (one copy, no reallocation).
 const SEGMENT: usize = 64 * 1024;
 
 /// What a received frame changed in connection-level flow control.
@@ -156,6 +157,7 @@ impl RecvStream {
     /// `at` if it has room, else start a segment.
     fn store(&mut self, mut at: u64, mut piece: &[u8]) {
         self.buffered += piece.len() as u64;
+        let mut filled = false;
         if let Some((&k, v)) = self.segs.range_mut(..at).next_back() {
             if k + v.len() as u64 == at {
                 // Fill the spare room of the segment we continue.
@@ -163,25 +165,29 @@ impl RecvStream {
                 v.extend_from_slice(&piece[..n]);
                 at += n as u64;
                 piece = &piece[n..];
+                filled = n > 0;
                 if piece.is_empty() {
                     return;
                 }
             }
         }
-        // Large capacity only for data at the contiguous end or continuing a
-        // well-filled segment: the bytes before each such allocation are real
+        // Large capacity only for data at the contiguous end, overflowing a
+        // segment that had room (only such segments have any) or continuing a
+        // well-filled one: the bytes before each such allocation are real
         // data, so a peer sending scattered tiny frames cannot inflate memory.
         // Out-of-order islands get exact-size pieces.
         let in_order = at == self.contig_end
+            || filled
             || self
                 .segs
                 .range(..at)
                 .next_back()
                 .is_some_and(|(&k, v)| k + v.len() as u64 == at && v.len() >= SEGMENT / 2);
-        let mut v = if in_order && piece.len() < SEGMENT {
+        let cap = super::segment_capacity(at, SEGMENT);
+        let mut v = if in_order && piece.len() < cap {
             let mut v = self.spare.take().unwrap_or_default();
             v.clear();
-            v.reserve_exact(SEGMENT);
+            v.reserve_exact(cap);
             v
         } else {
             Vec::with_capacity(piece.len())

@@ -35,13 +35,28 @@ fn in_order_delivery_and_fin() {
         assert_eq!(delta, FlowDelta { received: c.len() as u64, released: 0 });
         assert_eq!(r.out_of_order_bytes(), 0);
     }
-    // In-order data is packed into few large segments.
-    assert!(r.segs.len() <= 200_000 / SEGMENT + 1, "{} segments", r.segs.len());
+    // In-order data is packed into few large segments (after the first
+    // seven, which double from 1 KiB up to SEGMENT).
+    assert!(r.segs.len() <= 200_000 / SEGMENT + 1 + 7, "{} segments", r.segs.len());
     let (out, fin) = read_all(&mut r, 5000);
     assert!(fin);
     assert_eq!(out, d);
     assert!(r.is_finished());
     assert_eq!(r.read(&mut [0u8; 10]), Err(StreamError::Done));
+}
+
+#[test]
+fn a_stream_of_a_few_bytes_holds_about_that_much() {
+    // HTTP/3 control and request streams carry tens of bytes: a server with
+    // thousands of them must not hold a bulk-sized segment for each.
+    let mut r = RecvStream::new(1 << 20, 1 << 20);
+    r.on_data(0, &data(60), false).unwrap();
+    r.on_data(60, &data(40), false).unwrap();
+    let held: usize = r.segs.values().map(Vec::capacity).sum();
+    assert!(held <= 1024, "{held} bytes held for 100 received");
+    let mut buf = [0u8; 100];
+    assert_eq!(r.read(&mut buf), Ok((100, false)));
+    assert!(r.spare.as_ref().is_none_or(|v| v.capacity() <= 1024));
 }
 
 #[test]

@@ -9,9 +9,10 @@ use super::flow::SendCredit;
 use super::StreamError;
 use crate::ranges::RangeSet;
 
-/// Smallest allocation for a buffer segment: small writes are appended into
-/// a segment's spare capacity so each byte is copied once.
-const MIN_SEGMENT: usize = 16 * 1024;
+/// Largest capacity a segment is given beyond its first write: small
+/// writes are appended into a segment's spare capacity so each byte is
+/// copied once.
+const MAX_SPARE_SEGMENT: usize = 16 * 1024;
 
 /// What to put in the next STREAM frame. The caller copies `len` bytes from
 /// `offset` with [`SendStream::copy_data`] straight into its packet buffer.
@@ -47,7 +48,8 @@ impl SendBuf {
             self.end += n as u64;
         }
         if !data.is_empty() {
-            let mut v = Vec::with_capacity(data.len().max(MIN_SEGMENT));
+            let cap = super::segment_capacity(self.end, MAX_SPARE_SEGMENT);
+            let mut v = Vec::with_capacity(data.len().max(cap));
             v.extend_from_slice(data);
             self.segs.push_back((self.end, v));
             self.end += data.len() as u64;

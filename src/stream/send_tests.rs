@@ -33,6 +33,20 @@ fn sends_in_order_and_copies_across_segments() {
 }
 
 #[test]
+fn a_stream_of_a_few_bytes_holds_about_that_much() {
+    let mut s = SendStream::new(1 << 20, 1 << 20);
+    s.write(&data(12), false).unwrap();
+    s.write(&data(50), false).unwrap();
+    let held: usize = s.buf.segs.iter().map(|(_, v)| v.capacity()).sum();
+    assert!(held <= 1024, "{held} bytes held for 62 written");
+    // A stream that keeps writing small pieces still gets roomy segments.
+    for _ in 0..1000 {
+        s.write(&data(100), false).unwrap();
+    }
+    assert!(s.buf.segs.len() <= 12, "{} segments", s.buf.segs.len());
+}
+
+#[test]
 fn lost_ranges_go_before_new_data() {
     let d = data(5000);
     let mut s = SendStream::new(1 << 20, 1 << 20);
