@@ -189,8 +189,12 @@ fn coupled_bbr_groups_a_shared_bottleneck_and_yields_to_bbr() {
     }
 }
 
+/// #12's fairness target: coupled-bbr takes within 15% of a competing
+/// single-path BBR flow's rate at a shared bottleneck, at every buffer size
+/// (measured 1.044/0.951/1.029/1.029 at 0.5/1/2/4 BDP once the group paced
+/// on the mean of its rounds; 1.420/1.227/1.272/1.272 with per-ACK maxima;
+/// uncoupled bbr 2.062/2.028/1.652/1.652).
 #[test]
-#[ignore = "target missed: coupled-bbr ÷ competing bbr on shared-bottleneck, 10-60 s, at 0.5/1/2/4 BDP: 1.420/1.227/1.272/1.272 with timestamps (1.426/1.194/1.337/1.337 from RTT samples; target 0.85..1.15); uncoupled bbr 2.062/2.028/1.652/1.652; Alg. 1 0.17 at 1 BDP (measured before timestamps)"]
 fn coupled_bbr_is_fair_on_a_shared_bottleneck() {
     let ratios: Vec<f64> = BUFFERS.iter().map(|&b| shared_bottleneck("coupled-bbr", b).0).collect();
     for (b, ratio) in BUFFERS.iter().zip(ratios) {
