@@ -525,7 +525,7 @@ impl Qlog {
         }
         let ts = crate::frame::timestamp::TIMESTAMP_TRANSPORT_PARAM_ID;
         if let Some(t) = p.extra_param(ts).and_then(|v| TimestampParam::decode(v).ok()) {
-            let _ = write!(s, ",\"enable_time_stamp\":{}", u8::from(t.receive) | u8::from(t.send) << 1);
+            let _ = write!(s, ",\"enable_time_stamp\":{}", t.value());
         }
         self.end(s, None);
     }

@@ -77,6 +77,8 @@ struct Response {
     file: Option<File>,
     /// File bytes not yet read.
     file_left: u64,
+    /// An in-memory body (error pages), or file bytes the stream did not
+    /// take yet; `pos` is how far it was sent.
     buf: Vec<u8>,
     pos: usize,
     eof: bool,

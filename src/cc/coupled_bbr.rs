@@ -88,6 +88,18 @@ pub enum Coupling {
     Alg1,
 }
 
+/// One of a path's rounds as the group saw it from its start.
+#[derive(Clone, Copy, Debug)]
+struct GroupRound {
+    /// The path's round count.
+    count: u64,
+    start: std::time::Instant,
+    /// The group's delivered bytes at the start.
+    delivered: u64,
+    /// An app-limited sample came in it.
+    app_limited: bool,
+}
+
 /// A Coupled BBR controller for one path.
 #[derive(Clone, Debug)]
 pub struct CoupledBbr {
@@ -97,9 +109,8 @@ pub struct CoupledBbr {
     alpha: f64,
     /// Group coupling: max over ten rounds of the group's delivery rate.
     group_bw: MaxFilter,
-    /// This path's current round: its number, start, the group's delivered
-    /// bytes then, and whether an app-limited sample came in it.
-    round_start: Option<(u64, std::time::Instant, u64, bool)>,
+    /// This path's current round, for the group's per-round rate.
+    round: Option<GroupRound>,
     /// The group's other members, and since when they have been.
     members: smallvec::SmallVec<[PathId; 4]>,
     members_since: Option<std::time::Instant>,
@@ -126,7 +137,7 @@ impl CoupledBbr {
             coupling,
             alpha: 1.0,
             group_bw,
-            round_start: None,
+            round: None,
             members_since: None,
             members: Default::default(),
             peers_lost: 0,
@@ -199,33 +210,34 @@ impl CoupledBbr {
         let Some(rs) = ev.rate else { return };
         let members: smallvec::SmallVec<[PathId; 4]> = self.group_peers(paths).map(|p| p.id).collect();
         if members.is_empty() {
-            self.round_start = None;
+            self.round = None;
             self.members_since = None;
             return;
         }
         if members != self.members {
             // A path joined or left: earlier totals are not comparable.
             self.members = members;
-            self.round_start = None;
+            self.round = None;
             self.members_since = Some(ev.now);
         }
         let total =
             self.group_peers(paths).map(|p| p.delivered).sum::<u64>().saturating_add(rs.total_delivered);
-        let round = self.bbr.round_count();
-        let Some((r0, t0, d0, limited)) = self.round_start else {
-            self.round_start = Some((round, ev.now, total, rs.is_app_limited));
+        let count = self.bbr.round_count();
+        let next = GroupRound { count, start: ev.now, delivered: total, app_limited: rs.is_app_limited };
+        let Some(r) = self.round.as_mut() else {
+            self.round = Some(next);
             return;
         };
-        if round == r0 {
-            self.round_start = Some((r0, t0, d0, limited || rs.is_app_limited));
+        if r.count == count {
+            r.app_limited |= rs.is_app_limited;
             return;
         }
-        let elapsed = ev.now.saturating_duration_since(t0);
-        if !limited && !elapsed.is_zero() {
-            let rate = (total.saturating_sub(d0) as f64 / elapsed.as_secs_f64()) as u64;
-            self.group_bw.update(round, rate);
+        let elapsed = ev.now.saturating_duration_since(r.start);
+        if !r.app_limited && !elapsed.is_zero() {
+            let rate = (total.saturating_sub(r.delivered) as f64 / elapsed.as_secs_f64()) as u64;
+            self.group_bw.update(count, rate);
         }
-        self.round_start = Some((round, ev.now, total, rs.is_app_limited));
+        self.round = Some(next);
     }
 
     /// After an event: Alg. 1's α from the active paths' BtlBw, this path's

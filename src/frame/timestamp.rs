@@ -40,9 +40,14 @@ pub struct TimestampParam {
 }
 
 impl TimestampParam {
+    /// The parameter's number: 1 receive, 2 send, 3 both.
+    pub fn value(self) -> u64 {
+        u64::from(self.receive) | u64::from(self.send) << 1
+    }
+
     /// The parameter's value (what follows its length): one varint, 1 to 3.
     pub fn encode(self) -> Vec<u8> {
-        let v = u64::from(self.receive) | u64::from(self.send) << 1;
+        let v = self.value();
         let mut buf = vec![0u8; varint_len(v)];
         let mut w = Writer::new(&mut buf);
         // The buffer is sized for the varint.

@@ -144,9 +144,10 @@ impl RateMeter {
 }
 
 /// Outside trouble, copies stop while those made outside trouble exceed
-/// this share of the stream bytes sent. R's few packets in flight are a rate of 4 packets per
-/// R's RTT, which is most of a short-RTT path's capacity (two loopback paths:
-/// 7-10% of the body was copies); a budget keeps R measured at any RTT.
+/// this share of the stream bytes sent. R's few packets in flight are a
+/// rate of 4 packets per R's RTT, most of a short-RTT path's capacity (two
+/// loopback paths: 7-10% of the body was copies); a budget keeps R
+/// measured at any RTT.
 pub const COPY_BUDGET_PERCENT: u64 = 2;
 
 /// Stream payload of one packet: the datagram size less typical QUIC
