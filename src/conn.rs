@@ -257,6 +257,7 @@ pub struct Connection {
     /// Reused buffers so ACK processing does not allocate.
     scratch_acked: Vec<crate::recovery::SentPacket<sent::SentFrames>>,
     scratch_lost: Vec<crate::recovery::SentPacket<sent::SentFrames>>,
+    scratch_views: Vec<crate::cc::PathView>,
     /// Multipath bookkeeping (path ID limits, pending path frames).
     mp: MpState,
     /// What new paths are built from.
@@ -425,6 +426,7 @@ impl Connection {
             key_update_interval: config.key_update_interval,
             scratch_acked: Vec::new(),
             scratch_lost: Vec::new(),
+            scratch_views: Vec::new(),
             mp: MpState { local_max: config.initial_max_path_id.unwrap_or(0), ..Default::default() },
             path_config: PathConfig::from_config(config),
             sbd: crate::sbd::Sbd::default(),

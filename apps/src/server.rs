@@ -66,9 +66,11 @@ pub struct Options {
 const DRAIN_TIME: Duration = Duration::from_secs(3);
 /// Bytes of a response the engine holds before they are sent.
 const UNSENT: usize = 32 << 10;
-/// Refills of drained responses per service of a connection (up to 1 MiB
-/// of body with UNSENT at 32 KiB).
-const REFILLS: usize = 32;
+/// Datagrams sent between top-ups of a connection's responses: about half
+/// of UNSENT in full packets.
+const ROUND_DATAGRAMS: usize = 12;
+/// Send-and-top-up rounds per service of a connection (up to ~1 MiB).
+const ROUNDS: usize = 64;
 /// Length of the connection IDs we issue (the engine keeps this length).
 const CID_LEN: usize = 16;
 
@@ -320,17 +322,22 @@ impl Server {
             l.engine_events(conn);
             l.sample(conn, now);
         }
-        let mut wake = c.out.flush(conn, &self.socks, out, now).unwrap_or(None);
-        // A response waits in the engine only up to its unsent cap: when
-        // sending drained it, refill and send again while the window has
-        // room (else one cap's worth left per wake-up: half the loopback
-        // speed). Bounded so that one connection cannot starve the rest.
-        for _ in 0..REFILLS {
-            if !push_bodies(conn, c, peer, &mut self.scratch, now, &mut logs) {
+        // A response waits in the engine only up to its unsent cap: send
+        // half a cap's worth of datagrams, top the responses up, and again
+        // while the window has room (else one cap's worth per wake-up: half
+        // the loopback speed). Topped up before they run dry, streams fill
+        // every packet, so GSO batches stay whole (a short packet ends
+        // one). Bounded so that one connection cannot starve the rest.
+        for _ in 0..ROUNDS {
+            let (_, taken) = c.out.queue(conn, &self.socks, out, now, ROUND_DATAGRAMS).unwrap_or((None, 0));
+            let refilled = push_bodies(conn, c, peer, &mut self.scratch, now, &mut logs);
+            if taken < ROUND_DATAGRAMS && !refilled {
                 break;
             }
-            wake = c.out.flush(conn, &self.socks, out, now).unwrap_or(None);
         }
+        // Whatever the engine can still send goes now: nothing would
+        // wake this connection for it.
+        let wake = c.out.flush(conn, &self.socks, out, now).unwrap_or(None);
         let wake = net::earliest(wake, c.log.as_ref().map(|l| l.next_sample()));
         for line in logs {
             let _ = writeln!(self.access, "{line}");

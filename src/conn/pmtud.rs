@@ -25,17 +25,18 @@ impl Connection {
         if !self.handshake_confirmed {
             return None;
         }
-        let waiting = self.streams.has_sendable_data();
-        let p = &mut self.paths[pi];
-        if !p.usable() || p.suspect.is_some() || p.moved_from.is_some() {
+        let p = &self.paths[pi];
+        if !p.pmtud.is_enabled() || !p.usable() || p.suspect.is_some() || p.moved_from.is_some() {
             return None;
         }
         if let Some(size) = p.pmtud.retry_due() {
             return (size <= room && (p.probes > 0 || p.recovery.can_send(size))).then_some(size);
         }
-        if !waiting || p.probes > 0 {
+        // Asked last: it walks the send queue, on every packet of a transfer.
+        if p.probes > 0 || !self.streams.has_sendable_data() {
             return None;
         }
+        let p = &mut self.paths[pi];
         let size = p.pmtud.probe_size(now)?;
         (size <= room && p.recovery.can_send(size)).then_some(size)
     }

@@ -681,6 +681,7 @@ impl Connection {
         }
         self.scratch_acked = acked;
         self.scratch_lost = lost;
+        self.scratch_views = views;
         res.map(|_| ())
     }
 

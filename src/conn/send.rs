@@ -1055,11 +1055,17 @@ impl Connection {
         eliciting
     }
 
-    pub(super) fn path_views(&self) -> Vec<crate::cc::PathView> {
-        self.paths
-            .iter()
-            .map(|p| crate::cc::PathView { group: self.sbd.group(p.id), ..p.recovery.view(p.usable()) })
-            .collect()
+    /// Every path's view for the controllers, in the reused scratch vector
+    /// (give it back with `self.scratch_views = views`).
+    pub(super) fn path_views(&mut self) -> Vec<crate::cc::PathView> {
+        let mut v = std::mem::take(&mut self.scratch_views);
+        v.clear();
+        v.extend(
+            self.paths
+                .iter()
+                .map(|p| crate::cc::PathView { group: self.sbd.group(p.id), ..p.recovery.view(p.usable()) }),
+        );
+        v
     }
 }
 

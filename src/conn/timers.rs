@@ -265,6 +265,7 @@ impl Connection {
             }
         }
         self.scratch_lost = lost;
+        self.scratch_views = views;
         if pto_paths != 0 && self.multipath {
             // Highest index first: abandoning never removes entries, but
             // keep indices stable regardless.

@@ -15,6 +15,10 @@ use crate::codec::varint_len;
 
 /// How much is read from the transport at a time into stream buffers.
 const READ_CHUNK: usize = 4096;
+/// Read for a frame header inside a body: two varints of at most 8 bytes.
+/// The DATA payload after it goes straight into the caller's buffer
+/// (recv_body), not through the stream's decode buffer.
+const HEADER_READ: usize = 16;
 
 /// Local HTTP/3 settings.
 #[derive(Clone, Debug)]
@@ -614,7 +618,9 @@ impl Connection {
                 return Ok(());
             }
             if st.buffered() == 0 && !st.fin {
-                st.buf.resize(READ_CHUNK, 0);
+                let want =
+                    if st.phase == Phase::Body && st.frames.in_header() { HEADER_READ } else { READ_CHUNK };
+                st.buf.resize(want, 0);
                 st.pos = 0;
                 let r = t.stream_recv(id, &mut st.buf);
                 let (n, fin) = match r {
@@ -631,7 +637,7 @@ impl Connection {
                 st.fin |= fin;
                 // Unless the chunk was filled, what the transport had is
                 // all in our buffer now.
-                readable = n == READ_CHUNK;
+                readable = n == want;
                 if n == 0 && !fin {
                     return Ok(());
                 }

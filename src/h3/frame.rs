@@ -336,6 +336,11 @@ impl FrameDecoder {
         self.state == State::Type && self.acc.is_empty()
     }
 
+    /// Whether the decoder is reading a frame's type or length.
+    pub fn in_header(&self) -> bool {
+        matches!(self.state, State::Type | State::Length)
+    }
+
     /// DATA payload bytes still to come in the current DATA frame.
     pub fn data_remaining(&self) -> u64 {
         if self.state == State::Data {

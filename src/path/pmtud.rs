@@ -102,6 +102,10 @@ impl Pmtud {
         }
     }
 
+    pub(crate) fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
     /// The datagram size in use.
     pub(crate) fn current(&self) -> usize {
         self.current

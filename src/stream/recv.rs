@@ -114,6 +114,10 @@ impl RecvStream {
 
     /// Store the parts of `offset..offset+data.len()` not yet held.
     fn insert(&mut self, offset: u64, data: &[u8]) {
+        let (offset, data) = match self.append_in_order(offset, data) {
+            Some(rest) => rest,
+            None => return,
+        };
         let end = offset + data.len() as u64;
         let mut cur = offset.max(self.read_off);
         while cur < end {
@@ -138,6 +142,29 @@ impl RecvStream {
             cur = gap_end;
         }
         self.extend_contig();
+    }
+
+    /// The common case without a tree walk: data continuing the last held
+    /// segment, which ends at `contig_end`, goes into its spare room. Returns
+    /// what is left for the general path (`None`: nothing).
+    fn append_in_order<'d>(&mut self, offset: u64, data: &'d [u8]) -> Option<(u64, &'d [u8])> {
+        let end = offset + data.len() as u64;
+        let at = self.contig_end;
+        if offset > at || end <= at || at < self.read_off {
+            return Some((offset, data));
+        }
+        let Some((&k, v)) = self.segs.iter_mut().next_back() else {
+            return Some((offset, data));
+        };
+        if k + v.len() as u64 != at {
+            return Some((offset, data));
+        }
+        let piece = &data[(at - offset) as usize..];
+        let n = (v.capacity() - v.len()).min(piece.len());
+        v.extend_from_slice(&piece[..n]);
+        self.buffered += n as u64;
+        self.contig_end += n as u64;
+        (n < piece.len()).then(|| (at + n as u64, &piece[n..]))
     }
 
     /// Advance `contig_end` over held segments (keys are segment starts; a

@@ -49,6 +49,11 @@ pub struct Settings {
     pub multipath: bool,
     /// mpquic endpoints update their keys after this many packets.
     pub key_update_interval: Option<u64>,
+    /// Both engines pace (off in pairbench, whose wire ignores release times).
+    pub pacing: bool,
+    /// mpquic runs path MTU discovery (its default; quiche 0.30 does not, so
+    /// pairbench turns it off to keep both at `mss`).
+    pub pmtud: bool,
 }
 
 impl Default for Settings {
@@ -60,6 +65,8 @@ impl Default for Settings {
             retry: false,
             multipath: false,
             key_update_interval: None,
+            pacing: true,
+            pmtud: true,
         }
     }
 }
@@ -102,6 +109,8 @@ pub mod mp {
         c.set_max_connection_window(s.window);
         c.set_max_stream_window(s.window);
         c.set_cc("cubic").unwrap();
+        c.enable_pacing(s.pacing);
+        c.enable_pmtud(s.pmtud);
         if s.multipath {
             c.set_initial_max_path_id(Some(4));
         }
@@ -228,6 +237,7 @@ pub mod qc {
         c.set_max_connection_window(s.window);
         c.set_max_stream_window(s.window);
         c.set_cc_algorithm(quiche::CongestionControlAlgorithm::CUBIC);
+        c.enable_pacing(s.pacing);
         c.set_max_idle_timeout(30_000);
         c
     }
