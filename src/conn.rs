@@ -707,6 +707,13 @@ impl Connection {
     pub fn stream_capacity(&self, id: u64) -> Result<usize, StreamError> {
         self.streams.stream_capacity(StreamId(id))
     }
+    /// This stream's cap on written-but-unsent bytes (the stream-level
+    /// [`Config::set_stream_send_unsent`]), changeable at any time: a server
+    /// can give one busy download more room than a thousand concurrent ones.
+    /// A cap below what is already waiting only stops further writes.
+    pub fn set_stream_send_unsent(&mut self, id: u64, bytes: usize) -> Result<(), StreamError> {
+        self.streams.set_send_unsent(StreamId(id), bytes)
+    }
     /// Whether all data of the stream was read, including the fin.
     pub fn stream_finished(&self, id: u64) -> bool {
         self.streams.is_finished(StreamId(id))

@@ -64,13 +64,21 @@ pub struct Options {
 
 /// How long connections get to close after SIGINT/SIGTERM.
 const DRAIN_TIME: Duration = Duration::from_secs(3);
-/// Bytes of a response the engine holds before they are sent.
+/// Bytes of a response the engine holds before they are sent: at least
+/// UNSENT, up to UNSENT_MAX while the server's UNSENT_BUDGET shared by its
+/// connections allows (one download reads its file in larger pieces; many
+/// hold little each).
 const UNSENT: usize = 32 << 10;
-/// Datagrams sent between top-ups of a connection's responses: about half
-/// of UNSENT in full packets.
-const ROUND_DATAGRAMS: usize = 12;
-/// Send-and-top-up rounds per service of a connection (up to ~1 MiB).
-const ROUNDS: usize = 64;
+const UNSENT_MAX: usize = 256 << 10;
+const UNSENT_BUDGET: usize = 8 << 20;
+/// Datagrams a service of one connection sends at most (~1 MiB), so that
+/// one connection cannot starve the rest.
+const SERVICE_DATAGRAMS: usize = 768;
+
+/// The unsent cap of each response while `connections` are open.
+fn unsent_cap(connections: usize) -> usize {
+    (UNSENT_BUDGET / connections.max(1)).clamp(UNSENT, UNSENT_MAX)
+}
 /// Length of the connection IDs we issue (the engine keeps this length).
 const CID_LEN: usize = 16;
 
@@ -178,7 +186,7 @@ impl Server {
             },
             None => Box::new(std::io::stderr()),
         };
-        Ok(Server { opts, root, ep, socks, access, scratch: vec![0; UNSENT] })
+        Ok(Server { opts, root, ep, socks, access, scratch: vec![0; UNSENT_MAX] })
     }
 
     /// The addresses the sockets are bound to (port 0 resolved).
@@ -297,6 +305,7 @@ impl Server {
     }
 
     fn service(&mut self, handle: Handle, now: Instant, out: &mut [u8]) {
+        let cap = unsent_cap(self.ep.len());
         let Some((conn, c)) = self.ep.get(handle) else { return };
         let peer = c.peer.or_else(|| conn.paths().next().map(|p| p.2)).unwrap_or(self.opts.listen[0]);
         // Path events are in the qlog already (the engine's
@@ -327,11 +336,15 @@ impl Server {
         // while the window has room (else one cap's worth per wake-up: half
         // the loopback speed). Topped up before they run dry, streams fill
         // every packet, so GSO batches stay whole (a short packet ends
-        // one). Bounded so that one connection cannot starve the rest.
-        for _ in 0..ROUNDS {
-            let (_, taken) = c.out.queue(conn, &self.socks, out, now, ROUND_DATAGRAMS).unwrap_or((None, 0));
+        // one).
+        for &stream in c.responses.keys() {
+            let _ = conn.set_stream_send_unsent(stream, cap);
+        }
+        let round = cap / 2 / 1500;
+        for _ in 0..SERVICE_DATAGRAMS / round {
+            let (_, taken) = c.out.queue(conn, &self.socks, out, now, round).unwrap_or((None, 0));
             let refilled = push_bodies(conn, c, peer, &mut self.scratch, now, &mut logs);
-            if taken < ROUND_DATAGRAMS && !refilled {
+            if taken < round && !refilled {
                 break;
             }
         }

@@ -469,6 +469,13 @@ impl Streams {
         Ok(send.capacity())
     }
 
+    /// Change one stream's unsent cap (see [`SendStream::set_unsent_cap`]).
+    pub fn set_send_unsent(&mut self, id: StreamId, bytes: usize) -> Result<(), StreamError> {
+        let s = self.map.get_mut(&id).ok_or(StreamError::UnknownStream)?;
+        s.send.as_mut().ok_or(StreamError::InvalidState)?.set_unsent_cap(bytes);
+        Ok(())
+    }
+
     /// Streams with data, FIN or a reset to report to the application.
     pub fn readable(&self) -> impl Iterator<Item = StreamId> + '_ {
         self.readable.iter().copied()

@@ -523,3 +523,18 @@ fn unsent_cap_bounds_what_waits_to_be_sent_not_what_is_in_flight() {
     t.next_chunk(3000, u64::MAX).expect("chunk");
     assert_eq!(t.capacity(), 1000);
 }
+
+#[test]
+fn a_streams_unsent_cap_changes_at_run_time() {
+    let (mut client, _) = pair(StreamsConfig { send_unsent_cap: 1000, ..cfg() }, cfg());
+    let id = StreamId(0);
+    assert_eq!(client.stream_send(id, b"", false), Ok(0));
+    assert_eq!(client.stream_capacity(id), Ok(1000));
+    client.set_send_unsent(id, 3000).unwrap();
+    assert_eq!(client.stream_capacity(id), Ok(3000));
+    assert_eq!(client.stream_send(id, &[5; 2500], false), Ok(2500));
+    // Lowered below what waits: no more writes, nothing lost.
+    client.set_send_unsent(id, 1000).unwrap();
+    assert_eq!(client.stream_capacity(id), Ok(0));
+    assert_eq!(client.set_send_unsent(StreamId(8), 1000), Err(StreamError::UnknownStream));
+}
