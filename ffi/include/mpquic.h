@@ -764,6 +764,14 @@ int32_t mpquic_conn_stream_shutdown(struct mpquic_conn *conn,
 // negative mpquic_error.
 ssize_t mpquic_conn_stream_capacity(const struct mpquic_conn *conn, uint64_t stream_id);
 
+// Cap the bytes written to stream `stream_id` and not yet sent at `bytes`
+// (at least 1), from now on: mpquic_config_set_stream_send_unsent for one
+// stream, e.g. more room for a lone download than for each of a thousand.
+// Returns 0 or a negative mpquic_error.
+int32_t mpquic_conn_stream_set_send_unsent(struct mpquic_conn *conn,
+                                           uint64_t stream_id,
+                                           size_t bytes);
+
 // Whether all of the stream's data, including its end, has been read.
 bool mpquic_conn_stream_finished(const struct mpquic_conn *conn, uint64_t stream_id);
 

@@ -747,6 +747,27 @@ pub unsafe extern "C" fn mpquic_conn_stream_capacity(conn: *const mpquic_conn, s
     }
 }
 
+/// Cap the bytes written to stream `stream_id` and not yet sent at `bytes`
+/// (at least 1), from now on: mpquic_config_set_stream_send_unsent for one
+/// stream, e.g. more room for a lone download than for each of a thousand.
+/// Returns 0 or a negative mpquic_error.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_stream_set_send_unsent(
+    conn: *mut mpquic_conn,
+    stream_id: u64,
+    bytes: usize,
+) -> i32 {
+    // SAFETY: see with_conn.
+    unsafe {
+        with_conn(conn, MPQUIC_ERROR_INVALID_ARGUMENT.code(), MPQUIC_ERROR_INTERNAL.code(), |c| {
+            match c.inner.set_stream_send_unsent(stream_id, bytes) {
+                Ok(()) => 0,
+                Err(e) => stream_error(&e).code(),
+            }
+        })
+    }
+}
+
 /// Whether all of the stream's data, including its end, has been read.
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_conn_stream_finished(conn: *const mpquic_conn, stream_id: u64) -> bool {

@@ -886,3 +886,33 @@ fn timestamps_switch_from_c() {
         assert_eq!(mpquic_config_enable_timestamps(null_mut(), true), MPQUIC_ERROR_INVALID_ARGUMENT as i32);
     }
 }
+
+/// A stream's unsent cap changed from C: the capacity follows it; an
+/// unknown stream and a null connection are refused.
+#[test]
+fn stream_unsent_cap_from_c() {
+    unsafe {
+        let (ccfg, scfg) = (config(false), config(true));
+        assert_eq!(mpquic_config_set_stream_send_unsent(ccfg, 1000), 0);
+        let (c, s) = direct_pair(ccfg, scfg, None, |_| {});
+        let mut now = 2_000u64;
+        for _ in 0..10 {
+            now += 1_000_000;
+            pump(c, s, now);
+            pump(s, c, now);
+        }
+        assert_eq!(mpquic_conn_stream_send(c, 0, b"x".as_ptr(), 0, false), 0);
+        assert_eq!(mpquic_conn_stream_capacity(c, 0), 1000);
+        assert_eq!(mpquic_conn_stream_set_send_unsent(c, 0, 3000), 0);
+        assert_eq!(mpquic_conn_stream_capacity(c, 0), 3000);
+        assert!(mpquic_conn_stream_set_send_unsent(c, 8, 3000) < 0);
+        assert_eq!(
+            mpquic_conn_stream_set_send_unsent(null_mut(), 0, 1),
+            MPQUIC_ERROR_INVALID_ARGUMENT as i32
+        );
+        mpquic_conn_free(c);
+        mpquic_conn_free(s);
+        mpquic_config_free(ccfg);
+        mpquic_config_free(scfg);
+    }
+}
