@@ -31,7 +31,7 @@ fn goodput_mbps(srv: &ServerProc, out: &std::path::Path, locals: &[&str]) -> f64
 }
 
 #[test]
-#[ignore = "measured (session 18, whole GSO batches): passes 6 of 7 runs (1.01-1.22x), the seventh 1394 Mbit/s on two paths (rr) against 1778 on one (0.78x); session 17 passed 2 of 4"]
+#[ignore = "measured (session 17, after the refill fix): passes 2 of 4 runs; the other two 1.68-1.76 Gbit/s on two paths (rr) against 1.97-2.14 on one (0.82-0.85x); to /dev/null, alternating builds: 2.65-2.75 against 2.92-3.17 (0.86-0.94x)"]
 fn two_loopback_paths_reach_nine_tenths_of_one() {
     let root = root_with("targets", "big.bin", 1 << 30);
     let srv = ServerProc::start(&root, &["--scheduler", "rr"]);
@@ -43,7 +43,7 @@ fn two_loopback_paths_reach_nine_tenths_of_one() {
 }
 
 #[test]
-#[ignore = "measured: 500 concurrent 1 MiB downloads peak at 81-147 MB server RSS (median ~100; 17 of 18 runs under the 125 MiB bound; session 18: 114, 128, 137 MB): what remains is data in flight (the send buffers, 45 MB of an 88 MB heap peak); was 335-351 MB at the start of session 17 (the serving loop read the clock per poll) and 122-130 MB before that"]
+#[ignore = "measured: 500 concurrent 1 MiB downloads peak at 81-147 MB server RSS (median ~100; 17 of 18 runs under the 125 MiB bound): what remains is data in flight (the send buffers, 45 MB of an 88 MB heap peak); was 335-351 MB at the start of session 17 (the serving loop read the clock per poll) and 122-130 MB before that"]
 fn active_connections_stay_under_256_kib_each() {
     let root = root_with("targets-mem", "f.bin", 1 << 20);
     let srv = ServerProc::start(&root, &[]);
