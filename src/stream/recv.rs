@@ -202,14 +202,20 @@ impl RecvStream {
         // segment that had room (only such segments have any) or continuing a
         // well-filled one: the bytes before each such allocation are real
         // data, so a peer sending scattered tiny frames cannot inflate memory.
-        // Out-of-order islands get exact-size pieces.
-        let in_order = at == self.contig_end
-            || filled
-            || self
-                .segs
-                .range(..at)
-                .next_back()
-                .is_some_and(|(&k, v)| k + v.len() as u64 == at && v.len() >= SEGMENT / 2);
+        // Out-of-order islands get exact-size pieces, and so does a piece
+        // that fills a gap up to one (data after it is held already: with
+        // two paths reordering every other packet, each such piece took a
+        // 64 KiB segment of its own).
+        let end = at + piece.len() as u64;
+        let sandwiched = self.segs.range(at..).next().is_some_and(|(&k, _)| k == end);
+        let in_order = !sandwiched
+            && (at == self.contig_end
+                || filled
+                || self
+                    .segs
+                    .range(..at)
+                    .next_back()
+                    .is_some_and(|(&k, v)| k + v.len() as u64 == at && v.len() >= SEGMENT / 2));
         let cap = super::segment_capacity(at, SEGMENT);
         let mut v = if in_order && piece.len() < cap {
             let mut v = self.spare.take().unwrap_or_default();
