@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source ci/env.sh
-command -v valgrind >/dev/null || apt-get install -y valgrind >/dev/null
+command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind >/dev/null; }
 BYTES=${1:-67108864}
 cargo build --release --example pairbench 2>&1 | grep -E "^(warning|error)" || true
 PB="$CARGO_TARGET_DIR/release/examples/pairbench"

@@ -28,6 +28,11 @@ const BURST: usize = 64;
 const WINDOW: u64 = 1 << 30;
 const STREAM: u64 = 0;
 
+/// The settings of the module doc, for both engines.
+fn settings() -> Settings {
+    Settings { window: WINDOW, mss: DGRAM, verify: false, pacing: false, pmtud: false, ..Settings::default() }
+}
+
 fn cpu_time() -> f64 {
     let mut ru: libc_rusage = unsafe { std::mem::zeroed() };
     // SAFETY: getrusage fills the struct we own.
@@ -156,15 +161,7 @@ mod two_paths {
     }
 
     pub fn run(bytes: u64) -> (f64, f64, u64, Vec<u64>) {
-        let settings = Settings {
-            window: WINDOW,
-            mss: DGRAM,
-            verify: false,
-            multipath: true,
-            pacing: false,
-            pmtud: false,
-            ..Settings::default()
-        };
+        let settings = Settings { multipath: true, ..settings() };
         let (c1, sv): (SocketAddr, SocketAddr) =
             (peers::CLIENT_ADDR.parse().unwrap(), peers::SERVER_ADDR.parse().unwrap());
         let c2: SocketAddr = "127.0.0.1:40003".parse().unwrap();
@@ -284,14 +281,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let settings = Settings {
-        window: WINDOW,
-        mss: DGRAM,
-        verify: false,
-        pacing: false,
-        pmtud: false,
-        ..Settings::default()
-    };
+    let settings = settings();
     let mut c = peers::client(which, &settings);
     let mut s = peers::accept(c.as_mut(), which, &settings);
     let (wall, cpu, packets) = run(c.as_mut(), s.as_mut(), bytes);

@@ -259,3 +259,21 @@ fn in_order_data_after_a_hole_is_packed_again() {
     let (out, _) = read_all(&mut r, 10_000);
     assert_eq!(out, d);
 }
+
+#[test]
+fn two_paths_reordering_every_other_packet_hold_about_what_arrived() {
+    // Packets 1, 0, 3, 2, ...: each even packet fills the gap up to an
+    // island. It must not take a bulk-sized segment of its own.
+    let d = data(240_000);
+    let mut r = RecvStream::new(1 << 20, 1 << 20);
+    let chunks: Vec<(usize, &[u8])> = d.chunks(1200).enumerate().map(|(i, c)| (i * 1200, c)).collect();
+    for pair in chunks.chunks(2) {
+        for &(o, c) in pair.iter().rev() {
+            r.on_data(o as u64, c, false).unwrap();
+        }
+    }
+    let held: usize = r.segs.values().map(Vec::capacity).sum();
+    assert!(held <= d.len() + 2 * SEGMENT, "{held} bytes held for {} received", d.len());
+    let (out, _) = read_all(&mut r, 10_000);
+    assert_eq!(out, d);
+}
