@@ -241,8 +241,9 @@ pub enum Decision {
     /// waiting to be sent (of the stream next in line), at most `max_len`
     /// bytes (P-Scheduling: a slow path carries data the fast paths will not
     /// reach before it arrives). The skipped bytes stay first in line for the
-    /// next packets on any path. When data waits for retransmission, or fewer
-    /// than `skip` bytes wait, this is a plain `Send`.
+    /// next packets on any path, and so does lost data (the scheduler gives
+    /// it to a path with `Send`). When fewer than `skip` bytes wait, this is
+    /// a plain `Send`.
     SendAhead {
         /// The path that carries the packet.
         path: PathId,

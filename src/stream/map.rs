@@ -740,16 +740,17 @@ impl Streams {
     /// charging new bytes to the connection credit. Then copy its bytes with
     /// [`copy_data`](Self::copy_data).
     pub fn send_chunk(&mut self, id: StreamId, max_len: usize) -> Option<Chunk> {
-        self.send_chunk_at(id, max_len, 0)
+        let credit = self.conn_send.available();
+        let c = self.map.get(&id)?.send.as_ref()?.peek_chunk(max_len, credit)?;
+        Some(self.take_chunk(id, c))
     }
 
     /// Where new data `skip` bytes into what waits to be sent would start:
-    /// (stream, offset) in the stream next in line, if it has that much and
-    /// nothing waits for retransmission (lost data goes first).
+    /// (stream, offset) in the stream next in line, if it has that much.
+    /// Lost data is not considered: the scheduler that sends ahead decides
+    /// where it goes (a plain [`send_chunk`](Self::send_chunk) takes it
+    /// first).
     pub fn next_to_send_ahead(&self, skip: u64) -> Option<(StreamId, u64)> {
-        if !self.retx_q.is_empty() {
-            return None;
-        }
         let id = *self.send_q.front()?;
         let send = self.map.get(&id)?.send.as_ref()?;
         let c = send.peek_unsent(usize::MAX, self.conn_send.available(), skip)?;
@@ -758,16 +759,17 @@ impl Streams {
 
     /// [`send_chunk`](Self::send_chunk) for new data `skip` bytes into what
     /// waits to be sent (see [`next_to_send_ahead`](Self::next_to_send_ahead));
-    /// `skip == 0` is `send_chunk`.
+    /// never lost data.
     pub fn send_chunk_at(&mut self, id: StreamId, max_len: usize, skip: u64) -> Option<Chunk> {
         let credit = self.conn_send.available();
-        let s = self.map.get_mut(&id)?;
-        let send = s.send.as_mut()?;
-        let c = if skip == 0 {
-            send.peek_chunk(max_len, credit)?
-        } else {
-            send.peek_unsent(max_len, credit, skip)?
-        };
+        let c = self.map.get(&id)?.send.as_ref()?.peek_unsent(max_len, credit, skip)?;
+        Some(self.take_chunk(id, c))
+    }
+
+    /// Commit a peeked chunk of stream `id` and requeue the stream.
+    fn take_chunk(&mut self, id: StreamId, c: Chunk) -> Chunk {
+        let Some(s) = self.map.get_mut(&id) else { return c };
+        let Some(send) = s.send.as_mut() else { return c };
         let new = send.commit_chunk(&c);
         self.conn_send.consume(new);
         // Round-robin: the served stream goes to the back of its queue.
@@ -784,7 +786,7 @@ impl Streams {
                 *flag = false;
             }
         }
-        Some(c)
+        c
     }
 
     /// Copy stream bytes into the packet buffer; false if not held.

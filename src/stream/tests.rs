@@ -438,12 +438,17 @@ fn reset_received_is_reported_and_releases_credit() {
     assert_eq!(s.conn_recv_window().consumed(), 3000, "whole final size released");
 }
 
-#[test]
-fn round_robin_is_fair() {
+/// A peer granting 1 MiB of connection and stream credit.
+fn big_window() -> StreamsConfig {
     let mut big = cfg();
     big.initial_max_data = 1 << 20;
     big.initial_max_stream_data_bidi_remote = 1 << 20;
-    let (mut c, _s) = pair(cfg(), big);
+    big
+}
+
+#[test]
+fn round_robin_is_fair() {
+    let (mut c, _s) = pair(cfg(), big_window());
     for i in 0..3 {
         c.stream_send(StreamId(i * 4), &[0; 10_000], false).unwrap();
     }
@@ -454,6 +459,24 @@ fn round_robin_is_fair() {
     let (id, ch) = emit_one(&mut c);
     assert_eq!((id, ch.offset, ch.len, ch.is_retransmit), (8, 0, 100, true));
     assert_eq!(emit_one(&mut c).0, 0);
+}
+
+#[test]
+fn sending_ahead_takes_new_data_while_lost_data_waits() {
+    let (mut c, _s) = pair(cfg(), big_window());
+    c.stream_send(StreamId(0), &[0; 10_000], false).unwrap();
+    emit_one(&mut c);
+    c.on_stream_lost(StreamId(0), 0, 1000, false);
+    // A scheduler that keeps the lost bytes for another path sends new data
+    // here: 500 bytes past the next unsent byte (1000), and from it.
+    assert_eq!(c.next_to_send_ahead(500), Some((StreamId(0), 1500)));
+    let ch = c.send_chunk_at(StreamId(0), 300, 500).unwrap();
+    assert_eq!((ch.offset, ch.len, ch.is_retransmit), (1500, 300, false));
+    let ch = c.send_chunk_at(StreamId(0), 300, 0).unwrap();
+    assert_eq!((ch.offset, ch.len, ch.is_retransmit), (1000, 300, false));
+    // The lost bytes still go first in a plain send.
+    let (id, ch) = emit_one(&mut c);
+    assert_eq!((id, ch.offset, ch.len, ch.is_retransmit), (0, 0, 1000, true));
 }
 
 fn emit_one(c: &mut Streams) -> (u64, Chunk) {
