@@ -17,7 +17,9 @@
 //! interval-mean series move together — Pearson correlation ≥ `rho_min` at a
 //! lag of at most `max_lag` intervals, in half-interval steps (the paths' ACKs
 //! reach the sender at different times) — and their variabilities are alike (`var_est` ratio
-//! ≤ `mad_ratio`, the RFC's `p_mad` test made relative). Groups are the
+//! ≤ `mad_ratio`, the RFC's `p_mad` test made relative). A pair of which
+//! one path shows no queue now keeps its last verdict: flows drain a shared
+//! queue between probes. Groups are the
 //! connected components of "shared". A path with fewer than `min_intervals`
 //! intervals of samples is not judged yet and stays alone. (Assuming
 //! "shared" until judged was tried: a coupled controller then probes the
@@ -213,7 +215,13 @@ impl Sbd {
         let mut parent: Vec<usize> = (0..n).collect();
         for a in 0..n {
             for b in a + 1..n {
-                if shared(&self.paths[a], &self.paths[b], &self.cfg) {
+                let (pa, pb) = (&self.paths[a], &self.paths[b]);
+                let verdict = match shared(pa, pb, &self.cfg) {
+                    Some(v) => v,
+                    // No queue to judge by: keep the last verdict.
+                    None => self.group(pa.id) == self.group(pb.id),
+                };
+                if verdict {
                     let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
                     parent[ra.max(rb)] = ra.min(rb);
                 }
@@ -274,19 +282,28 @@ fn crossings(vals: impl Iterator<Item = f64>, mean: f64, margin: f64) -> usize {
     count
 }
 
-fn shared(a: &Series, b: &Series, cfg: &SbdConfig) -> bool {
+/// Whether `a` and `b` share a bottleneck; `None` when either shows no
+/// queue now. A path that was judged shared goes quiet whenever the flows
+/// drain the queue they share (BBR between probes, at short RTTs: interval
+/// means vary by less than `min_var_ms` for seconds), which is no evidence
+/// that it left: splitting the group then would uncouple the paths until the
+/// next probe (at 20 ms RTT, about half of the time).
+fn shared(a: &Series, b: &Series, cfg: &SbdConfig) -> Option<bool> {
     let (sa, sb) = (a.summary, b.summary);
+    if sa.intervals < cfg.min_intervals.max(2) || sb.intervals < cfg.min_intervals.max(2) {
+        return Some(false);
+    }
     if !sa.bottlenecked || !sb.bottlenecked {
-        return false;
+        return None;
     }
     let ratio = sa.var_ms.max(sb.var_ms) / sa.var_ms.min(sb.var_ms).max(1e-9);
     if ratio > cfg.mad_ratio {
-        return false;
+        return Some(false);
     }
-    (0..=2 * cfg.max_lag).any(|half_lag| {
+    Some((0..=2 * cfg.max_lag).any(|half_lag| {
         correlation(&a.means, &b.means, half_lag) >= cfg.rho_min
             || correlation(&b.means, &a.means, half_lag) >= cfg.rho_min
-    })
+    }))
 }
 
 /// Pearson correlation of the changes `x[t + 1] − x[t]` with y's changes

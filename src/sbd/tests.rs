@@ -168,3 +168,25 @@ fn lagged_views_of_one_queue_are_grouped() {
         assert!(grouped >= 9, "lag {lag} ms: {grouped} of 10 grouped");
     }
 }
+
+/// Paths judged shared stay one group while their queue is drained (no
+/// variation to judge by), and split once each shows a queue of its own.
+#[test]
+fn a_group_outlasts_a_quiet_queue_but_not_queues_of_their_own() {
+    let mut rng = Rng(21);
+    let (a, b) = (PathId(0), PathId(1));
+    let mut sbd = Sbd::default();
+    let t0 = base();
+    let q = queue(&mut rng, 5000);
+    feed(&mut sbd, t0, &[(a, 20.0, &q, 2, 0), (b, 40.0, &q, 2, 10)], 5000, &mut rng);
+    assert_eq!((sbd.group(a), sbd.group(b)), (0, 0));
+    let quiet = vec![0.0; 8000];
+    let t1 = t0 + Duration::from_millis(5000);
+    feed(&mut sbd, t1, &[(a, 20.0, &quiet, 2, 0), (b, 40.0, &quiet, 2, 0)], 8000, &mut rng);
+    assert!(!sbd.summary(a).unwrap().bottlenecked, "{:?}", sbd.summary(a));
+    assert_eq!((sbd.group(a), sbd.group(b)), (0, 0), "a quiet window is no evidence of a split");
+    let (qa, qb) = (queue(&mut rng, 8000), queue(&mut rng, 8000));
+    let t2 = t1 + Duration::from_millis(8000);
+    feed(&mut sbd, t2, &[(a, 20.0, &qa, 2, 0), (b, 40.0, &qb, 2, 0)], 8000, &mut rng);
+    assert_eq!((sbd.group(a), sbd.group(b)), (0, 1));
+}
