@@ -740,9 +740,7 @@ impl Streams {
     /// charging new bytes to the connection credit. Then copy its bytes with
     /// [`copy_data`](Self::copy_data).
     pub fn send_chunk(&mut self, id: StreamId, max_len: usize) -> Option<Chunk> {
-        let credit = self.conn_send.available();
-        let c = self.map.get(&id)?.send.as_ref()?.peek_chunk(max_len, credit)?;
-        Some(self.take_chunk(id, c))
+        self.take_chunk(id, |s, credit| s.peek_chunk(max_len, credit))
     }
 
     /// Where new data `skip` bytes into what waits to be sent would start:
@@ -761,15 +759,20 @@ impl Streams {
     /// waits to be sent (see [`next_to_send_ahead`](Self::next_to_send_ahead));
     /// never lost data.
     pub fn send_chunk_at(&mut self, id: StreamId, max_len: usize, skip: u64) -> Option<Chunk> {
-        let credit = self.conn_send.available();
-        let c = self.map.get(&id)?.send.as_ref()?.peek_unsent(max_len, credit, skip)?;
-        Some(self.take_chunk(id, c))
+        self.take_chunk(id, |s, credit| s.peek_unsent(max_len, credit, skip))
     }
 
-    /// Commit a peeked chunk of stream `id` and requeue the stream.
-    fn take_chunk(&mut self, id: StreamId, c: Chunk) -> Chunk {
-        let Some(s) = self.map.get_mut(&id) else { return c };
-        let Some(send) = s.send.as_mut() else { return c };
+    /// Commit the chunk `peek` picks of stream `id` (given the connection
+    /// credit) and requeue the stream: one map lookup per packet.
+    fn take_chunk(
+        &mut self,
+        id: StreamId,
+        peek: impl FnOnce(&SendStream, u64) -> Option<Chunk>,
+    ) -> Option<Chunk> {
+        let credit = self.conn_send.available();
+        let s = self.map.get_mut(&id)?;
+        let send = s.send.as_mut()?;
+        let c = peek(send, credit)?;
         let new = send.commit_chunk(&c);
         self.conn_send.consume(new);
         // Round-robin: the served stream goes to the back of its queue.
@@ -786,7 +789,7 @@ impl Streams {
                 *flag = false;
             }
         }
-        c
+        Some(c)
     }
 
     /// Copy stream bytes into the packet buffer; false if not held.
