@@ -294,6 +294,25 @@ impl Outbox {
         buf: &mut [u8],
         now: Instant,
     ) -> Result<Option<Instant>, mpquic::Error> {
+        let wake = self.queue(conn, socks, buf, now, usize::MAX).map(|(w, _)| w);
+        let _ = socks.flush();
+        wake
+    }
+
+    /// As [`flush`](Self::flush), but at most `max` datagrams come from the
+    /// connection, and what is due may stay in the sockets' batches until
+    /// the caller flushes them (full batches go at once). A caller that tops
+    /// the connection's streams up between calls keeps its packets full: a
+    /// stream that runs dry ends on a short packet, which closes a GSO batch.
+    /// Returns the wake-up time and the number of datagrams taken.
+    pub fn queue(
+        &mut self,
+        conn: &mut Connection,
+        socks: &Sockets,
+        buf: &mut [u8],
+        now: Instant,
+        max: usize,
+    ) -> Result<(Option<Instant>, usize), mpquic::Error> {
         // Due datagrams, oldest first (a path's datagrams keep their order).
         self.held.retain(|(d, info)| {
             if info.at > now + PACING_SLACK {
@@ -309,8 +328,10 @@ impl Outbox {
         // held datagram: else the connection stays due and a loop that
         // serves due connections (the server's) never ends.
         let due = |c: &Connection| c.timeout().is_some_and(|t| t <= now);
-        while self.held.len() < MAX_HELD && (!one_path || self.held.is_empty() || due(conn)) {
+        let mut taken = 0;
+        while taken < max && self.held.len() < MAX_HELD && (!one_path || self.held.is_empty() || due(conn)) {
             let Some((n, info)) = conn.send(buf, now)? else { break };
+            taken += 1;
             let d = buf.get(..n).unwrap_or_default();
             if info.at > now + PACING_SLACK {
                 self.held.push((d.to_vec(), info));
@@ -318,8 +339,7 @@ impl Outbox {
                 let _ = socks.send_batched(d, &info);
             }
         }
-        let _ = socks.flush();
-        Ok(self.held.iter().map(|(_, i)| i.at).min())
+        Ok((self.held.iter().map(|(_, i)| i.at).min(), taken))
     }
 }
 

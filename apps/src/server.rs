@@ -64,11 +64,21 @@ pub struct Options {
 
 /// How long connections get to close after SIGINT/SIGTERM.
 const DRAIN_TIME: Duration = Duration::from_secs(3);
-/// Bytes of a response the engine holds before they are sent.
+/// Bytes of a response the engine holds before they are sent: at least
+/// UNSENT, up to UNSENT_MAX while the server's UNSENT_BUDGET shared by its
+/// connections allows (one download reads its file in larger pieces; many
+/// hold little each).
 const UNSENT: usize = 32 << 10;
-/// Refills of drained responses per service of a connection (up to 1 MiB
-/// of body with UNSENT at 32 KiB).
-const REFILLS: usize = 32;
+const UNSENT_MAX: usize = 256 << 10;
+const UNSENT_BUDGET: usize = 8 << 20;
+/// Datagrams a service of one connection sends at most (~1 MiB), so that
+/// one connection cannot starve the rest.
+const SERVICE_DATAGRAMS: usize = 768;
+
+/// The unsent cap of each response while `connections` are open.
+fn unsent_cap(connections: usize) -> usize {
+    (UNSENT_BUDGET / connections.max(1)).clamp(UNSENT, UNSENT_MAX)
+}
 /// Length of the connection IDs we issue (the engine keeps this length).
 const CID_LEN: usize = 16;
 
@@ -176,7 +186,7 @@ impl Server {
             },
             None => Box::new(std::io::stderr()),
         };
-        Ok(Server { opts, root, ep, socks, access, scratch: vec![0; UNSENT] })
+        Ok(Server { opts, root, ep, socks, access, scratch: vec![0; UNSENT_MAX] })
     }
 
     /// The addresses the sockets are bound to (port 0 resolved).
@@ -295,6 +305,7 @@ impl Server {
     }
 
     fn service(&mut self, handle: Handle, now: Instant, out: &mut [u8]) {
+        let cap = unsent_cap(self.ep.len());
         let Some((conn, c)) = self.ep.get(handle) else { return };
         let peer = c.peer.or_else(|| conn.paths().next().map(|p| p.2)).unwrap_or(self.opts.listen[0]);
         // Path events are in the qlog already (the engine's
@@ -320,17 +331,26 @@ impl Server {
             l.engine_events(conn);
             l.sample(conn, now);
         }
-        let mut wake = c.out.flush(conn, &self.socks, out, now).unwrap_or(None);
-        // A response waits in the engine only up to its unsent cap: when
-        // sending drained it, refill and send again while the window has
-        // room (else one cap's worth left per wake-up: half the loopback
-        // speed). Bounded so that one connection cannot starve the rest.
-        for _ in 0..REFILLS {
-            if !push_bodies(conn, c, peer, &mut self.scratch, now, &mut logs) {
+        // A response waits in the engine only up to its unsent cap: send
+        // half a cap's worth of datagrams, top the responses up, and again
+        // while the window has room (else one cap's worth per wake-up: half
+        // the loopback speed). Topped up before they run dry, streams fill
+        // every packet, so GSO batches stay whole (a short packet ends
+        // one).
+        for &stream in c.responses.keys() {
+            let _ = conn.set_stream_send_unsent(stream, cap);
+        }
+        let round = cap / 2 / 1500;
+        for _ in 0..SERVICE_DATAGRAMS / round {
+            let (_, taken) = c.out.queue(conn, &self.socks, out, now, round).unwrap_or((None, 0));
+            let refilled = push_bodies(conn, c, peer, &mut self.scratch, now, &mut logs);
+            if taken < round && !refilled {
                 break;
             }
-            wake = c.out.flush(conn, &self.socks, out, now).unwrap_or(None);
         }
+        // Whatever the engine can still send goes now: nothing would
+        // wake this connection for it.
+        let wake = c.out.flush(conn, &self.socks, out, now).unwrap_or(None);
         let wake = net::earliest(wake, c.log.as_ref().map(|l| l.next_sample()));
         for line in logs {
             let _ = writeln!(self.access, "{line}");

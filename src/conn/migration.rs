@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use crate::crypto::Level;
 use crate::frame::Frame;
-use crate::packet::{self, ConnectionId};
+use crate::packet::ConnectionId;
 use crate::path::migration::{Migration, OffPathResponse};
 use crate::path::PathError;
 use crate::recovery::SentPacket;
@@ -161,7 +161,11 @@ impl Connection {
         let size = out.len();
         let p = &self.paths[pi];
         let pn = p.next_pn;
-        let pn_len = packet::pn_len_for(pn, p.space.largest_acked());
+        // Full length: it crosses another address pair and may be read
+        // after many later packets of the path (another socket, drained
+        // after the old one), beyond what a length chosen from the largest
+        // acknowledged number would decode (RFC 9000 §17.1, A.3).
+        let pn_len = 4;
         let header = Header {
             dcid: dcid.unwrap_or(ConnectionId::EMPTY),
             ..self.header(Level::OneRtt, pi, pn, pn_len)
