@@ -46,7 +46,7 @@ fn two_loopback_paths_reach_nine_tenths_of_one() {
 }
 
 #[test]
-#[ignore = "measured: 500 concurrent 1 MiB downloads peak at 81-151 MB server RSS (median ~100 before session 20; 96-150 MB in 7 runs of session 20 with whole GSO batches and caps by need; glibc settings, a fixed mmap threshold or one arena with trimming, 93-124 MB: no material change): what remains is data in flight (the send buffers, 45 MB of an 88 MB heap peak); was 335-351 MB at the start of session 17 (the serving loop read the clock per poll) and 122-130 MB before that"]
+#[ignore = "measured: 500 concurrent 1 MiB downloads peak at 81-151 MB server RSS (median ~100 before session 20; 83-150 MB in 19 runs of session 20 with whole GSO batches and caps by need, 16 under the bound, 12 of 12 on an idle machine (83-120); glibc settings, a fixed mmap threshold or one arena with trimming, 93-124 MB: no material change): what remains is data in flight (the send buffers, 45 MB of an 88 MB heap peak); was 335-351 MB at the start of session 17 (the serving loop read the clock per poll) and 122-130 MB before that"]
 fn active_connections_stay_under_256_kib_each() {
     let (_scratch, root) = root_with("targets-mem", "f.bin", 1 << 20);
     let srv = ServerProc::start(&root, &[]);
