@@ -293,7 +293,7 @@ impl Connection {
         // application space to acknowledge yet, RFC 9000 §17.2.3.)
         let ack_written = level != Level::ZeroRtt
             && (due.ack || due.data_ready())
-            && self.write_acks(level, pi, &mut b, &mut frames, now);
+            && self.write_acks(level, pi, due.ack, &mut b, &mut frames, now);
         // Packets with PATH_CHALLENGE / PATH_RESPONSE on a new path are
         // padded to 1200 bytes to check the path MTU (RFC 9000 §8.2.1).
         let probing = level == Level::OneRtt && self.write_path_validation(pi, &mut b, &mut frames, now);
@@ -427,17 +427,32 @@ impl Connection {
 
     /// Our ACK (PATH_ACK with multipath) of the space, then other paths'
     /// due PATH_ACKs in 1-RTT. Returns whether our own was written.
+    ///
+    /// Our own goes in when `due` or when packets arrived since the last
+    /// one: a data sender whose peer sends only ACKs would otherwise repeat
+    /// the same ACK frame in every packet (bytes of payload lost, and the
+    /// peer decoding and processing it each time; quiche acknowledges only
+    /// ack-eliciting packets). Each ACK-only packet is still acknowledged
+    /// once, so the peer can prune what it acknowledges.
     #[inline]
     fn write_acks(
         &mut self,
         level: Level,
         pi: usize,
+        due: bool,
         b: &mut PacketBuilder<'_>,
         frames: &mut SentFrames,
         now: Instant,
     ) -> bool {
         let mp = level == Level::OneRtt && self.multipath;
         let path_id = mp.then(|| self.paths[pi].id.0 as u64);
+        let own = self
+            .space_mut(level, pi)
+            .is_some_and(|sp| !sp.acks.ranges().is_empty() && (due || sp.acks.has_new()));
+        let others = mp && self.paths.len() > 1;
+        if !own && !others {
+            return false;
+        }
         if mp && self.ts.send {
             // Before the ACKs it dates (the peer reads frames in order),
             // and only with room left for an ACK frame after it.
@@ -448,7 +463,7 @@ impl Connection {
         }
         let room = b.payload_end() - b.w().pos();
         let mut written = false;
-        if let Some(sp) = self.space_mut(level, pi).filter(|sp| !sp.acks.ranges().is_empty()) {
+        if let Some(sp) = self.space_mut(level, pi).filter(|_| own) {
             let delay = sp.acks.ack_delay_field(now);
             let ecn = sp.acks.ecn_frame_counts();
             if frame::encode_ack_max(b.w(), path_id, sp.acks.ranges(), delay, ecn.as_ref(), room).is_ok() {
@@ -458,7 +473,7 @@ impl Connection {
                 written = true;
             }
         }
-        if mp && self.paths.len() > 1 {
+        if others {
             let end = b.payload_end();
             self.write_other_acks(b.w(), end, pi, frames, now);
         }
