@@ -526,8 +526,13 @@ fn two_workers_serve_multipath_clients() {
         assert_eq!(r.status.code(), Some(0));
         assert_eq!(sha256_file(&out), sha256(&data));
         let j: serde_json::Value = serde_json::from_slice(&r.stdout).expect("JSON summary");
+        // Stream data on both paths, so the second 4-tuple reached the
+        // worker owning the connection: the handshake and probes are under
+        // 10 kB. How much each path carries is timing: with 16 clients on
+        // two cores a path whose RTT sample stays at 12 ms had carried
+        // 87 kB of the 1 MiB when the other (0.2 ms) had finished.
         for p in j["paths"].as_array().unwrap() {
-            assert!(p["recv_bytes"].as_u64().unwrap() > 100_000, "a path carried nothing: {j}");
+            assert!(p["recv_bytes"].as_u64().unwrap() > 32_000, "a path carried no data: {j}");
         }
     }
     let pid = srv.child.id() as i32;
