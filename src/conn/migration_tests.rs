@@ -145,11 +145,10 @@ fn a_path_response_overtaken_by_hundreds_of_packets_still_counts() {
     let now = p.now();
     p.c.migrate(PathId::ZERO, C2, now).expect("migrate");
     let mut buf = vec![0u8; 2048];
-    let challenge = std::iter::from_fn(|| p.c.send(&mut buf, now).unwrap())
+    let mut challenge = std::iter::from_fn(|| p.c.send(&mut buf, now).unwrap())
         .find(|(_, info)| info.from == C2)
         .map(|(n, _)| buf[..n].to_vec())
         .expect("a PATH_CHALLENGE from the new address");
-    let mut challenge = challenge;
     p.s.recv(&mut challenge, crate::RecvInfo::new(C2, S_ADDR), now).unwrap();
     // The server answers and goes on sending a response on the old pair.
     p.s.stream_send(1, &body, true).unwrap();
