@@ -4,6 +4,11 @@
 //!     cargo run --release --example pairbench -- --bytes 1073741824 --impl mpquic
 //!     cargo run --release --example pairbench -- --bytes 1073741824 --paths 2
 //!
+//! `--zero-copy` has mpquic share the server's body buffer with the stream
+//! (`stream_send_bytes`) and the client take data where it lies
+//! (`stream_peek` + `stream_consume`) instead of copying it in and out;
+//! quiche, which has no such read, copies as before.
+//!
 //! `--paths 2` (mpquic only) spreads the same transfer over two in-memory
 //! paths (round-robin scheduler, two client addresses).
 //!
@@ -57,7 +62,7 @@ extern "C" {
     fn getrusage(who: i32, usage: *mut libc_rusage) -> i32;
 }
 
-fn run(client: &mut dyn Endpoint, server: &mut dyn Endpoint, bytes: u64) -> (f64, f64, u64) {
+fn run(client: &mut dyn Endpoint, server: &mut dyn Endpoint, bytes: u64, zero_copy: bool) -> (f64, f64, u64) {
     let mut wire = Wire::new(BURST, DGRAM);
     peers::handshake(&mut wire, client, server);
     // The client opens the stream with a request.
@@ -66,7 +71,7 @@ fn run(client: &mut dyn Endpoint, server: &mut dyn Endpoint, bytes: u64) -> (f64
     let mut req = [0u8; 16];
     server.stream_recv(STREAM, &mut req);
 
-    let chunk = vec![0x5au8; 64 * 1024];
+    let chunk = mpquic::Bytes::from(vec![0x5au8; 64 * 1024]);
     let mut sink = vec![0u8; 256 * 1024];
     let mut sent = 0u64;
     let mut received = 0u64;
@@ -82,7 +87,12 @@ fn run(client: &mut dyn Endpoint, server: &mut dyn Endpoint, bytes: u64) -> (f64
         // Keep the server's stream buffer topped up (bounded backlog).
         while sent < bytes {
             let n = ((bytes - sent) as usize).min(chunk.len());
-            let w = server.stream_send(STREAM, &chunk[..n], sent + n as u64 == bytes);
+            let fin = sent + n as u64 == bytes;
+            let w = if zero_copy {
+                server.stream_send_shared(STREAM, &chunk.slice(..n), fin)
+            } else {
+                server.stream_send(STREAM, &chunk[..n], fin)
+            };
             if w == 0 {
                 break;
             }
@@ -94,7 +104,11 @@ fn run(client: &mut dyn Endpoint, server: &mut dyn Endpoint, bytes: u64) -> (f64
         let a = wire.turn(server, client);
         packets += a as u64;
         loop {
-            let (n, fin) = client.stream_recv(STREAM, &mut sink);
+            let (n, fin) = if zero_copy {
+                client.stream_take(STREAM, &mut sink)
+            } else {
+                client.stream_recv(STREAM, &mut sink)
+            };
             received += n as u64;
             if fin {
                 done = true;
@@ -244,15 +258,17 @@ fn main() {
     let mut bytes: u64 = 1 << 30;
     let mut imp = String::from("mpquic");
     let mut paths = 1;
+    let mut zero_copy = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--bytes" => bytes = args.next().and_then(|v| v.parse().ok()).expect("--bytes N"),
             "--impl" => imp = args.next().expect("--impl mpquic|quiche"),
+            "--zero-copy" => zero_copy = true,
             "--paths" => paths = args.next().and_then(|v| v.parse().ok()).expect("--paths 1|2"),
             other => {
                 eprintln!(
-                    "unknown argument {other}; usage: pairbench [--bytes N] [--impl mpquic|quiche] [--paths 1|2]"
+                    "unknown argument {other}; usage: pairbench [--bytes N] [--impl mpquic|quiche] [--paths 1|2] [--zero-copy]"
                 );
                 std::process::exit(2);
             }
@@ -284,9 +300,9 @@ fn main() {
     let settings = settings();
     let mut c = peers::client(which, &settings);
     let mut s = peers::accept(c.as_mut(), which, &settings);
-    let (wall, cpu, packets) = run(c.as_mut(), s.as_mut(), bytes);
+    let (wall, cpu, packets) = run(c.as_mut(), s.as_mut(), bytes, zero_copy);
     println!(
-        "{{\"impl\":\"{imp}\",\"bytes\":{bytes},\"wall_s\":{wall:.3},\"cpu_s\":{cpu:.3},\"mb_per_s\":{:.1},\"packets\":{packets}}}",
+        "{{\"impl\":\"{imp}\",\"zero_copy\":{zero_copy},\"bytes\":{bytes},\"wall_s\":{wall:.3},\"cpu_s\":{cpu:.3},\"mb_per_s\":{:.1},\"packets\":{packets}}}",
         bytes as f64 / wall / 1e6
     );
 }

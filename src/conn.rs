@@ -37,6 +37,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::Bytes;
+
 use crate::config::{Config, ConfigError};
 use crate::crypto::{self, Level, TlsConfig, TlsSession};
 use crate::error::{ErrorCode, TransportError};
@@ -675,9 +677,31 @@ impl Connection {
         }
         self.streams.stream_send(StreamId(id), data, fin)
     }
+    /// As [`stream_send`](Self::stream_send) without copying: the stream
+    /// holds a slice of `data` (a reference count, not the bytes) until
+    /// they are acknowledged. `Bytes::from(vec)` hands over a `Vec`.
+    pub fn stream_send_bytes(&mut self, id: u64, data: &Bytes, fin: bool) -> Result<usize, StreamError> {
+        if self.local_close.is_some() || self.peer_close.is_some() || self.state == State::Closed {
+            return Err(StreamError::InvalidState);
+        }
+        self.streams.stream_send_bytes(StreamId(id), data, fin)
+    }
     /// Read from a stream: (bytes read, fin reached).
     pub fn stream_recv(&mut self, id: u64, out: &mut [u8]) -> Result<(usize, bool), StreamError> {
         self.streams.stream_recv(StreamId(id), out)
+    }
+    /// The stream's next readable bytes without copying them (up to one
+    /// 64 KiB reassembly segment) and whether they end the stream. Nothing
+    /// is released until [`stream_consume`](Self::stream_consume); errors as
+    /// [`stream_recv`](Self::stream_recv).
+    pub fn stream_peek(&mut self, id: u64) -> Result<(&[u8], bool), StreamError> {
+        self.streams.stream_peek(StreamId(id))
+    }
+    /// Release up to `n` readable bytes (typically what
+    /// [`stream_peek`](Self::stream_peek) showed) as read: (bytes released,
+    /// fin reached).
+    pub fn stream_consume(&mut self, id: u64, n: usize) -> Result<(usize, bool), StreamError> {
+        self.streams.stream_consume(StreamId(id), n)
     }
     /// Stop sending (RESET_STREAM) and/or receiving (STOP_SENDING) on a stream.
     pub fn stream_shutdown(

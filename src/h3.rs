@@ -54,6 +54,11 @@ pub trait Transport {
     /// (possibly fewer than offered). `fin` takes effect only if every byte
     /// was accepted. `Err(Blocked)` means none were.
     fn stream_send(&mut self, id: u64, data: &[u8], fin: bool) -> Result<usize, StreamError>;
+    /// As [`stream_send`](Self::stream_send), holding a slice of `data`
+    /// instead of a copy where the transport can (the default copies).
+    fn stream_send_bytes(&mut self, id: u64, data: &crate::Bytes, fin: bool) -> Result<usize, StreamError> {
+        self.stream_send(id, data, fin)
+    }
     /// How many bytes `stream_send` would accept on `id` right now.
     fn stream_capacity(&self, id: u64) -> Result<usize, StreamError>;
     /// Read from stream `id` into `buf`: `(bytes, fin)`. `Err(Blocked)` (or

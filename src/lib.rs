@@ -33,6 +33,9 @@ pub mod testing;
 pub mod transport_params;
 pub mod version;
 
+/// The shared byte buffer [`Connection::stream_send_bytes`] takes (re-exported
+/// so callers need no version of their own).
+pub use bytes::Bytes;
 pub use config::{Config, ConfigError};
 pub use conn::{
     accept, connect, connect_with_session, random_cid, random_cid_with_prefix, CloseInfo, Connection, Ecn,

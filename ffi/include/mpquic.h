@@ -751,6 +751,25 @@ ssize_t mpquic_conn_stream_recv(struct mpquic_conn *conn,
                                 size_t len,
                                 bool *fin);
 
+// Look at stream `stream_id`'s next readable bytes without copying them:
+// sets `*data` to them (valid until the next call on `conn`) and `*fin`
+// (may be NULL) when they end the stream, and returns how many there are
+// (up to one 64 KiB segment). Nothing is released until
+// mpquic_conn_stream_consume. Errors as mpquic_conn_stream_recv.
+ssize_t mpquic_conn_stream_peek(struct mpquic_conn *conn,
+                                uint64_t stream_id,
+                                const uint8_t **data,
+                                bool *fin);
+
+// Release up to `len` readable bytes of stream `stream_id` as read (after
+// mpquic_conn_stream_peek). Returns how many and sets `*fin` (may be
+// NULL) when the stream's end was reached; errors as
+// mpquic_conn_stream_recv.
+ssize_t mpquic_conn_stream_consume(struct mpquic_conn *conn,
+                                   uint64_t stream_id,
+                                   size_t len,
+                                   bool *fin);
+
 // Stop reading (STOP_SENDING, if `read`) and/or writing (RESET_STREAM, if
 // `write`) stream `stream_id` with application error `code`. Returns 0 or
 // a negative mpquic_error.

@@ -707,6 +707,74 @@ pub unsafe extern "C" fn mpquic_conn_stream_recv(
     }
 }
 
+/// Look at stream `stream_id`'s next readable bytes without copying them:
+/// sets `*data` to them (valid until the next call on `conn`) and `*fin`
+/// (may be NULL) when they end the stream, and returns how many there are
+/// (up to one 64 KiB segment). Nothing is released until
+/// mpquic_conn_stream_consume. Errors as mpquic_conn_stream_recv.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_stream_peek(
+    conn: *mut mpquic_conn,
+    stream_id: u64,
+    data: *mut *const u8,
+    fin: *mut bool,
+) -> ssize_t {
+    // SAFETY: see with_conn; `data` is checked non-NULL, `fin` is NULL or
+    // writable.
+    unsafe {
+        with_conn(
+            conn,
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
+            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
+            |c| {
+                let Some(dp) = data.as_mut() else {
+                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+                };
+                match c.inner.stream_peek(stream_id) {
+                    Ok((bytes, f)) => {
+                        *dp = bytes.as_ptr();
+                        if let Some(fp) = fin.as_mut() {
+                            *fp = f;
+                        }
+                        bytes.len() as ssize_t
+                    }
+                    Err(e) => stream_error(&e).code() as ssize_t,
+                }
+            },
+        )
+    }
+}
+
+/// Release up to `len` readable bytes of stream `stream_id` as read (after
+/// mpquic_conn_stream_peek). Returns how many and sets `*fin` (may be
+/// NULL) when the stream's end was reached; errors as
+/// mpquic_conn_stream_recv.
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_conn_stream_consume(
+    conn: *mut mpquic_conn,
+    stream_id: u64,
+    len: usize,
+    fin: *mut bool,
+) -> ssize_t {
+    // SAFETY: see with_conn; `fin` is NULL or writable.
+    unsafe {
+        with_conn(
+            conn,
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
+            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
+            |c| match c.inner.stream_consume(stream_id, len) {
+                Ok((n, f)) => {
+                    if let Some(fp) = fin.as_mut() {
+                        *fp = f;
+                    }
+                    n as ssize_t
+                }
+                Err(e) => stream_error(&e).code() as ssize_t,
+            },
+        )
+    }
+}
+
 /// Stop reading (STOP_SENDING, if `read`) and/or writing (RESET_STREAM, if
 /// `write`) stream `stream_id` with application error `code`. Returns 0 or
 /// a negative mpquic_error.

@@ -753,17 +753,29 @@ fn resumption_and_early_data_from_c() {
             assert_eq!(w, request.len() as isize, "written before the handshake");
         });
         let mut got = Vec::new();
-        let mut buf = [0u8; 256];
+        let mut fin_seen = false;
         for _ in 0..20 {
             now += 1_000_000;
             pump(c, s, now);
             pump(s, c, now);
             let mut fin = false;
-            let r = mpquic_conn_stream_recv(s, 0, buf.as_mut_ptr(), buf.len(), &mut fin);
+            // Read in place: look, take two bytes, look again.
+            let mut data = null();
+            let r = mpquic_conn_stream_peek(s, 0, &mut data, &mut fin);
             if r > 0 {
-                got.extend_from_slice(&buf[..r as usize]);
+                let take = (r as usize).min(2);
+                got.extend_from_slice(std::slice::from_raw_parts(data, take));
+                assert_eq!(mpquic_conn_stream_consume(s, 0, take, &mut fin), take as isize);
+                fin_seen |= fin;
+            } else {
+                assert_eq!(r, MPQUIC_ERROR_DONE as isize);
             }
         }
+        assert!(fin_seen, "the request's FIN was consumed");
+        assert_eq!(
+            mpquic_conn_stream_peek(s, 0, null_mut(), null_mut()),
+            MPQUIC_ERROR_INVALID_ARGUMENT as isize
+        );
         assert_eq!(got, request);
         assert!(mpquic_conn_is_established(c) && mpquic_conn_is_resumed(c) && mpquic_conn_is_resumed(s));
         assert!(mpquic_conn_is_early_data_accepted(c), "the server took the 0-RTT request");

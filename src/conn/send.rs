@@ -1,7 +1,7 @@
 //! Sending: frames → packets → one datagram (coalescing Initial, Handshake
 //! and 1-RTT packets while the handshake runs).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::codec::Writer;
 use crate::crypto::Level;
@@ -490,8 +490,12 @@ impl Connection {
         frames: &mut SentFrames,
         now: Instant,
     ) -> bool {
-        let path_pto_floor = self.max_pto();
-        let challenge_wait = self.challenge_interval(pi);
+        // Only a due challenge needs the PTOs (not worth a scan per packet).
+        let (path_pto_floor, challenge_wait) = if self.paths[pi].challenge_pending {
+            (self.max_pto(), self.challenge_interval(pi))
+        } else {
+            (Duration::ZERO, Duration::ZERO)
+        };
         let p = &mut self.paths[pi];
         let mut written = false;
         while let Some(r) = p.responses.pop() {

@@ -403,38 +403,91 @@ impl Connection {
         data: &[u8],
         fin: bool,
     ) -> Result<usize, Error> {
+        let Some(n) = self.start_body(t, stream, data.len(), fin)? else {
+            return Ok(0);
+        };
+        // Body straight into the stream (the room is there): no
+        // intermediate copy.
+        self.send_all(t, stream, data.get(..n).unwrap_or_default(), fin && n == data.len())?;
+        self.end_body(stream, fin && n == data.len());
+        Ok(n)
+    }
+
+    /// As [`send_body`](Self::send_body), the transport holding a slice of
+    /// `data` instead of a copy (a server's file chunks, a cached body).
+    pub fn send_body_bytes<T: Transport>(
+        &mut self,
+        t: &mut T,
+        stream: u64,
+        data: &crate::Bytes,
+        fin: bool,
+    ) -> Result<usize, Error> {
+        let Some(n) = self.start_body(t, stream, data.len(), fin)? else {
+            return Ok(0);
+        };
+        let fin_now = fin && n == data.len();
+        let part = data.slice(..n);
+        if self.out.contains_key(&stream) {
+            // The header itself is queued: the body must follow it.
+            self.send_all(t, stream, &part, fin_now)?;
+            self.end_body(stream, fin_now);
+            return Ok(n);
+        }
+        let (taken, blocked) = match t.stream_send_bytes(stream, &part, fin_now) {
+            Ok(k) => (k, false),
+            Err(StreamError::Blocked) => (0, true),
+            Err(e) => return Err(self.send_failed(t, stream, e)),
+        };
+        if taken < n || (fin_now && blocked) {
+            // Not expected (the room was checked); queue the rest as copies.
+            let rest = part.get(taken..).unwrap_or_default().to_vec();
+            self.out.insert(stream, Pending { data: rest, fin: fin_now });
+        }
+        self.end_body(stream, fin_now);
+        Ok(n)
+    }
+
+    /// Checks for a body write of `len` bytes and its DATA frame header:
+    /// `Some(n)` bytes of body to send now (the header is queued), `None`
+    /// when nothing can go (or only the FIN of an empty body, sent here).
+    fn start_body<T: Transport>(
+        &mut self,
+        t: &mut T,
+        stream: u64,
+        len: usize,
+        fin: bool,
+    ) -> Result<Option<usize>, Error> {
         self.check_open()?;
         if self.send.get(&stream) != Some(&SendPhase::Body) {
             return Err(Error::InvalidState("body needs a sent header section"));
         }
         self.flush_stream(t, stream)?;
         if self.out.contains_key(&stream) {
-            return Ok(0);
+            return Ok(None);
         }
-        if data.is_empty() {
+        if len == 0 {
             if fin {
                 self.send_all(t, stream, &[], true)?;
                 self.send.insert(stream, SendPhase::Done);
             }
-            return Ok(0);
+            return Ok(None);
         }
         let cap = t.stream_capacity(stream).map_err(Error::Transport)?;
         // Frame header: type (1 byte) + length varint.
         let room = cap.saturating_sub(1 + varint_len(cap as u64));
-        let n = data.len().min(room);
+        let n = len.min(room);
         if n == 0 {
-            return Ok(0);
+            return Ok(None);
         }
-        let fin_now = fin && n == data.len();
-        // Header and body straight into the stream (the room is there), no
-        // intermediate copy of the body.
-        let (head, len) = frame::data_header(n as u64);
-        self.send_all(t, stream, head.get(..len).unwrap_or_default(), false)?;
-        self.send_all(t, stream, data.get(..n).unwrap_or_default(), fin_now)?;
-        if fin_now {
+        let (head, hlen) = frame::data_header(n as u64);
+        self.send_all(t, stream, head.get(..hlen).unwrap_or_default(), false)?;
+        Ok(Some(n))
+    }
+
+    fn end_body(&mut self, stream: u64, fin: bool) {
+        if fin {
             self.send.insert(stream, SendPhase::Done);
         }
-        Ok(n)
     }
 
     /// Send GOAWAY (RFC 9114 §5.2). A server names the first request stream

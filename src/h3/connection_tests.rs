@@ -272,6 +272,37 @@ fn post_with_body_under_flow_control_and_split_reads() {
 }
 
 #[test]
+fn shared_body_bytes_arrive_whole_under_flow_control() {
+    let mut p = Pair::new();
+    let req =
+        hs(&[(":method", "POST"), (":scheme", "https"), (":authority", "example.com"), (":path", "/up")]);
+    let body = crate::Bytes::from((0..5000u32).map(|i| (i * 13) as u8).collect::<Vec<u8>>());
+    let id = p.c.send_request(&mut p.client, &req, false).unwrap();
+    let (mut sent, mut received, mut finished) = (0, Vec::new(), false);
+    for i in 0..10_000 {
+        p.client.credit = 1 + i % 150; // from too little for any body to plenty
+        if sent < body.len() {
+            sent += p.c.send_body_bytes(&mut p.client, id, &body.slice(sent..), true).unwrap();
+        }
+        p.c.poll(&mut p.client).unwrap();
+        p.deliver();
+        while let Some(ev) = p.s.poll(&mut p.server).unwrap() {
+            match ev {
+                Event::Data { stream } => received.extend(read_body(&mut p.s, &mut p.server, stream)),
+                Event::Finished { .. } => finished = true,
+                Event::Headers { .. } => {}
+                e => panic!("unexpected {e:?}"),
+            }
+        }
+        if finished {
+            break;
+        }
+    }
+    assert!(finished);
+    assert_eq!(received, &body[..]);
+}
+
+#[test]
 fn trailers_and_interim_response() {
     let mut p = Pair::new();
     let id = p.c.send_request(&mut p.client, &get_request(), true).unwrap();

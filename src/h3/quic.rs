@@ -63,6 +63,9 @@ impl Transport for Quic<'_> {
     fn stream_send(&mut self, id: u64, data: &[u8], fin: bool) -> Result<usize, StreamError> {
         self.conn.stream_send(id, data, fin).map_err(|e| self.map(e))
     }
+    fn stream_send_bytes(&mut self, id: u64, data: &crate::Bytes, fin: bool) -> Result<usize, StreamError> {
+        self.conn.stream_send_bytes(id, data, fin).map_err(|e| self.map(e))
+    }
     fn stream_capacity(&self, id: u64) -> Result<usize, StreamError> {
         self.conn.stream_capacity(id).map_err(|e| self.map(e))
     }

@@ -5,6 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+
 use super::flow::{RecvWindow, SendCredit};
 use super::id::{Side, StreamDir, StreamId};
 use super::recv::{FlowDelta, RecvStream};
@@ -392,17 +394,56 @@ impl Streams {
     /// Write to a stream, opening it if it is a new local stream within the
     /// peer's limit. Returns the bytes taken (partial when the buffer is full).
     pub fn stream_send(&mut self, id: StreamId, data: &[u8], fin: bool) -> Result<usize, StreamError> {
+        self.write_with(id, |s| s.write(data, fin))
+    }
+
+    /// As [`stream_send`](Self::stream_send), sharing `data` instead of
+    /// copying it.
+    pub fn stream_send_bytes(&mut self, id: StreamId, data: &Bytes, fin: bool) -> Result<usize, StreamError> {
+        self.write_with(id, |s| s.write_bytes(data, fin))
+    }
+
+    fn write_with(
+        &mut self,
+        id: StreamId,
+        write: impl FnOnce(&mut SendStream) -> Result<usize, StreamError>,
+    ) -> Result<usize, StreamError> {
         if !id.can_send(self.side) {
             return Err(StreamError::InvalidState);
         }
         let s = self.app_stream(id)?;
-        let n = s.send.as_mut().ok_or(StreamError::InvalidState)?.write(data, fin)?;
+        let n = write(s.send.as_mut().ok_or(StreamError::InvalidState)?)?;
         self.enqueue_send(id);
         Ok(n)
     }
 
     /// Read from a stream: bytes read and whether FIN was reached.
     pub fn stream_recv(&mut self, id: StreamId, buf: &mut [u8]) -> Result<(usize, bool), StreamError> {
+        let res = self.recv_half(id)?.read(buf);
+        self.after_read(id, &res);
+        res
+    }
+
+    /// The readable bytes at a stream's read offset, without copying, and
+    /// whether they end the stream; [`stream_consume`](Self::stream_consume)
+    /// releases them.
+    pub fn stream_peek(&mut self, id: StreamId) -> Result<(&[u8], bool), StreamError> {
+        if let Err(e) = self.recv_half(id)?.check_readable() {
+            self.after_read(id, &Err(e));
+            return Err(e);
+        }
+        self.recv_half(id)?.peek()
+    }
+
+    /// Release up to `n` bytes of a stream as read (after
+    /// [`stream_peek`](Self::stream_peek)).
+    pub fn stream_consume(&mut self, id: StreamId, n: usize) -> Result<(usize, bool), StreamError> {
+        let res = self.recv_half(id)?.consume(n);
+        self.after_read(id, &res);
+        res
+    }
+
+    fn recv_half(&mut self, id: StreamId) -> Result<&mut RecvStream, StreamError> {
         if !id.can_recv(self.side) {
             return Err(StreamError::InvalidState);
         }
@@ -410,9 +451,15 @@ impl Streams {
         let Some(s) = self.map.get_mut(&id) else {
             return Err(if closed { StreamError::InvalidState } else { StreamError::UnknownStream });
         };
-        let r = s.recv.as_mut().ok_or(StreamError::InvalidState)?;
-        let res = r.read(buf);
-        if let Ok((n, _)) = res {
+        s.recv.as_mut().ok_or(StreamError::InvalidState)
+    }
+
+    /// Flow-control credit and readability after the application read.
+    fn after_read(&mut self, id: StreamId, res: &Result<(usize, bool), StreamError>) {
+        let Some(r) = self.map.get_mut(&id).and_then(|s| s.recv.as_mut()) else {
+            return;
+        };
+        if let Ok((n, _)) = *res {
             self.conn_recv.add_consumed(n as u64);
             if r.wants_updates() && r.window().needs_update() {
                 self.pending_msd.insert(id);
@@ -422,7 +469,6 @@ impl Streams {
             self.readable.remove(&id);
         }
         self.maybe_collect(id);
-        res
     }
 
     /// Abandon sending on a stream (RESET_STREAM with `code`).

@@ -233,6 +233,54 @@ impl RecvStream {
     /// end of the stream was reached. `Err(Done)` when nothing is readable,
     /// `Err(Reset(code))` once the peer reset the stream.
     pub fn read(&mut self, buf: &mut [u8]) -> Result<(usize, bool), StreamError> {
+        self.check_readable()?;
+        let mut n = 0;
+        while n < buf.len() {
+            let src = self.head();
+            if src.is_empty() {
+                break;
+            }
+            let take = src.len().min(buf.len() - n);
+            buf[n..n + take].copy_from_slice(&src[..take]);
+            n += take;
+            self.advance(take);
+        }
+        self.finish_read(n)
+    }
+
+    /// The readable bytes at the read offset without copying them (the
+    /// first contiguous segment: up to 64 KiB), and whether they end the
+    /// stream. [`consume`](Self::consume) then releases them. Errors as
+    /// [`read`](Self::read).
+    pub fn peek(&mut self) -> Result<(&[u8], bool), StreamError> {
+        self.check_readable()?;
+        let end = self.read_off + self.head().len() as u64;
+        let fin = self.final_size == Some(end);
+        let head = self.head();
+        if head.is_empty() && !fin {
+            return Err(StreamError::Done);
+        }
+        Ok((head, fin))
+    }
+
+    /// Release up to `n` readable bytes as if read (after
+    /// [`peek`](Self::peek)): returns how many and whether the end of the
+    /// stream was reached.
+    pub fn consume(&mut self, n: usize) -> Result<(usize, bool), StreamError> {
+        self.check_readable()?;
+        let mut done = 0;
+        while done < n {
+            let take = self.head().len().min(n - done);
+            if take == 0 {
+                break;
+            }
+            self.advance(take);
+            done += take;
+        }
+        self.finish_read(done)
+    }
+
+    pub(super) fn check_readable(&mut self) -> Result<(), StreamError> {
         if let Some(code) = self.reset {
             self.reset_read = true;
             return Err(StreamError::Reset(code));
@@ -243,31 +291,34 @@ impl RecvStream {
         if self.fin_read {
             return Err(StreamError::Done);
         }
-        let mut n = 0;
-        while n < buf.len() {
-            let Some(entry) = self.segs.first_entry() else {
-                break;
-            };
-            let k = *entry.key();
-            if k > self.read_off {
-                break;
-            }
-            let v = entry.get();
-            let from = (self.read_off - k) as usize;
-            let Some(src) = v.get(from..) else {
-                break;
-            };
-            let take = src.len().min(buf.len() - n);
-            buf[n..n + take].copy_from_slice(&src[..take]);
-            n += take;
-            self.read_off += take as u64;
-            if from + take == v.len() {
-                let v = entry.remove();
-                if v.capacity() >= SEGMENT {
-                    self.spare = Some(v);
-                }
+        Ok(())
+    }
+
+    /// The held bytes from `read_off` to the end of their segment.
+    fn head(&self) -> &[u8] {
+        match self.segs.first_key_value() {
+            Some((&k, v)) if k <= self.read_off => v.get((self.read_off - k) as usize..).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+
+    /// Move `read_off` by `n` bytes within the head segment, dropping the
+    /// segment once it is wholly read.
+    fn advance(&mut self, n: usize) {
+        self.read_off += n as u64;
+        let Some(entry) = self.segs.first_entry() else {
+            return;
+        };
+        if *entry.key() + entry.get().len() as u64 <= self.read_off {
+            let v = entry.remove();
+            if v.capacity() >= SEGMENT {
+                self.spare = Some(v);
             }
         }
+    }
+
+    /// Account for `n` bytes handed to the application.
+    fn finish_read(&mut self, n: usize) -> Result<(usize, bool), StreamError> {
         self.buffered -= n as u64;
         self.window.add_consumed(n as u64);
         let fin = self.final_size == Some(self.read_off);

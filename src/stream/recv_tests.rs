@@ -277,3 +277,84 @@ fn two_paths_reordering_every_other_packet_hold_about_what_arrived() {
     let (out, _) = read_all(&mut r, 10_000);
     assert_eq!(out, d);
 }
+
+#[test]
+fn peek_and_consume_deliver_what_read_would() {
+    for seed in 0..40u64 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let len = rng.gen_range(1..200_000);
+        let d = data(len);
+        let mut frames: Vec<(usize, usize)> =
+            (0..len).step_by(1300).map(|o| (o, 1300.min(len - o))).collect();
+        // Reorder a little, as two paths do.
+        for i in (1..frames.len()).step_by(3) {
+            if rng.gen_bool(0.5) {
+                frames.swap(i - 1, i);
+            }
+        }
+        let mut r = RecvStream::new(1 << 20, 1 << 20);
+        let mut out = Vec::new();
+        let mut fin_seen = false;
+        for &(o, n) in &frames {
+            r.on_data(o as u64, &d[o..o + n], o + n == len).unwrap();
+            while let Ok((head, fin)) = r.peek() {
+                // A peek changes nothing: the same bytes again.
+                let shown = head.to_vec();
+                assert_eq!(r.peek().unwrap().0, &shown[..]);
+                let take = if fin { shown.len() } else { rng.gen_range(0..=shown.len()) };
+                let consumed = r.window().consumed();
+                out.extend_from_slice(&shown[..take]);
+                match r.consume(take) {
+                    Ok((k, f)) => {
+                        assert_eq!(k, take, "seed {seed}");
+                        assert_eq!(f, fin && take == shown.len(), "seed {seed}");
+                        assert_eq!(r.window().consumed(), consumed + take as u64);
+                        fin_seen |= f;
+                    }
+                    Err(StreamError::Done) => assert_eq!(take, 0),
+                    Err(e) => panic!("seed {seed}: {e:?}"),
+                }
+                if take == 0 {
+                    break;
+                }
+            }
+        }
+        while !fin_seen {
+            let (head, fin) = r.peek().unwrap();
+            let n = head.len();
+            out.extend_from_slice(head);
+            assert_eq!(r.consume(n), Ok((n, fin)));
+            fin_seen = fin;
+        }
+        assert_eq!(out, d, "seed {seed}");
+        assert_eq!(r.buffered(), 0);
+        assert!(r.is_finished());
+        assert_eq!(r.peek(), Err(StreamError::Done));
+    }
+}
+
+#[test]
+fn peek_shows_a_lone_fin_and_a_reset() {
+    let mut r = RecvStream::new(1000, 1000);
+    assert_eq!(r.peek(), Err(StreamError::Done));
+    r.on_data(0, b"abc", false).unwrap();
+    r.on_data(3, b"", true).unwrap();
+    assert_eq!(r.peek(), Ok((&b"abc"[..], true)));
+    assert_eq!(r.consume(2), Ok((2, false)));
+    assert_eq!(r.peek(), Ok((&b"c"[..], true)));
+    assert_eq!(r.consume(100), Ok((1, true)), "consume stops at what is held");
+    assert!(r.is_finished());
+
+    let mut r = RecvStream::new(1000, 1000);
+    r.on_data(0, b"abc", false).unwrap();
+    assert_eq!(r.consume(3), Ok((3, false)));
+    r.on_data(3, b"", true).unwrap();
+    assert_eq!(r.peek(), Ok((&b""[..], true)), "FIN with no data left");
+    assert_eq!(r.consume(0), Ok((0, true)));
+
+    let mut r = RecvStream::new(1000, 1000);
+    r.on_data(0, b"abc", false).unwrap();
+    r.on_reset(9, 10).unwrap();
+    assert_eq!(r.peek(), Err(StreamError::Reset(9)));
+    assert!(r.is_finished(), "the application saw the reset");
+}

@@ -5,6 +5,8 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 
+use bytes::Bytes;
+
 use super::flow::SendCredit;
 use super::StreamError;
 use crate::ranges::RangeSet;
@@ -28,19 +30,49 @@ pub struct Chunk {
     pub is_retransmit: bool,
 }
 
+/// A segment of the send buffer: bytes copied from the application (small
+/// writes fill its spare capacity) or a buffer shared with it.
+#[derive(Debug)]
+enum Seg {
+    Copied(Vec<u8>),
+    Shared(Bytes),
+}
+
+impl Seg {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Seg::Copied(v) => v,
+            Seg::Shared(b) => b,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.bytes().len()
+    }
+
+    /// Bytes of memory held (a shared buffer counts at its length).
+    #[cfg(test)]
+    fn capacity(&self) -> usize {
+        match self {
+            Seg::Copied(v) => v.capacity(),
+            Seg::Shared(b) => b.len(),
+        }
+    }
+}
+
 /// Application bytes not yet acknowledged, as a deque of segments so that
 /// acknowledged prefixes are dropped without moving the rest.
 #[derive(Debug, Default)]
 struct SendBuf {
     /// (stream offset of the segment's first byte, bytes).
-    segs: VecDeque<(u64, Vec<u8>)>,
+    segs: VecDeque<(u64, Seg)>,
     /// Offset one past the last byte written by the application.
     end: u64,
 }
 
 impl SendBuf {
     fn append(&mut self, mut data: &[u8]) {
-        if let Some((_, last)) = self.segs.back_mut() {
+        if let Some((_, Seg::Copied(last))) = self.segs.back_mut() {
             let spare = last.capacity() - last.len();
             let n = spare.min(data.len());
             last.extend_from_slice(&data[..n]);
@@ -51,8 +83,17 @@ impl SendBuf {
             let cap = super::segment_capacity(self.end, MAX_SPARE_SEGMENT);
             let mut v = Vec::with_capacity(data.len().max(cap));
             v.extend_from_slice(data);
-            self.segs.push_back((self.end, v));
+            self.segs.push_back((self.end, Seg::Copied(v)));
             self.end += data.len() as u64;
+        }
+    }
+
+    /// Hold `data` as a segment of its own (no copy).
+    fn push(&mut self, data: Bytes) {
+        if !data.is_empty() {
+            let len = data.len() as u64;
+            self.segs.push_back((self.end, Seg::Shared(data)));
+            self.end += len;
         }
     }
 
@@ -73,7 +114,7 @@ impl SendBuf {
             };
             let from = (pos - s) as usize;
             let n = (v.len() - from).min(dst.len() - done);
-            dst[done..done + n].copy_from_slice(&v[from..from + n]);
+            dst[done..done + n].copy_from_slice(&v.bytes()[from..from + n]);
             done += n;
             pos += n as u64;
             i += 1;
@@ -176,21 +217,8 @@ impl SendStream {
     /// Append application data; returns how much was taken (partial when
     /// the buffer cap is reached; FIN applies only if everything was taken).
     pub fn write(&mut self, data: &[u8], fin: bool) -> Result<usize, StreamError> {
-        if let Some(code) = self.stop_code {
-            return Err(StreamError::StopSending(code));
-        }
-        if self.reset.is_some() {
-            return Err(StreamError::InvalidState);
-        }
-        if let Some(f) = self.fin_off {
-            return if data.is_empty() && (fin || f == self.buf.end) {
-                Ok(0)
-            } else {
-                Err(StreamError::FinalSize)
-            };
-        }
-        if self.buf.end.saturating_add(data.len() as u64) > super::id::StreamId::MAX {
-            return Err(StreamError::FinalSize);
+        if let Some(done) = self.check_write(data.len(), fin)? {
+            return Ok(done);
         }
         let n = self.capacity().min(data.len());
         if n == 0 && !data.is_empty() {
@@ -203,6 +231,45 @@ impl SendStream {
             self.fin_off = Some(self.buf.end);
         }
         Ok(n)
+    }
+
+    /// As [`write`](Self::write), holding (a slice of) `data` instead of
+    /// copying it: the taken prefix shares `data`'s buffer.
+    pub fn write_bytes(&mut self, data: &Bytes, fin: bool) -> Result<usize, StreamError> {
+        if let Some(done) = self.check_write(data.len(), fin)? {
+            return Ok(done);
+        }
+        let n = self.capacity().min(data.len());
+        if n == 0 && !data.is_empty() {
+            return Err(StreamError::Done);
+        }
+        self.buf.push(data.slice(..n));
+        if fin && n == data.len() {
+            self.fin_off = Some(self.buf.end);
+        }
+        Ok(n)
+    }
+
+    /// Errors common to writes of `len` bytes; `Some(0)` for an empty write
+    /// after FIN, which is accepted and does nothing.
+    fn check_write(&self, len: usize, fin: bool) -> Result<Option<usize>, StreamError> {
+        if let Some(code) = self.stop_code {
+            return Err(StreamError::StopSending(code));
+        }
+        if self.reset.is_some() {
+            return Err(StreamError::InvalidState);
+        }
+        if let Some(f) = self.fin_off {
+            return if len == 0 && (fin || f == self.buf.end) {
+                Ok(Some(0))
+            } else {
+                Err(StreamError::FinalSize)
+            };
+        }
+        if self.buf.end.saturating_add(len as u64) > super::id::StreamId::MAX {
+            return Err(StreamError::FinalSize);
+        }
+        Ok(None)
     }
 
     /// Reduce or raise the buffer cap.

@@ -1,4 +1,5 @@
 use super::*;
+use bytes::Bytes;
 
 fn data(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 7 + 3) as u8).collect()
@@ -354,4 +355,33 @@ fn random_send_ahead_loss_and_acks_deliver_every_byte_once() {
         assert_eq!(got.iter().cloned().collect::<Vec<_>>(), vec![0..N as u64], "seed {seed}");
         assert_eq!(s.held_bytes(), 0);
     }
+}
+
+#[test]
+fn shared_buffers_are_held_without_a_copy() {
+    let d = Bytes::from(data(30_000));
+    let mut s = SendStream::new(1 << 20, 4000);
+    s.write(&d[..100], false).unwrap();
+    let mut rest = d.slice(100..);
+    assert_eq!(s.write_bytes(&rest, true), Ok(3900), "partial, FIN not applied");
+    assert_eq!(s.buf.segs.back().map(|(_, v)| v.bytes().as_ptr()), Some(rest.as_ptr()), "no copy");
+    rest = rest.slice(3900..);
+    assert_eq!(s.write_bytes(&rest, true), Err(StreamError::Done));
+    let mut out = Vec::new();
+    while let Some((c, b)) = emit(&mut s, 1200) {
+        assert_eq!(c.offset as usize, out.len());
+        out.extend_from_slice(&b);
+        s.on_acked(c.offset, c.len, c.fin);
+        if !rest.is_empty() {
+            let n = s.write_bytes(&rest, true).unwrap();
+            rest = rest.slice(n..);
+        }
+        if c.fin {
+            break;
+        }
+    }
+    assert_eq!(out, &d[..]);
+    assert!(s.is_complete());
+    assert!(s.buf.segs.is_empty());
+    assert_eq!(s.write_bytes(&Bytes::from_static(b"x"), false), Err(StreamError::FinalSize));
 }

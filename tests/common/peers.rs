@@ -17,6 +17,15 @@ pub trait Endpoint {
     fn stream_send(&mut self, id: u64, data: &[u8], fin: bool) -> usize;
     /// (bytes read, fin reached).
     fn stream_recv(&mut self, id: u64, buf: &mut [u8]) -> (usize, bool);
+    /// As `stream_send`, sharing `data` where the engine can (else a copy).
+    fn stream_send_shared(&mut self, id: u64, data: &mpquic::Bytes, fin: bool) -> usize {
+        self.stream_send(id, data, fin)
+    }
+    /// Take readable bytes as an application that looks at them in place
+    /// would, where the engine can (else read them into `buf`).
+    fn stream_take(&mut self, id: u64, buf: &mut [u8]) -> (usize, bool) {
+        self.stream_recv(id, buf)
+    }
     fn timeout(&self) -> Option<Instant>;
     fn on_timeout(&mut self);
     fn name(&self) -> &'static str;
@@ -190,6 +199,16 @@ pub mod mp {
         }
         fn stream_recv(&mut self, id: u64, buf: &mut [u8]) -> (usize, bool) {
             self.conn.stream_recv(id, buf).unwrap_or((0, false))
+        }
+        fn stream_send_shared(&mut self, id: u64, data: &mpquic::Bytes, fin: bool) -> usize {
+            self.conn.stream_send_bytes(id, data, fin).unwrap_or(0)
+        }
+        fn stream_take(&mut self, id: u64, _buf: &mut [u8]) -> (usize, bool) {
+            let Ok((head, _)) = self.conn.stream_peek(id) else {
+                return (0, false);
+            };
+            let n = head.len();
+            self.conn.stream_consume(id, n).unwrap_or((0, false))
         }
         fn timeout(&self) -> Option<Instant> {
             self.conn.timeout()
