@@ -693,17 +693,27 @@ pub unsafe extern "C" fn mpquic_conn_stream_recv(
                 let Some(out) = slice_mut(out, len) else {
                     return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
                 };
-                match c.inner.stream_recv(stream_id, out) {
-                    Ok((n, f)) => {
-                        if let Some(fp) = fin.as_mut() {
-                            *fp = f;
-                        }
-                        n as ssize_t
-                    }
-                    Err(e) => stream_error(&e).code() as ssize_t,
-                }
+                read_result(c.inner.stream_recv(stream_id, out), fin)
             },
         )
+    }
+}
+
+/// A read's result for C: the byte count with `*fin` set (`fin` may be
+/// NULL), or a negative mpquic_error.
+///
+/// # Safety
+/// `fin` is NULL or writable.
+unsafe fn read_result(res: Result<(usize, bool), engine::stream::StreamError>, fin: *mut bool) -> ssize_t {
+    match res {
+        Ok((n, f)) => {
+            // SAFETY: the caller's promise.
+            if let Some(fp) = unsafe { fin.as_mut() } {
+                *fp = f;
+            }
+            n as ssize_t
+        }
+        Err(e) => stream_error(&e).code() as ssize_t,
     }
 }
 
@@ -762,15 +772,7 @@ pub unsafe extern "C" fn mpquic_conn_stream_consume(
             conn,
             MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
             MPQUIC_ERROR_INTERNAL.code() as ssize_t,
-            |c| match c.inner.stream_consume(stream_id, len) {
-                Ok((n, f)) => {
-                    if let Some(fp) = fin.as_mut() {
-                        *fp = f;
-                    }
-                    n as ssize_t
-                }
-                Err(e) => stream_error(&e).code() as ssize_t,
-            },
+            |c| read_result(c.inner.stream_consume(stream_id, len), fin),
         )
     }
 }

@@ -244,12 +244,26 @@ impl Connection {
 
     /// Write everything, queueing what the transport does not take now.
     fn send_all<T: Transport>(&mut self, t: &mut T, id: u64, data: &[u8], fin: bool) -> Result<(), Error> {
+        self.send_all_with(t, id, data, fin, |t| t.stream_send(id, data, fin))
+    }
+
+    /// As [`send_all`](Self::send_all), `send` handing `data` to the
+    /// transport when nothing is queued before it (bytes not taken are
+    /// queued as a copy).
+    fn send_all_with<T: Transport>(
+        &mut self,
+        t: &mut T,
+        id: u64,
+        data: &[u8],
+        fin: bool,
+        send: impl FnOnce(&mut T) -> Result<usize, StreamError>,
+    ) -> Result<(), Error> {
         if let Some(p) = self.out.get_mut(&id) {
             p.data.extend_from_slice(data);
             p.fin |= fin;
             return self.flush_stream(t, id);
         }
-        let (n, blocked) = match t.stream_send(id, data, fin) {
+        let (n, blocked) = match send(t) {
             Ok(n) => (n, false),
             Err(StreamError::Blocked) => (0, true),
             Err(e) => return Err(self.send_failed(t, id, e)),
@@ -408,8 +422,9 @@ impl Connection {
         };
         // Body straight into the stream (the room is there): no
         // intermediate copy.
-        self.send_all(t, stream, data.get(..n).unwrap_or_default(), fin && n == data.len())?;
-        self.end_body(stream, fin && n == data.len());
+        let fin_now = fin && n == data.len();
+        self.send_all(t, stream, data.get(..n).unwrap_or_default(), fin_now)?;
+        self.end_body(stream, fin_now);
         Ok(n)
     }
 
@@ -427,22 +442,7 @@ impl Connection {
         };
         let fin_now = fin && n == data.len();
         let part = data.slice(..n);
-        if self.out.contains_key(&stream) {
-            // The header itself is queued: the body must follow it.
-            self.send_all(t, stream, &part, fin_now)?;
-            self.end_body(stream, fin_now);
-            return Ok(n);
-        }
-        let (taken, blocked) = match t.stream_send_bytes(stream, &part, fin_now) {
-            Ok(k) => (k, false),
-            Err(StreamError::Blocked) => (0, true),
-            Err(e) => return Err(self.send_failed(t, stream, e)),
-        };
-        if taken < n || (fin_now && blocked) {
-            // Not expected (the room was checked); queue the rest as copies.
-            let rest = part.get(taken..).unwrap_or_default().to_vec();
-            self.out.insert(stream, Pending { data: rest, fin: fin_now });
-        }
+        self.send_all_with(t, stream, &part, fin_now, |t| t.stream_send_bytes(stream, &part, fin_now))?;
         self.end_body(stream, fin_now);
         Ok(n)
     }

@@ -131,12 +131,25 @@ mod tests {
         assert!(headers.iter().any(|h| h.name == b":path" && h.value == b"/x"));
         let resp = [h3::Header::new(":status", "200")];
         hs.send_response(&mut Quic::new(&mut p.s, p.clock.now()), stream, &resp, false).unwrap();
-        let body = vec![7u8; 5000];
+        let body: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+        let shared = crate::Bytes::from(body.clone());
         let mut off = 0;
+        let mut turn = 0;
         while off < body.len() {
-            off += hs.send_body(&mut Quic::new(&mut p.s, p.clock.now()), stream, &body[off..], true).unwrap();
+            // Copied and shared pieces of 1000 bytes in turn, through the
+            // real engine.
+            let end = (off + 1000).min(body.len());
+            let fin = end == body.len();
+            let q = &mut Quic::new(&mut p.s, p.clock.now());
+            off += if turn % 2 == 0 {
+                hs.send_body(q, stream, &body[off..end], fin).unwrap()
+            } else {
+                hs.send_body_bytes(q, stream, &shared.slice(off..end), fin).unwrap()
+            };
+            turn += 1;
             settle(&mut p);
         }
+        assert!(turn >= 5, "both calls were used");
         settle(&mut p);
         let now = p.clock.now();
         let mut recvd = Vec::new();

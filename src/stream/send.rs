@@ -217,42 +217,23 @@ impl SendStream {
     /// Append application data; returns how much was taken (partial when
     /// the buffer cap is reached; FIN applies only if everything was taken).
     pub fn write(&mut self, data: &[u8], fin: bool) -> Result<usize, StreamError> {
-        if let Some(done) = self.check_write(data.len(), fin)? {
-            return Ok(done);
-        }
-        let n = self.capacity().min(data.len());
-        if n == 0 && !data.is_empty() {
-            return Err(StreamError::Done);
-        }
-        if let Some(d) = data.get(..n) {
-            self.buf.append(d);
-        }
-        if fin && n == data.len() {
-            self.fin_off = Some(self.buf.end);
-        }
-        Ok(n)
+        self.write_with(data.len(), fin, |buf, n| buf.append(data.get(..n).unwrap_or_default()))
     }
 
     /// As [`write`](Self::write), holding (a slice of) `data` instead of
     /// copying it: the taken prefix shares `data`'s buffer.
     pub fn write_bytes(&mut self, data: &Bytes, fin: bool) -> Result<usize, StreamError> {
-        if let Some(done) = self.check_write(data.len(), fin)? {
-            return Ok(done);
-        }
-        let n = self.capacity().min(data.len());
-        if n == 0 && !data.is_empty() {
-            return Err(StreamError::Done);
-        }
-        self.buf.push(data.slice(..n));
-        if fin && n == data.len() {
-            self.fin_off = Some(self.buf.end);
-        }
-        Ok(n)
+        self.write_with(data.len(), fin, |buf, n| buf.push(data.slice(..n)))
     }
 
-    /// Errors common to writes of `len` bytes; `Some(0)` for an empty write
-    /// after FIN, which is accepted and does nothing.
-    fn check_write(&self, len: usize, fin: bool) -> Result<Option<usize>, StreamError> {
+    /// A write of `len` bytes: the state checks and how much fits, then
+    /// `put(buf, n)` stores the first `n`.
+    fn write_with(
+        &mut self,
+        len: usize,
+        fin: bool,
+        put: impl FnOnce(&mut SendBuf, usize),
+    ) -> Result<usize, StreamError> {
         if let Some(code) = self.stop_code {
             return Err(StreamError::StopSending(code));
         }
@@ -260,16 +241,20 @@ impl SendStream {
             return Err(StreamError::InvalidState);
         }
         if let Some(f) = self.fin_off {
-            return if len == 0 && (fin || f == self.buf.end) {
-                Ok(Some(0))
-            } else {
-                Err(StreamError::FinalSize)
-            };
+            return if len == 0 && (fin || f == self.buf.end) { Ok(0) } else { Err(StreamError::FinalSize) };
         }
         if self.buf.end.saturating_add(len as u64) > super::id::StreamId::MAX {
             return Err(StreamError::FinalSize);
         }
-        Ok(None)
+        let n = self.capacity().min(len);
+        if n == 0 && len > 0 {
+            return Err(StreamError::Done);
+        }
+        put(&mut self.buf, n);
+        if fin && n == len {
+            self.fin_off = Some(self.buf.end);
+        }
+        Ok(n)
     }
 
     /// Reduce or raise the buffer cap.
