@@ -75,18 +75,29 @@ fn coupled_bbr_shares_a_bottleneck_and_fills_a_disjoint_path() {
     assert!(d >= 0.85 * 50.0, "d {d:.2} Mbit/s of 50");
 }
 
-/// Seed 000 Table I's claim, with two background flows of the controller
-/// under test per bottleneck: coupled-bbr's total at least twice LIA's.
+/// Seed 000 Table I's setting (`testbed-2x100-bg-loss0.01-0.1`: random loss
+/// 0.01% on path a and 0.1% on path b, two background flows of the controller
+/// under test per path): coupled-bbr's total at least twice LIA's (the
+/// paper's BBR 55.9 against LIA 20.3 Mbit/s, 2.75×). Measured over 60 s:
+/// coupled-bbr 54.97, lia 23.06 Mbit/s (2.38×). Loss is what separates them:
+/// LIA's paths back off on every random loss, BBR's do not. Without loss
+/// (`testbed-2x100-bg`) each controller takes about its fair share beside its
+/// own background flows and no fair controller can double another
+/// (coupled-bbr 58.83, lia 74.51); with 1% on path b only (`testbed-2x100-loss1`
+/// plus the background flows) LIA moves its traffic to the clean path
+/// (coupled-bbr 58.70, lia 52.69), session 22.
 #[test]
-#[ignore = "measured (60 s): coupled-bbr 58.83 Mbit/s, lia 74.51 (0.79x, target 2x; 56.22 / 66.96 before \
-            data packets stopped repeating an ACK frame). The background flows run the \
-            controller under test: beside two BBR flows per bottleneck each uncoupled path takes about a third \
-            (its fair share); our LIA, beside four LIA flows whose shares are uneven (15.7-53.4 Mbit/s), gets more \
-            than seed 000's MPTCP LIA did"]
-fn coupled_bbr_doubles_lia_beside_background_flows() {
-    let coupled = run("testbed-2x100-bg", "coupled-bbr", 60).flows[0].goodput_bps / 1e6;
-    let lia = run("testbed-2x100-bg", "lia", 60).flows[0].goodput_bps / 1e6;
-    println!("testbed-2x100-bg 60 s: coupled-bbr {coupled:.2}, lia {lia:.2} Mbit/s");
+fn coupled_bbr_doubles_lia_in_seed_000_table_1() {
+    let run_cc = |cc| {
+        let r = run("testbed-2x100-bg-loss0.01-0.1", cc, 60);
+        assert_eq!(r.flows.len(), 5, "the flow under test and four background flows");
+        r.flows[0].goodput_bps / 1e6
+    };
+    let (coupled, lia) = (run_cc("coupled-bbr"), run_cc("lia"));
+    println!(
+        "testbed-2x100-bg-loss0.01-0.1 60 s: coupled-bbr {coupled:.2}, lia {lia:.2} Mbit/s ({:.2}x)",
+        coupled / lia
+    );
     assert!(coupled >= 2.0 * lia, "coupled-bbr {coupled:.2} vs lia {lia:.2} Mbit/s");
 }
 
