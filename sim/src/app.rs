@@ -5,9 +5,8 @@
 //! and not a divisor of any frame or packet size, so data delivered at a wrong offset,
 //! duplicated or dropped shows up as mismatching bytes.
 
-use std::time::Instant;
-
 use std::ops::Range;
+use std::time::Instant;
 
 use mpquic::h3::{self, quic::Quic, Header};
 use mpquic::{Bytes, Connection};

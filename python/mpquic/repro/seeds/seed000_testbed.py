@@ -156,7 +156,10 @@ def _fig10_analyse(df, out, quick):
     a = res[("break", "arp")]
     o.cmps.append(Cmp("Fig. 10(a), text", "AR&P recovers faster than RR: AR&P/RR goodput 2 s after", 1.2,
                       a[2] / b[2] if b[2] else None, "×", plot=True,
-                      why="real difference: our round-robin recovers as fast (see above)"))
+                      why="real difference: our round-robin recovers as fast (see above), and Alg. 2 "
+                          "cannot tell a broken path from a good one of the same RTT: its test "
+                          "x_j/Σx > (r_j·Σx − 2·Σxr)/Σxr has no loss term and a right side of −1 "
+                          "for equal RTTs, so such a path stays in N"))
     for sc in ("break", "degrade"):
         fig, ax = figs.new(7, 3.2)
         for _, r in df[df["scen"] == sc].iterrows():
