@@ -330,6 +330,23 @@ pub(crate) unsafe fn with_conn<R>(
     .unwrap_or(on_err)
 }
 
+/// [`with_conn`] for calls that return a byte count or a negative
+/// mpquic_error.
+///
+/// # Safety
+/// As [`with_conn`].
+unsafe fn with_conn_len(conn: *mut mpquic_conn, f: impl FnOnce(&mut mpquic_conn) -> ssize_t) -> ssize_t {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_conn(
+            conn,
+            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
+            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
+            f,
+        )
+    }
+}
+
 unsafe fn cid_arg(p: *const u8, len: usize) -> Option<ConnectionId> {
     // SAFETY: forwarded contract.
     ConnectionId::from_slice(unsafe { slice(p, len) }?)
@@ -508,26 +525,21 @@ pub unsafe extern "C" fn mpquic_conn_recv(
 ) -> ssize_t {
     // SAFETY: see with_conn and each pointer's contract.
     unsafe {
-        with_conn(
-            conn,
-            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
-            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
-            |c| {
-                let (Some(buf), Some(info)) = (slice_mut(buf, buf_len), info.as_ref()) else {
-                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
-                };
-                let (Some(from), Some(to)) = (from_c(info.from, info.from_len), from_c(info.to, info.to_len))
-                else {
-                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
-                };
-                let now = c.now(now_ns);
-                let info = RecvInfo { ecn: engine::Ecn::from_tos(info.ecn), ..RecvInfo::new(from, to) };
-                match c.inner.recv(buf, info, now) {
-                    Ok(n) => n as ssize_t,
-                    Err(e) => conn_error(&e).code() as ssize_t,
-                }
-            },
-        )
+        with_conn_len(conn, |c| {
+            let (Some(buf), Some(info)) = (slice_mut(buf, buf_len), info.as_ref()) else {
+                return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+            };
+            let (Some(from), Some(to)) = (from_c(info.from, info.from_len), from_c(info.to, info.to_len))
+            else {
+                return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+            };
+            let now = c.now(now_ns);
+            let info = RecvInfo { ecn: engine::Ecn::from_tos(info.ecn), ..RecvInfo::new(from, to) };
+            match c.inner.recv(buf, info, now) {
+                Ok(n) => n as ssize_t,
+                Err(e) => conn_error(&e).code() as ssize_t,
+            }
+        })
     }
 }
 
@@ -556,25 +568,20 @@ pub unsafe extern "C" fn mpquic_conn_send(
 ) -> ssize_t {
     // SAFETY: see with_conn and each pointer's contract.
     unsafe {
-        with_conn(
-            conn,
-            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
-            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
-            |c| {
-                let (Some(out), Some(info)) = (slice_mut(out, out_len), info.as_mut()) else {
-                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
-                };
-                let now = c.now(now_ns);
-                match c.inner.send(out, now) {
-                    Ok(Some((n, si))) => {
-                        fill_send_info(c, &si, info);
-                        n as ssize_t
-                    }
-                    Ok(None) => 0,
-                    Err(e) => conn_error(&e).code() as ssize_t,
+        with_conn_len(conn, |c| {
+            let (Some(out), Some(info)) = (slice_mut(out, out_len), info.as_mut()) else {
+                return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+            };
+            let now = c.now(now_ns);
+            match c.inner.send(out, now) {
+                Ok(Some((n, si))) => {
+                    fill_send_info(c, &si, info);
+                    n as ssize_t
                 }
-            },
-        )
+                Ok(None) => 0,
+                Err(e) => conn_error(&e).code() as ssize_t,
+            }
+        })
     }
 }
 
@@ -591,25 +598,20 @@ pub unsafe extern "C" fn mpquic_conn_send_on_path(
 ) -> ssize_t {
     // SAFETY: see with_conn and each pointer's contract.
     unsafe {
-        with_conn(
-            conn,
-            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
-            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
-            |c| {
-                let (Some(out), Some(info)) = (slice_mut(out, out_len), info.as_mut()) else {
-                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
-                };
-                let now = c.now(now_ns);
-                match c.inner.send_on_path(out, PathId(path_id), now) {
-                    Ok(Some((n, si))) => {
-                        fill_send_info(c, &si, info);
-                        n as ssize_t
-                    }
-                    Ok(None) => 0,
-                    Err(e) => conn_error(&e).code() as ssize_t,
+        with_conn_len(conn, |c| {
+            let (Some(out), Some(info)) = (slice_mut(out, out_len), info.as_mut()) else {
+                return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+            };
+            let now = c.now(now_ns);
+            match c.inner.send_on_path(out, PathId(path_id), now) {
+                Ok(Some((n, si))) => {
+                    fill_send_info(c, &si, info);
+                    n as ssize_t
                 }
-            },
-        )
+                Ok(None) => 0,
+                Err(e) => conn_error(&e).code() as ssize_t,
+            }
+        })
     }
 }
 
@@ -654,20 +656,15 @@ pub unsafe extern "C" fn mpquic_conn_stream_send(
 ) -> ssize_t {
     // SAFETY: see with_conn and slice.
     unsafe {
-        with_conn(
-            conn,
-            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
-            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
-            |c| {
-                let Some(buf) = slice(buf, len) else {
-                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
-                };
-                match c.inner.stream_send(stream_id, buf, fin) {
-                    Ok(n) => n as ssize_t,
-                    Err(e) => stream_error(&e).code() as ssize_t,
-                }
-            },
-        )
+        with_conn_len(conn, |c| {
+            let Some(buf) = slice(buf, len) else {
+                return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+            };
+            match c.inner.stream_send(stream_id, buf, fin) {
+                Ok(n) => n as ssize_t,
+                Err(e) => stream_error(&e).code() as ssize_t,
+            }
+        })
     }
 }
 
@@ -685,17 +682,12 @@ pub unsafe extern "C" fn mpquic_conn_stream_recv(
 ) -> ssize_t {
     // SAFETY: see with_conn and slice_mut; `fin` is NULL or writable.
     unsafe {
-        with_conn(
-            conn,
-            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
-            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
-            |c| {
-                let Some(out) = slice_mut(out, len) else {
-                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
-                };
-                read_result(c.inner.stream_recv(stream_id, out), fin)
-            },
-        )
+        with_conn_len(conn, |c| {
+            let Some(out) = slice_mut(out, len) else {
+                return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+            };
+            read_result(c.inner.stream_recv(stream_id, out), fin)
+        })
     }
 }
 
@@ -732,26 +724,16 @@ pub unsafe extern "C" fn mpquic_conn_stream_peek(
     // SAFETY: see with_conn; `data` is checked non-NULL, `fin` is NULL or
     // writable.
     unsafe {
-        with_conn(
-            conn,
-            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
-            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
-            |c| {
-                let Some(dp) = data.as_mut() else {
-                    return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
-                };
-                match c.inner.stream_peek(stream_id) {
-                    Ok((bytes, f)) => {
-                        *dp = bytes.as_ptr();
-                        if let Some(fp) = fin.as_mut() {
-                            *fp = f;
-                        }
-                        bytes.len() as ssize_t
-                    }
-                    Err(e) => stream_error(&e).code() as ssize_t,
-                }
-            },
-        )
+        with_conn_len(conn, |c| {
+            let Some(dp) = data.as_mut() else {
+                return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
+            };
+            let res = c.inner.stream_peek(stream_id).map(|(bytes, f)| {
+                *dp = bytes.as_ptr();
+                (bytes.len(), f)
+            });
+            read_result(res, fin)
+        })
     }
 }
 
@@ -767,14 +749,7 @@ pub unsafe extern "C" fn mpquic_conn_stream_consume(
     fin: *mut bool,
 ) -> ssize_t {
     // SAFETY: see with_conn; `fin` is NULL or writable.
-    unsafe {
-        with_conn(
-            conn,
-            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
-            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
-            |c| read_result(c.inner.stream_consume(stream_id, len), fin),
-        )
-    }
+    unsafe { with_conn_len(conn, |c| read_result(c.inner.stream_consume(stream_id, len), fin)) }
 }
 
 /// Stop reading (STOP_SENDING, if `read`) and/or writing (RESET_STREAM, if
@@ -805,15 +780,10 @@ pub unsafe extern "C" fn mpquic_conn_stream_shutdown(
 pub unsafe extern "C" fn mpquic_conn_stream_capacity(conn: *const mpquic_conn, stream_id: u64) -> ssize_t {
     // SAFETY: see with_conn.
     unsafe {
-        with_conn(
-            conn.cast_mut(),
-            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
-            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
-            |c| match c.inner.stream_capacity(stream_id) {
-                Ok(n) => n as ssize_t,
-                Err(e) => stream_error(&e).code() as ssize_t,
-            },
-        )
+        with_conn_len(conn.cast_mut(), |c| match c.inner.stream_capacity(stream_id) {
+            Ok(n) => n as ssize_t,
+            Err(e) => stream_error(&e).code() as ssize_t,
+        })
     }
 }
 
@@ -855,14 +825,7 @@ pub unsafe extern "C" fn mpquic_conn_readable(
     cap: usize,
 ) -> ssize_t {
     // SAFETY: see with_conn; `ids` holds `cap` entries.
-    unsafe {
-        with_conn(
-            conn.cast_mut(),
-            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
-            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
-            |c| copy_ids(c.inner.readable(), ids, cap),
-        )
-    }
+    unsafe { with_conn_len(conn.cast_mut(), |c| copy_ids(c.inner.readable(), ids, cap)) }
 }
 
 /// Like mpquic_conn_readable, for streams that can accept more data.
@@ -873,14 +836,7 @@ pub unsafe extern "C" fn mpquic_conn_writable(
     cap: usize,
 ) -> ssize_t {
     // SAFETY: see with_conn; `ids` holds `cap` entries.
-    unsafe {
-        with_conn(
-            conn.cast_mut(),
-            MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t,
-            MPQUIC_ERROR_INTERNAL.code() as ssize_t,
-            |c| copy_ids(c.inner.writable(), ids, cap),
-        )
-    }
+    unsafe { with_conn_len(conn.cast_mut(), |c| copy_ids(c.inner.writable(), ids, cap)) }
 }
 
 unsafe fn copy_ids(v: Vec<u64>, ids: *mut u64, cap: usize) -> ssize_t {

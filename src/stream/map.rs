@@ -428,6 +428,9 @@ impl Streams {
     /// whether they end the stream; [`stream_consume`](Self::stream_consume)
     /// releases them.
     pub fn stream_peek(&mut self, id: StreamId) -> Result<(&[u8], bool), StreamError> {
+        // Checked apart from `peek` because an error must still update
+        // readability and collection, and the borrow `peek` returns cannot
+        // outlive a call to `after_read`.
         if let Err(e) = self.recv_half(id)?.check_readable() {
             self.after_read(id, &Err(e));
             return Err(e);
