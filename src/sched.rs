@@ -229,8 +229,9 @@ impl fmt::Debug for PathList {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
     /// Send the next pending data (retransmissions first, then new stream
-    /// data) on `path`, and send the same frames again on every path of
-    /// `also` that has window space (the redundant scheduler).
+    /// data) on `path`; every path of `also` owes a copy of its STREAM
+    /// frames, sent before new data on that path once it can send, unless
+    /// acknowledged by then (the redundant scheduler).
     Send {
         /// The path that carries the packet.
         path: PathId,

@@ -382,3 +382,24 @@ fn capacity_retransmits_less_than_minrtt_on_shallow_buffer() {
     let (cap0, min0) = (cap.flows[0].paths[0].lost_packets, min.flows[0].paths[0].lost_packets);
     assert!(2 * cap0 <= min0, "shallow path lost {cap0} packets under capacity, {min0} under minrtt");
 }
+
+/// The redundant scheduler sends every packet on both paths under a paced
+/// controller too, whose two paths are seldom free at the same instant:
+/// 10 s of two 100 Mbit/s, 25 ms paths under bbr. Copies must be most of
+/// what arrives and goodput at most one path's worth (measured: 91.61
+/// Mbit/s, copies 0.99 of the body; 180.39 Mbit/s and 0.01 when copies
+/// went only to paths free at that instant).
+#[test]
+fn redundant_copies_every_packet_under_pacing() {
+    let paths = [PathParams::new("a", 100, ms(25)), PathParams::new("b", 100, ms(25))];
+    let flows = vec![FlowSpec::new(vec![0, 1]).cc("bbr").scheduler("redundant")];
+    let r = run(&paths, flows, 10, vec![], ms(100));
+    let f = &r.flows[0];
+    let copies = f.copy_bytes as f64 / f.app_bytes.max(1) as f64;
+    println!(
+        "redundant/bbr 2 x 100 Mbit/s: goodput {:.2} Mbit/s, copies {copies:.2} of the body",
+        mbps(f.goodput_bps)
+    );
+    assert!(copies >= 0.9, "copies {copies:.2} of the body");
+    assert!(mbps(f.goodput_bps) <= 100.0, "goodput {:.2} Mbit/s: the paths aggregated", mbps(f.goodput_bps));
+}

@@ -71,8 +71,10 @@ impl Job {
 pub(super) struct Dispatcher {
     pub(super) sched: Box<dyn Scheduler>,
     counts: Counters,
-    /// Redundant copies still to send: (path, the STREAM ranges to repeat).
-    copies: VecDeque<(PathId, CopyFrames)>,
+    /// Copies each path owes (`Decision::Send`'s `also`): the STREAM ranges
+    /// of packets sent elsewhere, oldest first, sent when the path can send
+    /// and dropped once acknowledged.
+    owed: Vec<(PathId, VecDeque<CopyFrames>)>,
     /// Where the next copy of unacknowledged data starts (stream, offset).
     cursor: (StreamId, u64),
     /// The scheduler has asked for redundant copies at least once.
@@ -91,7 +93,7 @@ impl Dispatcher {
         Dispatcher {
             sched,
             counts: Counters::default(),
-            copies: VecDeque::new(),
+            owed: Vec::new(),
             cursor: (StreamId(0), 0),
             made_copies: false,
             until: None,
@@ -141,13 +143,9 @@ impl Connection {
         if self.paths.len() == 1 {
             return self.send_on_index(out, 0, &mut Job::new(DataMode::NORMAL), now);
         }
-        // Redundant copies of the previous packet first (same instant).
-        while let Some((path, ranges)) = self.dispatch.copies.pop_front() {
-            let Some(pi) = self.path_index(path) else { continue };
-            let mut job = Job { ranges, ..Job::new(DataMode::Copy) };
-            if let Some(r) = self.send_on_index(out, pi, &mut job, now)? {
-                return Ok(Some(r));
-            }
+        // Copies a path owes go before new data on it.
+        if let Some(r) = self.send_owed_copy(out, now)? {
+            return Ok(Some(r));
         }
         // Path validation and probes are not the scheduler's business.
         if let Some(pi) = self
@@ -197,10 +195,60 @@ impl Connection {
         }
         if let (Decision::Send { also, .. }, false) = (decision, job.ranges.is_empty()) {
             for &p in also.as_slice().iter().filter(|&&p| p != path) {
-                self.dispatch.copies.push_back((p, job.ranges.clone()));
+                self.owe_copy(p, &job.ranges);
             }
         }
         Ok(r)
+    }
+
+    /// `path` owes a copy of `ranges`. What the peer acknowledged meanwhile
+    /// is dropped first, so that a path that cannot send (a full window, a
+    /// dead link) owes no more than the others have in flight.
+    fn owe_copy(&mut self, path: PathId, ranges: &CopyFrames) {
+        let i = match self.dispatch.owed.iter().position(|(p, _)| *p == path) {
+            Some(i) => i,
+            None => {
+                self.dispatch.owed.push((path, VecDeque::new()));
+                self.dispatch.owed.len() - 1
+            }
+        };
+        let mut q = std::mem::take(&mut self.dispatch.owed[i].1);
+        while q.front().is_some_and(|r| !self.copy_left(r)) {
+            q.pop_front();
+        }
+        q.push_back(ranges.clone());
+        self.dispatch.owed[i].1 = q;
+    }
+
+    /// The oldest copy owed by a path that can send now (window room and
+    /// the pacer within its horizon); copies of acknowledged data and of
+    /// abandoned paths are dropped.
+    fn send_owed_copy(&mut self, out: &mut [u8], now: Instant) -> Result<Datagram, Error> {
+        let mut i = 0;
+        while i < self.dispatch.owed.len() {
+            let path = self.dispatch.owed[i].0;
+            let Some(pi) = self.path_index(path).filter(|&pi| !self.paths[pi].abandoned) else {
+                self.dispatch.owed.swap_remove(i);
+                continue;
+            };
+            i += 1;
+            if !self.paths[pi].snapshot(now, self.pacing.then_some(PACING_HORIZON)).can_send() {
+                continue;
+            }
+            while let Some(ranges) = self.dispatch.owed[i - 1].1.pop_front() {
+                if !self.copy_left(&ranges) {
+                    continue;
+                }
+                let mut job = Job { ranges, ..Job::new(DataMode::Copy) };
+                if let Some(r) = self.send_on_index(out, pi, &mut job, now)? {
+                    return Ok(Some(r));
+                }
+                // Not sent (e.g. no CID for the path yet): keep it for later.
+                self.dispatch.owed[i - 1].1.push_front(job.ranges);
+                break;
+            }
+        }
+        Ok(None)
     }
 
     /// A scheduler that has made copies may want more with no new data

@@ -592,12 +592,7 @@ impl Connection {
                 DataMode::NoStream => false,
                 // Only if something is left to copy: otherwise the packet
                 // would repeat an ACK and never end the send loop.
-                DataMode::Copy => job.ranges.iter().any(|&(id, off, len, _)| {
-                    let sid = crate::stream::StreamId(id);
-                    self.streams
-                        .unacked_chunk((sid, off), len as usize)
-                        .is_some_and(|(c, k)| c == sid && k.offset < off + len as u64)
-                }),
+                DataMode::Copy => self.copy_left(&job.ranges),
                 DataMode::Redundant => self.streams.unacked_chunk(job.cursor, 1).is_some(),
             } || self.streams.has_pending_control()
                 || self.handshake_done_pending
@@ -609,6 +604,17 @@ impl Connection {
                 || self.mp_frames_pending()
                 || (self.send_dsr && self.paths.iter().any(|p| p.dsr_pending.is_some()))
                 || self.test_frames_pending())
+    }
+
+    /// Whether any of `ranges` is still unacknowledged (a copy has
+    /// something to carry).
+    pub(super) fn copy_left(&self, ranges: &CopyFrames) -> bool {
+        ranges.iter().any(|&(id, off, len, _)| {
+            let sid = crate::stream::StreamId(id);
+            self.streams
+                .unacked_chunk((sid, off), len as usize)
+                .is_some_and(|(c, k)| c == sid && k.offset < off + len as u64)
+        })
     }
 
     /// 1-RTT frames other than ACK and CRYPTO. Returns whether any

@@ -53,7 +53,9 @@ impl Scheduler for RrScheduler {
 }
 
 /// Every packet on every path: the lowest-RTT path with space carries it and
-/// every other eligible path with space gets a copy.
+/// every other eligible path owes a copy, which it sends before any new data
+/// (MPTCP's redundant scheduler: each subflow carries every segment not yet
+/// acknowledged).
 #[derive(Debug, Default)]
 pub struct RedundantScheduler {}
 
@@ -65,8 +67,12 @@ impl Scheduler for RedundantScheduler {
         match ctx.lowest_rtt_with_space() {
             Some(first) => {
                 let mut also = PathList::new();
+                // Every other path owes a copy, sent when that path can
+                // send: with paced controllers two paths are seldom free at
+                // the same instant, and copies only to those that are made
+                // "redundant" aggregate (1% copies on 2 x 100 Mbit/s).
                 for p in ctx.paths {
-                    if p.id != first.id && ctx.eligible(p) && p.can_send() {
+                    if p.id != first.id && ctx.eligible(p) {
                         also.push(p.id);
                     }
                 }
@@ -150,15 +156,16 @@ mod tests {
     }
 
     #[test]
-    fn redundant_copies_to_every_other_path_with_space() {
+    fn redundant_copies_owed_by_every_other_eligible_path() {
         let mut s = RedundantScheduler::default();
         let mut backup = path(3, 5, 10, 0);
         backup.status = PathStatus::Backup;
+        // Path 2's window is full: it owes the copy all the same.
         let paths = [path(0, 40, 10, 0), path(1, 10, 10, 0), path(2, 20, 10, 10), backup];
         match decide(&mut s, &paths) {
             Decision::Send { path, also } => {
                 assert_eq!(path, PathId(1));
-                assert_eq!(also.as_slice(), &[PathId(0)]);
+                assert_eq!(also.as_slice(), &[PathId(0), PathId(2)]);
             }
             d => panic!("unexpected {d:?}"),
         }

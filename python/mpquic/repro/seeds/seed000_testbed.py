@@ -133,7 +133,9 @@ def _fig10_analyse(df, out, quick):
     o = Outcome()
     lines = ["`traces/break.toml` (path b fails at 15 s) and `traces/degrade.toml` (path b degrades "
              "from 5 s, unusable from 25 s), two 20 Mbit/s paths, coupled-bbr-alg1. Mean goodput "
-             "(Mbit/s) before and after the event.", "",
+             "(Mbit/s) before and after the event. Redundant puts every packet on both paths, so "
+             "before the break it has half of round-robin's goodput (the paper's text: it "
+             "\"keeps sending redundant packets which results in lower goodput\").", "",
              "| scenario | scheduler | before | after | 2 s after the event |", "|---|---|---:|---:|---:|"]
     ev = {"break": 15.0, "degrade": 12.0}
     res = {}
