@@ -373,6 +373,10 @@ struct FlowState {
     srtt_n: Vec<u64>,
     ooo_samples: Vec<u64>,
     ooo_max: u64,
+    /// The sender's latest statistics of each path it had (by path ID, as of
+    /// the last sample): the engine drops a path 3 PTO after abandoning it,
+    /// and what it carried still belongs in the report.
+    path_stats: Vec<mpquic::PathStats>,
     paths_opened: bool,
     /// Next flow path to open (path 0 is the handshake path).
     next_path: usize,
@@ -415,6 +419,17 @@ impl Flow {
     fn path_of_stats(&self, ps: &mpquic::PathStats) -> Option<usize> {
         let client = if self.spec.workload.is_download() { ps.peer } else { ps.local };
         self.addrs.iter().position(|a| a.0 == client || rebound_addr(a.0) == client)
+    }
+}
+
+/// Updates `known` (by path ID) with `now`'s statistics; paths no longer
+/// listed keep their last ones.
+fn remember_path_stats(known: &mut Vec<mpquic::PathStats>, now: impl Iterator<Item = mpquic::PathStats>) {
+    for ps in now {
+        match known.iter_mut().find(|k| k.id == ps.id) {
+            Some(k) => *k = ps,
+            None => known.push(ps),
+        }
     }
 }
 
@@ -1085,7 +1100,9 @@ impl Sim {
                 f.st.data_bytes_last[k] = f.st.data_bytes[k];
             }
             let mut rtts: Vec<(usize, f64)> = Vec::new();
+            let mut known = std::mem::take(&mut f.st.path_stats);
             if let Some(s) = f.sender() {
+                remember_path_stats(&mut known, s.path_stats());
                 for ps in s.path_stats() {
                     if let Some(k) = f.path_of_stats(&ps) {
                         let p = &mut paths[k];
@@ -1100,6 +1117,7 @@ impl Sim {
                     }
                 }
             }
+            f.st.path_stats = known;
             for (k, r) in rtts {
                 f.st.srtt_sum[k] += r;
                 f.st.srtt_n[k] += 1;
@@ -1143,7 +1161,9 @@ impl Sim {
                 ahead = st.sent_ahead_bytes;
                 multipath = s.is_multipath();
                 established = s.is_established();
-                for ps in s.path_stats() {
+                let mut all = f.st.path_stats.clone();
+                remember_path_stats(&mut all, s.path_stats());
+                for ps in all {
                     stream_sent += ps.stream_bytes + ps.retrans_bytes;
                     copies += ps.redundant_bytes;
                     if let Some(k) = f.path_of_stats(&ps) {
