@@ -69,8 +69,8 @@ impl Scheduler for RedundantScheduler {
                 let mut also = PathList::new();
                 // Every other path owes a copy, sent when that path can
                 // send: with paced controllers two paths are seldom free at
-                // the same instant, and copies only to those that are made
-                // "redundant" aggregate (1% copies on 2 x 100 Mbit/s).
+                // the same instant, and giving copies only to paths free
+                // now aggregated (1% copies on 2 x 100 Mbit/s under bbr).
                 for p in ctx.paths {
                     if p.id != first.id && ctx.eligible(p) {
                         also.push(p.id);

@@ -152,12 +152,14 @@ def _fig10_table(df):
 def _fig10_smoothness(df):
     """Fig. 10(b)'s claim, "smooth goodput" while a path degrades: 0.5 s means
     of goodput over 12-25 s (from the paper's switch at 12 s to the outage)."""
+    arp = df[(df["scen"] == "degrade") & (df["cc"] == "coupled-bbr") & (df["sched"] == "arp")].iloc[0]
     lines = ["", "While path b degrades (degrade, 12-25 s, 0.5 s means of goodput, Mbit/s): AR&P keeps "
              "goodput smooth, as the paper says (\"provides smooth goodput under a scenario with gradually "
              "decreasing path conditions\"), but by P-Scheduling rather than by the paper's switch to "
-             "copies: the slowing path is given data far enough ahead to arrive in time (32 MB sent ahead "
-             "by 24 s under coupled-bbr, 0.4 MB of copies), where round-robin gives it the next bytes and "
-             "the connection stalls behind them. The means are alike.", "",
+             "copies: the slowing path is given data far enough ahead to arrive in time (under coupled-bbr "
+             f"{arp['sent_ahead_bytes'] / 1e6:.1f} MB sent ahead over the run, {arp['copy_bytes'] / 1e6:.1f} "
+             "MB of copies), where round-robin gives it the next bytes and the connection stalls behind "
+             "them. The means are alike.", "",
              "| cc | scheduler | mean | s.d. | lowest |", "|---|---|---:|---:|---:|"]
     for _, r in df[df["scen"] == "degrade"].iterrows():
         g = _goodput(r).rolling(5).mean()
