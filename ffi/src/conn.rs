@@ -347,6 +347,23 @@ unsafe fn with_conn_len(conn: *mut mpquic_conn, f: impl FnOnce(&mut mpquic_conn)
     }
 }
 
+/// A send's result for C: the datagram's length with `info` filled in, 0
+/// when nothing is due, or a negative mpquic_error.
+fn sent_len(
+    c: &mpquic_conn,
+    res: Result<Option<(usize, engine::SendInfo)>, engine::Error>,
+    info: &mut mpquic_send_info,
+) -> ssize_t {
+    match res {
+        Ok(Some((n, si))) => {
+            fill_send_info(c, &si, info);
+            n as ssize_t
+        }
+        Ok(None) => 0,
+        Err(e) => conn_error(&e).code() as ssize_t,
+    }
+}
+
 unsafe fn cid_arg(p: *const u8, len: usize) -> Option<ConnectionId> {
     // SAFETY: forwarded contract.
     ConnectionId::from_slice(unsafe { slice(p, len) }?)
@@ -573,14 +590,8 @@ pub unsafe extern "C" fn mpquic_conn_send(
                 return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
             };
             let now = c.now(now_ns);
-            match c.inner.send(out, now) {
-                Ok(Some((n, si))) => {
-                    fill_send_info(c, &si, info);
-                    n as ssize_t
-                }
-                Ok(None) => 0,
-                Err(e) => conn_error(&e).code() as ssize_t,
-            }
+            let res = c.inner.send(out, now);
+            sent_len(c, res, info)
         })
     }
 }
@@ -603,14 +614,8 @@ pub unsafe extern "C" fn mpquic_conn_send_on_path(
                 return MPQUIC_ERROR_INVALID_ARGUMENT.code() as ssize_t;
             };
             let now = c.now(now_ns);
-            match c.inner.send_on_path(out, PathId(path_id), now) {
-                Ok(Some((n, si))) => {
-                    fill_send_info(c, &si, info);
-                    n as ssize_t
-                }
-                Ok(None) => 0,
-                Err(e) => conn_error(&e).code() as ssize_t,
-            }
+            let res = c.inner.send_on_path(out, PathId(path_id), now);
+            sent_len(c, res, info)
         })
     }
 }

@@ -221,8 +221,7 @@ impl Connection {
     }
 
     /// The oldest copy owed by a path that can send now (window room and
-    /// the pacer within its horizon); copies of acknowledged data and of
-    /// abandoned paths are dropped.
+    /// the pacer within its horizon); copies of abandoned paths are dropped.
     fn send_owed_copy(&mut self, out: &mut [u8], now: Instant) -> Result<Datagram, Error> {
         let mut i = 0;
         while i < self.dispatch.owed.len() {
@@ -231,22 +230,30 @@ impl Connection {
                 self.dispatch.owed.swap_remove(i);
                 continue;
             };
-            i += 1;
-            if !self.paths[pi].snapshot(now, self.pacing.then_some(PACING_HORIZON)).can_send() {
-                continue;
-            }
-            while let Some(ranges) = self.dispatch.owed[i - 1].1.pop_front() {
-                if !self.copy_left(&ranges) {
-                    continue;
-                }
-                let mut job = Job { ranges, ..Job::new(DataMode::Copy) };
-                if let Some(r) = self.send_on_index(out, pi, &mut job, now)? {
+            if self.paths[pi].snapshot(now, self.pacing.then_some(PACING_HORIZON)).can_send() {
+                if let Some(r) = self.send_owed_on(i, pi, out, now)? {
                     return Ok(Some(r));
                 }
-                // Not sent (e.g. no CID for the path yet): keep it for later.
-                self.dispatch.owed[i - 1].1.push_front(job.ranges);
-                break;
             }
+            i += 1;
+        }
+        Ok(None)
+    }
+
+    /// The oldest copy of `owed[i]` still unacknowledged, on path `pi`;
+    /// acknowledged ones are dropped on the way.
+    fn send_owed_on(&mut self, i: usize, pi: usize, out: &mut [u8], now: Instant) -> Result<Datagram, Error> {
+        while let Some(ranges) = self.dispatch.owed[i].1.pop_front() {
+            if !self.copy_left(&ranges) {
+                continue;
+            }
+            let mut job = Job { ranges, ..Job::new(DataMode::Copy) };
+            let r = self.send_on_index(out, pi, &mut job, now)?;
+            if r.is_none() {
+                // Not sent (e.g. no CID for the path yet): keep it for later.
+                self.dispatch.owed[i].1.push_front(job.ranges);
+            }
+            return Ok(r);
         }
         Ok(None)
     }
