@@ -76,6 +76,7 @@ use crate::PathId;
 mod arp;
 mod capacity;
 mod hetero;
+mod meter;
 mod rec;
 mod simple;
 mod sticky;
@@ -84,11 +85,12 @@ mod sticky;
 /// lives with the other frames, in [`crate::frame::path_dsr`]).
 pub use crate::frame::path_dsr as rec_wire;
 pub use arp::{
-    ar_joins_non_redundant, ar_partition, bytes_arriving_first, ArPath, ArpScheduler, RateMeter,
-    COPY_BUDGET_PERCENT, MIN_INFLIGHT_FOR_N,
+    ar_joins_non_redundant, ar_partition, bytes_arriving_first, ArPath, ArpScheduler, COPY_BUDGET_PERCENT,
+    MIN_INFLIGHT_FOR_N,
 };
 pub use capacity::{CapacityEstimate, CapacityScheduler};
 pub use hetero::{blest_should_wait, ecf_decide, BlestScheduler, EcfOutcome, EcfScheduler};
+pub use meter::{LossMeter, RateMeter};
 pub use rec::{awnd_jitter, DsrEstimator, RecScheduler, AWND_HISTORY};
 pub use simple::{LetScheduler, LpcScheduler, MinRttScheduler, RedundantScheduler, RrScheduler};
 pub use sticky::{StickyKind, StickyScheduler};

@@ -24,6 +24,7 @@ const ALL: &[&str] = &[
     "dual-lte-driving",
     "hetero-3path",
     "break",
+    "break-loss",
     "degrade",
 ];
 

@@ -17,10 +17,13 @@
 //! one path delay instead of a whole window of stale plan (the paper's error
 //! analysis, and what we measured with a stored plan under Coupled BBR's gain
 //! cycle). x_i is the rate the path has been sending at ([`RateMeter`]).
+//! Lost data goes to the path of N where it arrives first in expectation,
+//! counting each path's recent losses ([`LossMeter`]).
 //! While every path is in slow start, the scheduler is plain round-robin.
 
 use std::time::{Duration, Instant};
 
+use super::meter::{LossMeter, RateMeter};
 use super::simple::RrScheduler;
 use super::{secs, Decision, PathRole, PathSnapshot, PerPath, SchedContext, SchedMetrics, Scheduler, Sent};
 use crate::PathId;
@@ -107,49 +110,9 @@ fn arrival(p: &PathSnapshot, now: Instant) -> Duration {
 struct ArpPathState {
     role: Option<PathRole>,
     rate: RateMeter,
+    loss: LossMeter,
     /// The path's lost-packet count at the last decision.
     lost: u64,
-}
-
-/// The rate a path actually sends at (x_i), measured over periods of one
-/// smoothed RTT (at least 10 ms) and averaged with weight 1/4. Neither the
-/// bandwidth estimate nor the current pacing rate says when data leaves: a
-/// paced controller moves through its gain cycle (Coupled BBR cruises at
-/// α_i·BW_i), a window-limited one follows its queue.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct RateMeter {
-    bytes: u64,
-    since: Option<Instant>,
-    avg: f64,
-}
-
-impl RateMeter {
-    /// Count bytes sent.
-    pub fn on_sent(&mut self, bytes: usize) {
-        self.bytes += bytes as u64;
-    }
-
-    /// Close the period if `srtt` (at least 10 ms) has passed since it began.
-    pub fn tick(&mut self, now: Instant, srtt: Duration) {
-        let Some(since) = self.since else {
-            self.since = Some(now);
-            self.bytes = 0;
-            return;
-        };
-        let elapsed = now.saturating_duration_since(since);
-        if elapsed < srtt.max(Duration::from_millis(10)) {
-            return;
-        }
-        let sample = self.bytes as f64 / elapsed.as_secs_f64();
-        self.avg = if self.avg > 0.0 { 0.75 * self.avg + 0.25 * sample } else { sample };
-        self.since = Some(now);
-        self.bytes = 0;
-    }
-
-    /// Bytes/s; 0 until the first period ends.
-    pub fn rate(&self) -> f64 {
-        self.avg
-    }
 }
 
 /// Outside trouble, copies stop while those made outside trouble exceed
@@ -158,6 +121,10 @@ impl RateMeter {
 /// loopback paths: 7-10% of the body was copies); a budget keeps R
 /// measured at any RTT.
 pub const COPY_BUDGET_PERCENT: u64 = 2;
+
+/// The loss share [`ArpScheduler::expected_arrival`] counts at most: a path
+/// losing everything is still 10 rounds away, not infinitely far.
+const MAX_LOSS: f64 = 0.9;
 
 /// Stream payload of one packet: the datagram size less typical QUIC
 /// overhead (short header, STREAM frame header, AEAD tag).
@@ -195,6 +162,16 @@ impl ArpScheduler {
         } else {
             p.rate()
         }
+    }
+
+    /// When data sent now on `p` arrives in expectation: each loss costs
+    /// about 9/8 RTT until it is declared (RFC 9002's time threshold) and
+    /// sent again, so a path losing a share ℓ adds ℓ/(1−ℓ) of that. Lost
+    /// data resent the way it was lost waits a round per loss, and a hole
+    /// holds up everything behind it.
+    fn expected_arrival(&self, p: &PathSnapshot, now: Instant) -> Duration {
+        let loss = self.st.get(p.id).map_or(0.0, |s| s.loss.loss()).min(MAX_LOSS);
+        arrival(p, now) + p.srtt.mul_f64(9.0 / 8.0 * loss / (1.0 - loss))
     }
 
     fn in_n(&self, id: PathId) -> bool {
@@ -247,11 +224,12 @@ impl ArpScheduler {
         let in_n = |p: &&PathSnapshot| ctx.eligible(p) && self.in_n(p.id);
         let pending = ctx.pending.new_bytes;
         if ctx.pending.retransmit_bytes > 0 {
-            // Lost data goes first, on the path of N where it arrives first
-            // (a hole holds up everything behind it at the receiver); while
+            // Lost data goes first, on the path of N where it arrives first,
+            // in expectation (a hole holds up everything behind it at the
+            // receiver, and a lossy path may lose it again); while
             // that path is held, the others carry new data. With no new data
             // for them, whichever can send takes it.
-            let first = ctx.best_by(|p| in_n(&p), |p| arrival(p, ctx.now))?;
+            let first = ctx.best_by(|p| in_n(&p), |p| self.expected_arrival(p, ctx.now))?;
             if first.can_send() {
                 return Some(Decision::send(first.id));
             }
@@ -339,7 +317,9 @@ impl Scheduler for ArpScheduler {
 
     fn decide(&mut self, ctx: &SchedContext<'_>) -> Decision {
         for p in ctx.paths {
-            self.st.get_or_insert(p.id).rate.tick(ctx.now, p.srtt);
+            let st = self.st.get_or_insert(p.id);
+            st.rate.tick(ctx.now, p.srtt);
+            st.loss.tick(ctx.now, p.srtt, p.lost_bytes);
         }
         let all_slow_start = ctx.paths.iter().filter(|p| ctx.eligible(p)).all(|p| p.in_slow_start);
         if all_slow_start {
@@ -377,6 +357,7 @@ impl Scheduler for ArpScheduler {
         // The rate meter measures what the path carries: whole datagrams.
         if let Some(s) = self.st.get_mut(path) {
             s.rate.on_sent(sent.datagram_bytes);
+            s.loss.on_sent(sent.datagram_bytes);
         }
     }
 
@@ -488,22 +469,6 @@ mod tests {
         // Slower paths and unknown rates count for nothing.
         assert_eq!(bytes_arriving_first(ms(20), [(1e6, ms(60)), (0.5e6, ms(40))]), 0);
         assert_eq!(bytes_arriving_first(ms(60), [(0.0, ms(20)), (f64::NAN, ms(20))]), 0);
-    }
-
-    #[test]
-    fn rate_meter_averages_over_srtt_periods() {
-        let (mut m, t) = (RateMeter::default(), t0());
-        let ms = Duration::from_millis;
-        m.tick(t, ms(50));
-        m.on_sent(50_000);
-        m.tick(t + ms(30), ms(50));
-        assert_eq!(m.rate(), 0.0, "period not over");
-        m.tick(t + ms(50), ms(50));
-        assert!((m.rate() - 1e6).abs() < 1.0, "first sample taken as is: {}", m.rate());
-        m.on_sent(100_000);
-        m.tick(t + ms(100), ms(50));
-        // 0.75 · 1e6 + 0.25 · 2e6.
-        assert!((m.rate() - 1.25e6).abs() < 1.0, "{}", m.rate());
     }
 
     #[test]
@@ -635,6 +600,23 @@ mod tests {
         // No new data for path 1: it takes the lost data rather than idle.
         let only_lost = PendingInfo { retransmit_bytes: 1000, ..pending(0) };
         assert_eq!(s.decide(&SchedContext::new(now, &held(2), only_lost)), Decision::send(PathId(1)));
+    }
+
+    #[test]
+    fn lost_data_avoids_a_path_that_loses_half_its_packets() {
+        // Path 0 20 ms, path 1 50 ms, both in N; path 0 then loses 50 kB of
+        // the 100 kB it sent in one period (its loss meter reads 0.5).
+        let mut s = ArpScheduler::default();
+        let now = t0();
+        let lost = PendingInfo { retransmit_bytes: 1000, ..pending(1_000_000) };
+        let mut paths = [rated(0, 20, 1_000_000, 10, 5), rated(1, 50, 1_000_000, 10, 5)];
+        assert_eq!(s.decide(&SchedContext::new(now, &paths, lost)), Decision::send(PathId(0)));
+        s.on_sent(PathId(0), Sent { datagram_bytes: 100_000, stream_bytes: 95_000, redundant: false });
+        paths[0].lost_bytes = 50_000;
+        // Expected arrival on path 0: 10 ms + 9/8 · 20 ms · 0.5/0.5 = 32.5 ms,
+        // later than path 1's 25 ms: the lost data goes to path 1.
+        let later = now + Duration::from_millis(30);
+        assert_eq!(s.decide(&SchedContext::new(later, &paths, lost)), Decision::send(PathId(1)));
     }
 
     #[test]

@@ -454,30 +454,42 @@ fn hetero(g: &mut Gen) -> Result<(), String> {
 
 fn seed000_dynamic(g: &mut Gen) -> Result<(), String> {
     g.constant("const-20mbps", 5, 3, 20.0)?;
-    let q = "queue = { kind = \"droptail\", bytes = 125000 }\n";
-    let mut s = header(
+    fig10_scenario(
+        g,
         "break",
         "seed 000 Fig. 10(a): two 20 Mbit/s paths, 25 ms; path b breaks at 15 s",
-        40.0,
-        g.seed,
-    );
-    s += &path_block("a", "const-20mbps", "const-20mbps", 25.0, q);
-    s += &path_block("b", "const-20mbps", "const-20mbps", 25.0, q);
-    s += "\n[[path.schedule]]\nparam = \"outage\"\nstart = 15.0\n";
-    g.write_scenario("break", &s)?;
-    let mut s = header(
+        &["param = \"outage\"\nstart = 15.0"],
+    )?;
+    fig10_scenario(
+        g,
+        "break-loss",
+        "seed 000 Fig. 10(a) as its caption has it (changing the path loss rate): two 20 Mbit/s paths, 25 ms; path b loses half its packets from 15 s",
+        &["param = \"loss\"\npoints = [[14.999, 0.0], [15.0, 0.5]]"],
+    )?;
+    fig10_scenario(
+        g,
         "degrade",
         "seed 000 Fig. 10(b): two 20 Mbit/s paths, 25 ms; path b degrades from 5 s and is unusable from 25 s",
-        40.0,
-        g.seed,
-    );
+        &[
+            "param = \"loss\"\npoints = [[5.0, 0.0], [25.0, 0.2]]",
+            "param = \"delay_ms\"\npoints = [[5.0, 0.0], [25.0, 150.0]]",
+            "param = \"rate\"\npoints = [[5.0, 1.0], [25.0, 0.1]]",
+            "param = \"outage\"\nstart = 25.0",
+        ],
+    )
+}
+
+/// Seed 000 Fig. 10's setting, two 20 Mbit/s paths of 25 ms, with
+/// `schedules` (the body of each `[[path.schedule]]`) applied to path b.
+fn fig10_scenario(g: &mut Gen, name: &str, description: &str, schedules: &[&str]) -> Result<(), String> {
+    let q = "queue = { kind = \"droptail\", bytes = 125000 }\n";
+    let mut s = header(name, description, 40.0, g.seed);
     s += &path_block("a", "const-20mbps", "const-20mbps", 25.0, q);
     s += &path_block("b", "const-20mbps", "const-20mbps", 25.0, q);
-    s += "\n[[path.schedule]]\nparam = \"loss\"\npoints = [[5.0, 0.0], [25.0, 0.2]]\n";
-    s += "\n[[path.schedule]]\nparam = \"delay_ms\"\npoints = [[5.0, 0.0], [25.0, 150.0]]\n";
-    s += "\n[[path.schedule]]\nparam = \"rate\"\npoints = [[5.0, 1.0], [25.0, 0.1]]\n";
-    s += "\n[[path.schedule]]\nparam = \"outage\"\nstart = 25.0\n";
-    g.write_scenario("degrade", &s)
+    for body in schedules {
+        s += &format!("\n[[path.schedule]]\n{body}\n");
+    }
+    g.write_scenario(name, &s)
 }
 
 /// A `[[link]]` block (the same keys as a path).
