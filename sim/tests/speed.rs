@@ -1,0 +1,26 @@
+//! The simulator's speed target (issue 13): `mpquic-sim --bench`, 60 s of
+//! an HTTP/3 download over two 100 Mbit/s paths, at least 60 times faster
+//! than real time. A speed figure, so it is run by hand, never in CI.
+
+use std::process::Command;
+
+#[test]
+#[ignore = "a speed figure, run by hand: missed. 2.27-2.75 s wall for the 60 s (22-26x real time) on an idle \
+            2-core machine, session 24; 2.3-3.1 s since session 21. The simulator is as fast as the engine \
+            pair it drives: 1.5 GB through both ends of one connection in 2.4 s is 625 MB/s, pairbench (two \
+            engines, no simulator) 580-670 MB/s; perf: AES-GCM open + seal 23% (BoringSSL's VAES/AVX-512 \
+            code), the simulator's own loop 3%. 60x needs 1.5 GB/s through a whole QUIC connection on one \
+            core, 2.4x pairbench and about 4x quiche 0.30"]
+fn bench_runs_sixty_times_faster_than_real_time() {
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_mpquic-sim")).arg("--bench").output().expect("mpquic-sim runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.starts_with("bench:")).expect("a bench line");
+    // "bench: 60.0 s simulated in 2.53 s wall (451714 datagrams/s)"
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let (sim_s, wall_s): (f64, f64) =
+        (words[1].parse().expect("simulated s"), words[5].parse().expect("wall s"));
+    println!("{line}: {:.1}x real time", sim_s / wall_s);
+    assert!(sim_s / wall_s >= 60.0, "{:.1}x real time", sim_s / wall_s);
+}
