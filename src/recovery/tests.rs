@@ -318,6 +318,31 @@ fn ack_of_unsent_or_skipped_pn_is_protocol_violation() {
     assert_eq!(p.bytes_in_flight(), 0);
 }
 
+/// Slots are looked up by number less the front's, checked, else by binary
+/// search: numbers past a skipped range are found either way.
+#[test]
+fn lookups_across_skipped_numbers() {
+    let t = t0();
+    let (mut p, _) = path_with_log(t);
+    let mut s = Space::new(SpaceKind::Data);
+    let sent: Vec<u64> = (0..60).filter(|pn| !(20..23).contains(pn) && *pn != 40).collect();
+    for &pn in &sent {
+        send(&mut s, &mut p, pn, t);
+    }
+    for pn in 0..62 {
+        assert_eq!(s.get(pn).map(|k| k.data), sent.contains(&pn).then_some(pn), "pn {pn}");
+    }
+    let (r, out) = ack(&mut s, &mut p, &[41..45, 23..30, 0..8], t + ms(10));
+    assert!(r.is_ok());
+    let mut acked: Vec<u64> = out.iter().filter(|(f, _)| *f == PacketFate::Acked).map(|x| x.1).collect();
+    acked.sort_unstable();
+    let want: Vec<u64> = (0..8).chain(23..30).chain(41..45).collect();
+    assert_eq!(acked, want);
+    // The front moved past the acknowledged 0..8: lookups start from there.
+    assert_eq!(s.get(50).map(|k| k.data), Some(50));
+    assert!(s.get(5).is_none() && s.get(40).is_none());
+}
+
 #[test]
 fn delivery_rate_sample() {
     let t = t0();
