@@ -578,7 +578,10 @@ impl<T> PerPath<T> {
         self.items.iter_mut().find(|(p, _)| *p == id).map(|(_, t)| t)
     }
     pub(crate) fn remove(&mut self, id: PathId) {
-        self.items.retain(|(p, _)| *p != id);
+        self.retain(|p, _| p != id);
+    }
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(PathId, &mut T) -> bool) {
+        self.items.retain_mut(|(p, t)| keep(*p, t));
     }
     pub(crate) fn iter(&self) -> impl Iterator<Item = &(PathId, T)> {
         self.items.iter()

@@ -7,7 +7,8 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::sched::{
-    Counters, Decision, PathSnapshot, PendingInfo, SchedContext, SchedCounts, SchedMetrics, Scheduler, Sent,
+    Counters, Decision, PathSnapshot, PendingInfo, PerPath, SchedContext, SchedCounts, SchedMetrics,
+    Scheduler, Sent,
 };
 use crate::stream::StreamId;
 use crate::PathId;
@@ -74,7 +75,7 @@ pub(super) struct Dispatcher {
     /// Copies each path owes (`Decision::Send`'s `also`): the STREAM ranges
     /// of packets sent elsewhere, oldest first, sent when the path can send
     /// and dropped once acknowledged.
-    owed: Vec<(PathId, VecDeque<CopyFrames>)>,
+    owed: PerPath<VecDeque<CopyFrames>>,
     /// Where the next copy of unacknowledged data starts (stream, offset).
     cursor: (StreamId, u64),
     /// The scheduler has asked for redundant copies at least once.
@@ -93,7 +94,7 @@ impl Dispatcher {
         Dispatcher {
             sched,
             counts: Counters::default(),
-            owed: Vec::new(),
+            owed: PerPath::default(),
             cursor: (StreamId(0), 0),
             made_copies: false,
             until: None,
@@ -205,45 +206,44 @@ impl Connection {
     /// is dropped first, so that a path that cannot send (a full window, a
     /// dead link) owes no more than the others have in flight.
     fn owe_copy(&mut self, path: PathId, ranges: &CopyFrames) {
-        let i = match self.dispatch.owed.iter().position(|(p, _)| *p == path) {
-            Some(i) => i,
-            None => {
-                self.dispatch.owed.push((path, VecDeque::new()));
-                self.dispatch.owed.len() - 1
-            }
-        };
-        let mut q = std::mem::take(&mut self.dispatch.owed[i].1);
+        let mut q = std::mem::take(self.dispatch.owed.get_or_insert(path));
         while q.front().is_some_and(|r| !self.copy_left(r)) {
             q.pop_front();
         }
         q.push_back(ranges.clone());
-        self.dispatch.owed[i].1 = q;
+        *self.dispatch.owed.get_or_insert(path) = q;
     }
 
     /// The oldest copy owed by a path that can send now (window room and
     /// the pacer within its horizon); copies of abandoned paths are dropped.
     fn send_owed_copy(&mut self, out: &mut [u8], now: Instant) -> Result<Datagram, Error> {
-        let mut i = 0;
-        while i < self.dispatch.owed.len() {
-            let path = self.dispatch.owed[i].0;
-            let Some(pi) = self.path_index(path).filter(|&pi| !self.paths[pi].abandoned) else {
-                self.dispatch.owed.swap_remove(i);
-                continue;
-            };
+        // Out of `self` while sending, so that each queue can be worked on.
+        let mut owed = std::mem::take(&mut self.dispatch.owed);
+        owed.retain(|path, _| self.path_index(path).is_some_and(|pi| !self.paths[pi].abandoned));
+        let mut res = Ok(None);
+        for (path, q) in owed.iter_mut() {
+            let Some(pi) = self.path_index(*path) else { continue };
             if self.paths[pi].snapshot(now, self.pacing.then_some(PACING_HORIZON)).can_send() {
-                if let Some(r) = self.send_owed_on(i, pi, out, now)? {
-                    return Ok(Some(r));
+                res = self.send_owed_on(q, pi, out, now);
+                if !matches!(res, Ok(None)) {
+                    break;
                 }
             }
-            i += 1;
         }
-        Ok(None)
+        self.dispatch.owed = owed;
+        res
     }
 
-    /// The oldest copy of `owed[i]` still unacknowledged, on path `pi`;
+    /// The oldest copy in `q` still unacknowledged, on path `pi`;
     /// acknowledged ones are dropped on the way.
-    fn send_owed_on(&mut self, i: usize, pi: usize, out: &mut [u8], now: Instant) -> Result<Datagram, Error> {
-        while let Some(ranges) = self.dispatch.owed[i].1.pop_front() {
+    fn send_owed_on(
+        &mut self,
+        q: &mut VecDeque<CopyFrames>,
+        pi: usize,
+        out: &mut [u8],
+        now: Instant,
+    ) -> Result<Datagram, Error> {
+        while let Some(ranges) = q.pop_front() {
             if !self.copy_left(&ranges) {
                 continue;
             }
@@ -251,7 +251,7 @@ impl Connection {
             let r = self.send_on_index(out, pi, &mut job, now)?;
             if r.is_none() {
                 // Not sent (e.g. no CID for the path yet): keep it for later.
-                self.dispatch.owed[i].1.push_front(job.ranges);
+                q.push_front(job.ranges);
             }
             return Ok(r);
         }

@@ -73,14 +73,15 @@ impl LossMeter {
     /// Close the period if it is over; `lost_bytes` is the path's running
     /// count of bytes declared lost.
     pub fn tick(&mut self, now: Instant, srtt: Duration, lost_bytes: u64) {
-        let over = self.since.is_some_and(|since| period_over(since, now, srtt).is_some());
-        if self.since.is_some() && !over {
-            return;
-        }
-        let lost = lost_bytes.saturating_sub(self.lost_at);
-        if over && (self.sent > 0 || lost > 0) {
-            let sample = (lost as f64 / self.sent.max(1) as f64).min(1.0);
-            self.avg = Some(self.avg.map_or(sample, |a| 0.75 * a + 0.25 * sample));
+        if let Some(since) = self.since {
+            if period_over(since, now, srtt).is_none() {
+                return;
+            }
+            let lost = lost_bytes.saturating_sub(self.lost_at);
+            if self.sent > 0 || lost > 0 {
+                let sample = (lost as f64 / self.sent.max(1) as f64).min(1.0);
+                self.avg = Some(self.avg.map_or(sample, |a| 0.75 * a + 0.25 * sample));
+            }
         }
         self.since = Some(now);
         self.sent = 0;
