@@ -1,5 +1,6 @@
 """The reproduction harness: command line, one quick experiment, Ray = local."""
 
+import pathlib
 import subprocess
 import sys
 
@@ -53,13 +54,64 @@ def test_quick_experiment_writes_its_table_figures_and_report(tmp_path):
     assert "## Not run yet" in report and "004-table2" in report
 
 
-def test_unexplained_gap_is_flagged():
+def test_verdict_rule():
+    C = repro.Cmp
+    assert C("T", "x", 10.0, 11.0).verdict == "reproduced"
+    assert C("T", "x", 10.0, 20.0).verdict == "size off"
+    assert C("T", "x", 1.5, 3.0, claim=">").verdict == "right direction, size off"
+    assert C("T", "x", 1.5, 0.7, claim=">").verdict == "contradicted"
+    assert C("T", "x", 0.3, 0.1, claim="<").verdict == "right direction, size off"
+    assert C("T", "x", 0.3, 1.2, claim="<").verdict == "contradicted"
+    assert C("T", "x", 1.0, 0.5, claim="=").verdict == "contradicted"
+    assert C("T", "x", None, 3.0, check="> 2", passed=True).verdict == "reproduced"
+    assert C("T", "x", None, 1.0, check="> 2", passed=False).verdict == "contradicted"
+    assert C("T", "x", 42.0, 30.0, calibration=True).verdict == "calibration input"
+    assert C("T", "x", 42.0, None).verdict == "no result"
+
+
+def test_table_explains_every_verdict_but_reproduced():
     from mpquic.repro.report import cmp_table
-    t = cmp_table([repro.Cmp("T1", "x", 10.0, 15.0), repro.Cmp("T1", "y", 10.0, 11.0),
-                   repro.Cmp("T1", "z", 10.0, 20.0, why="a different testbed")])
-    rows = t.splitlines()[2:]
-    assert "**unexplained**" in rows[0] and rows[1].endswith("|  |")
-    assert "a different testbed" in rows[2]
+    t = cmp_table([repro.Cmp("T1", "x", 10.0, 15.0, source="Table 1"),
+                   repro.Cmp("T1", "y", 10.0, 11.0, source="Table 1"),
+                   repro.Cmp("T1", "z", 10.0, 20.0, why="a different testbed", source="Table 1"),
+                   repro.Cmp("T1", "w", 10.0, 30.0, why="a different testbed", source="Table 1"),
+                   repro.Cmp("T1", "v", 10.0, 30.0)])
+    rows = t.splitlines()[2:7]
+    assert "**not explained**" in rows[0] and rows[1].endswith("| reproduced |  |")
+    assert "see note 1" in rows[2] and "see note 1" in rows[3]
+    assert "1. a different testbed" in t
+    assert "**no source**" in rows[4]
+
+
+def _committed_claims():
+    root = pathlib.Path(__file__).resolve().parents[2] / "repro"
+    return sorted(root.glob("*.claims.csv"))
+
+
+def test_every_committed_claim_has_a_source_and_its_verdict_follows_the_rule():
+    """No paper value without the table cell, sentence or figure point it comes from."""
+    files = _committed_claims()
+    names = {f.name.removesuffix(".claims.csv") for f in files}
+    assert {e.name for e in repro.experiments()} <= names, "regenerate: python -m mpquic.repro --all"
+    for f in files:
+        for _, r in pd.read_csv(f, keep_default_na=False).iterrows():
+            where = f"{f.name}: {r['metric']}"
+            assert r["source"].startswith(("Table", "text:", "Fig.")), where
+            if r["plot"] in (True, "True"):
+                assert "axis" in r["source"], where
+            num = lambda v: None if v == "" else float(v)  # noqa: E731
+            passed = {"True": True, "False": False}.get(str(r["passed"]))
+            again = repro.Cmp(r["ref"], r["metric"], num(r["paper"]), num(r["ours"]), claim=r["claim"],
+                              check=r["check"], passed=passed, calibration=r["calibration"] in (True, "True"))
+            assert again.verdict == r["verdict"], where
+
+
+def test_report_starts_with_the_rule_and_the_scoreboard():
+    text = (pathlib.Path(__file__).resolve().parents[2] / "REPRODUCTION.md").read_text()
+    head = text[:text.index("\n## 0")]
+    assert "**Verdict rule.**" in head and "## Scoreboard" in head
+    for seed in ("000", "001", "002", "003", "004"):
+        assert f"| {seed} |" in head
 
 
 def test_ray_gives_the_same_numbers_as_local_processes():
@@ -86,4 +138,4 @@ def test_quick_run_of_one_experiment_per_seed(tmp_path, name):
     assert (csv["app_bytes"] > 0).all()
     section = (tmp_path / f"{name}.md").read_text()
     assert section.startswith(f"## {name}") and "quick" in section
-    assert "**unexplained**" not in section
+    assert "**no source**" not in section

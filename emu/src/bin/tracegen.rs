@@ -333,6 +333,23 @@ fn interp(pts: &[(f64, f64)], t: f64) -> Option<f64> {
     Some(v)
 }
 
+/// Milliseconds of the path's mean rate that a base station queues (see
+/// [`dual_lte_delay_and_queue`]).
+const DUAL_LTE_QUEUE_MS: f64 = 40.0;
+
+/// One-way delay (ms) and drop-tail queue (bytes) of a dual-LTE path. Table 2's RTTs
+/// are means under a saturating download, so they are propagation plus a standing
+/// queue: the queue holds `DUAL_LTE_QUEUE_MS` of the mean rate, and the propagation
+/// RTT is the paper's mean less half of it (a CUBIC sawtooth keeps the queue about
+/// half full). A rate cut still turns the queue into an RTT spike (its drain time
+/// grows as the rate falls), without the seconds-long standing queue a 4 MB buffer
+/// kept at these rates.
+fn dual_lte_delay_and_queue(m: &Mobility) -> (f64, u64) {
+    let one_way = (m.rtt_ms - DUAL_LTE_QUEUE_MS / 2.0) / 2.0;
+    let bytes = m.tcp_mbps * 1e6 / 8.0 * DUAL_LTE_QUEUE_MS / 1000.0;
+    (one_way, bytes.round() as u64)
+}
+
 fn dual_lte(g: &mut Gen, rng: &mut ChaCha8Rng) -> Result<(), String> {
     // Base capacity of each operator, 40 Mbit/s down / 10 up, 20 s loops; the scenario
     // scales them and adds the events.
@@ -400,13 +417,14 @@ fn dual_lte(g: &mut Gen, rng: &mut ChaCha8Rng) -> Result<(), String> {
             // Constant factor so that the effective mean capacity is the paper's
             // single-path TCP throughput.
             let k = m.tcp_mbps / (40.0 * factor_events);
-            let q = "queue = { kind = \"droptail\", bytes = 4000000 }\n";
+            let (one_way_ms, queue_bytes) = dual_lte_delay_and_queue(m);
+            let q = format!("queue = {{ kind = \"droptail\", bytes = {queue_bytes} }}\n");
             s += &path_block(
                 &format!("isp-{isp}"),
                 &format!("lte-isp-{isp}-10mbps.up"),
                 &format!("lte-isp-{isp}-40mbps.down"),
-                m.rtt_ms / 2.0,
-                q,
+                one_way_ms,
+                &q,
             );
             s += &format!("\n[[path.schedule]]\nparam = \"rate\"\ndirection = \"down\"\ninterp = \"step\"\npoints = [[0.0, {k:.4}]]\n");
             s += &events;

@@ -7,7 +7,7 @@ import sys
 import time
 
 from . import report
-from .registry import experiments
+from .registry import experiments, gaps
 from .runner import run_points
 
 
@@ -98,6 +98,7 @@ def run_experiment(exp, out, rep, quick, backend, workers, progress):
     outcome = exp.analyse(df, out, quick)
     text = report.section(exp, outcome, len(df), seconds, quick, report.fig_prefix(out, rep))
     report.write_section(out, exp, text)
+    report.claims_frame(outcome.cmps).to_csv(out / f"{exp.name}.claims.csv", index=False)
     return df, outcome, seconds
 
 
@@ -131,7 +132,7 @@ def main(argv=None):
     finally:
         if ray is not None:
             ray.shutdown()
-    report.assemble(out, rep, [e.name for e in all_exps])
+    report.assemble(out, rep, [e.name for e in all_exps], gaps())
     print(f"total {time.monotonic() - total:.1f} s; report: {rep}")
     return 0
 
