@@ -34,7 +34,7 @@ fn goodput_mbps(srv: &ServerProc, out: &std::path::Path, locals: &[&str]) -> f64
 }
 
 #[test]
-#[ignore = "a speed figure, run by hand (ci/bench-sockets.sh prints it): met since session 20 (whole GSO batches, 4-byte packet numbers off-path) in 4 of 4 runs, two paths 3.7-6.0 Gbit/s against one 2.2-3.5 to a file; to /dev/null, 3 runs each: 5.0-6.1 against 5.2-7.1 (medians 1.07x); was 0.82-0.94x in session 17"]
+#[ignore = "a speed figure, run by hand (ci/bench-sockets.sh prints it): met in 4 of 4 runs (target: two paths at least 0.9x one), two paths 3.7-6.0 Gbit/s against one 2.2-3.5 to a file; to /dev/null, 3 runs each: 5.0-6.1 against 5.2-7.1 (medians 1.07x)"]
 fn two_loopback_paths_reach_nine_tenths_of_one() {
     let (_scratch, root) = root_with("targets", "big.bin", 1 << 30);
     let srv = ServerProc::start(&root, &["--scheduler", "rr"]);
@@ -46,7 +46,7 @@ fn two_loopback_paths_reach_nine_tenths_of_one() {
 }
 
 #[test]
-#[ignore = "measured: 500 concurrent 1 MiB downloads peak at 81-151 MB server RSS (median ~100 before session 20; 83-150 MB in 19 runs of session 20 with whole GSO batches and caps by need, 16 under the bound, 12 of 12 on an idle machine (83-120); glibc settings, a fixed mmap threshold or one arena with trimming, 93-124 MB: no material change): what remains is data in flight (the send buffers, 45 MB of an 88 MB heap peak); was 335-351 MB at the start of session 17 (the serving loop read the clock per poll) and 122-130 MB before that"]
+#[ignore = "measured: 500 concurrent 1 MiB downloads peak at 81-151 MB server RSS against a 125 MiB bound (256 KiB each): 83-150 MB in 19 runs, 16 under the bound, 12 of 12 on an idle machine (83-120); glibc settings, a fixed mmap threshold or one arena with trimming, 93-124 MB: no material change; what remains is data in flight (the send buffers, 45 MB of an 88 MB heap peak)"]
 fn active_connections_stay_under_256_kib_each() {
     let (_scratch, root) = root_with("targets-mem", "f.bin", 1 << 20);
     let srv = ServerProc::start(&root, &[]);

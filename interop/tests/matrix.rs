@@ -76,12 +76,12 @@ fn rebinding_with_quiche_server() {
 /// final datagram size must be within the 1400-byte link MTU and above the
 /// 1350-byte start. (5 of 18 runs passed before a late ACK of a large packet
 /// could undo a PTO-driven fallback: aioquic acknowledges the transfer's last
-/// packets after two PTOs; 12 of 12 since. CI on 2026-11-25 then failed 2 of
+/// packets after two PTOs; 12 of 12 since. CI then failed 2 of
 /// 3 with the size back at 1200 after one black hole, not seen in 26 local
 /// runs, idle or loaded: a burst of congestion losses of full-size packets
 /// alone no longer counts as a black hole, and the search after a fallback
-/// probes the size that worked before first. CI failed 1 of 3 again on
-/// 2026-11-26, reproduced in 1 of 3 runs beside `every_supported_cell_passes`:
+/// probes the size that worked before first. CI failed 1 of 3 again,
+/// reproduced in 1 of 3 runs beside `every_supported_cell_passes`:
 /// aioquic acknowledged the response's last packet, 112 bytes, 195 ms late,
 /// after two PTOs, and two PTOs counted as a black hole though no large
 /// packet was outstanding; now they must be. A fallback's retry of the old
@@ -152,7 +152,7 @@ fn lossy_handshake_from_aioquic_other_seeds() {
 
 /// mp-transfer with noq's client and our server (round-robin): each path
 /// must carry at least 20% of the bytes, in five runs (each with the one
-/// retry every cell gets). Until 2026-11-27 an ignored test: 1 of 10 quick
+/// retry every cell gets). Once an ignored test: 1 of 10 quick
 /// runs fell below 20%. The qlog of such a run: on the busy machine the
 /// ACKs of our second path stalled 11-40 ms at a 5-20 ms RTT, the path was
 /// suspected dead at every stall and its window sent again on the first

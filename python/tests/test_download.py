@@ -71,7 +71,7 @@ def test_download_migrates_mid_transfer(own_server, tmp_path):
     # server once froze serving a migrated connection (a paced datagram
     # held while an ACK was due) in about one run of ten. The body must
     # outlast the validation: at loopback speed the rest of a 1.5 MB body
-    # took 3-5 ms and the test failed 1 run in 6 (session 18).
+    # took 3-5 ms and the test failed 1 run in 6.
     server = own_server
     body = os.urandom(12_000_000)
     (tmp_path / "big.bin").write_bytes(body)

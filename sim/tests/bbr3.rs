@@ -74,7 +74,7 @@ fn bbr3_tolerates_one_percent_loss() {
             cwnd = 2·bw·min_rtt with bw each flow's own delivery rate, so any split fills the path and \
             the buffer exactly and nothing pulls it back (UP's 2.25 and DOWN's 0.9 scale with each \
             flow's own estimate). 10-20 s alone 44.32 / 49.38 (1.114; \
-            51.27 / 41.99 = 1.221 in session 19, before data packets stopped repeating an ACK frame). \
+            51.27 / 41.99 = 1.221 before data packets stopped repeating an ACK frame). \
             With the same controller seed for both connections (before CcParams::seed) the 10-20 s ratio \
             was 1.87: they probed in lockstep"]
 fn two_bbr3_flows_share_fairly() {

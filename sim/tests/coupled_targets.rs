@@ -59,8 +59,7 @@ fn coupled_bbr_fills_both_testbed_paths_despite_loss() {
 /// 10-60 s a + b take within 15% of the competitor's rate and d at least 85%
 /// of its capacity (measured: 26.38 + 21.21 vs 48.12 Mbit/s, ratio 0.989;
 /// d 47.87 Mbit/s, 0.957; 1.110 before data packets stopped repeating an
-/// ACK frame, session 20; 1.56 before the group paced on its rounds' means,
-/// session 17).
+/// ACK frame; 1.56 before the group paced on its rounds' means).
 #[test]
 fn coupled_bbr_shares_a_bottleneck_and_fills_a_disjoint_path() {
     let r = run("shared-and-disjoint", "coupled-bbr", 60);
@@ -85,7 +84,7 @@ fn coupled_bbr_shares_a_bottleneck_and_fills_a_disjoint_path() {
 /// own background flows and no fair controller can double another
 /// (coupled-bbr 58.83, lia 74.51); with 1% on path b only (`testbed-2x100-loss1`
 /// plus the background flows) LIA moves its traffic to the clean path
-/// (coupled-bbr 58.70, lia 52.69), session 22.
+/// (coupled-bbr 58.70, lia 52.69).
 #[test]
 fn coupled_bbr_doubles_lia_in_seed_000_table_1() {
     let run_cc = |cc| {
@@ -136,7 +135,7 @@ fn shared_at(cc: &str, mbps: u64, rtt_ms: u64) -> (f64, f64) {
 /// group through that (they used to split about half of the time and take
 /// 2.07× / 2.13× the competitor's rate at 20 / 50 Mbit/s; measured 0.962
 /// and 1.055, grouped at every sample; 0.988 and 0.857 since data packets
-/// stopped repeating an ACK frame, session 20).
+/// stopped repeating an ACK frame).
 #[test]
 fn coupled_bbr_stays_grouped_and_fair_at_short_rtt() {
     for mbps in [20, 50] {
@@ -151,8 +150,8 @@ fn coupled_bbr_stays_grouped_and_fair_at_short_rtt() {
 #[test]
 #[ignore = "measured (coupled-bbr ÷ bbr, 10-60 s; rows 20/50/100 Mbit/s, columns 20/50/100 ms): \
             0.988 1.026 1.223 / 0.857 1.002 1.046 / 1.162 0.949 1.094 — 7 of 9 within 15%, mean deviation 8.4%, \
-            the paths grouped throughout in all (session 20; before data packets stopped repeating an ACK frame \
-            0.962 1.004 1.167 / 1.055 0.981 0.975 / 1.219 0.951 1.060); uncoupled bbr 1.71-2.86x (session 19). \
+            the paths grouped throughout in all (before data packets stopped repeating an ACK frame \
+            0.962 1.004 1.167 / 1.055 0.981 0.975 / 1.219 0.951 1.060); uncoupled bbr 1.71-2.86x. \
             For scale, one single-path bbr flow ÷ the competitor on the same grid (path b removed): \
             1.046 1.123 1.159 / 0.896 0.946 0.928 / 1.049 0.870 1.158 — BBR v1 is itself off by up to 16% \
             (mean 9.9%); at 100 Mbit/s, 20 ms the shares swing for 10-20 s at a time"]

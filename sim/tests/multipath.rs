@@ -293,7 +293,7 @@ fn arp_keeps_goodput_where_both_paths_are_in_n() {
 /// AR-Scheduling (Alg. 2) keeps the 250 ms path out of N when the rates are equal:
 /// x_2/x_1 = 1 is not above r_2/r_1 - 2 = 3, so that path carries only copies.
 #[test]
-#[ignore = "target missed: arp goodput 28.66 Mbit/s vs best 36.38 (minrtt) under cubic (20.86 before lost data waited for the path where it arrives first; Alg. 2 puts the 250 ms path in R); under coupled-bbr 33.53 vs 35.85 held (session 17)"]
+#[ignore = "target missed: arp goodput 28.66 Mbit/s vs best 36.38 (minrtt) under cubic (20.86 before lost data waited for the path where it arrives first; Alg. 2 puts the 250 ms path in R); under coupled-bbr 33.53 vs 35.85 held"]
 fn arp_goodput_is_near_the_best() {
     for cc in ["cubic", "coupled-bbr"] {
         let runs = hetero_runs(cc);
@@ -337,13 +337,13 @@ fn arp_recovers_within_two_seconds_of_a_break() {
 
 /// Seed 000 Fig. 10(a)'s claim that AR&P recovers faster than round-robin.
 #[test]
-#[ignore = "target missed, and a coin flip: 15-17 s arp 18.24 vs rr 18.33 Mbit/s (session 20, after data \
+#[ignore = "target missed, and a coin flip: 15-17 s arp 18.24 vs rr 18.33 Mbit/s (after data \
             packets stopped repeating an ACK frame; 18.49 vs 18.15 before). With the break moved through \
             15.0-15.9 s in 0.1 s steps (traces/break.toml, cubic) arp >= rr in 4 of 10, never more than 0.7% \
             apart: QUIC moves a dead path's data within an RTT whichever the scheduler. Nor can Alg. 2 tell: \
             its test x_j/Σx > (r_j·Σx − 2·Σxr)/Σxr has no loss term and a right side of −1 for equal RTTs, so \
             a path whose RTT is the others' never goes redundant, lossy or dead. With the figure's loss step \
-            instead of the outage (traces/break-loss.toml, 50% from 15 s, coupled-bbr, session 24), once lost \
+            instead of the outage (traces/break-loss.toml, 50% from 15 s, coupled-bbr), once lost \
             data left the lossy path: arp ahead over 15-17 s in 7 of 8 seeds by 0.8-4.5%, behind by 3.5% in \
             one (the paper's figure: about 1.2x); its smoothness is tested below"]
 fn arp_keeps_more_goodput_than_rr_after_a_break() {
