@@ -93,6 +93,8 @@ pub struct Config {
     pub(crate) initial_version: Option<Version>,
     session_tickets: bool,
     pub(crate) early_data: bool,
+    /// DATAGRAM frames: (receive, send) queue lengths when enabled.
+    pub(crate) dgram: Option<(usize, usize)>,
     tls_cache: TlsCache,
 }
 
@@ -161,6 +163,7 @@ impl Config {
             initial_version: None,
             session_tickets: false,
             early_data: false,
+            dgram: None,
             tls_cache: TlsCache::default(),
         }
     }
@@ -240,6 +243,14 @@ impl Config {
     pub fn enable_early_data(&mut self, v: bool) {
         self.early_data = v;
         self.tls_changed();
+    }
+    /// DATAGRAM frames (RFC 9221, off by default): advertise
+    /// max_datagram_frame_size and keep up to `recv_queue_len` datagrams
+    /// received for the application (the oldest pushed out beyond) and up
+    /// to `send_queue_len` waiting to be sent
+    /// ([`Connection::dgram_send`](crate::Connection::dgram_send)).
+    pub fn enable_dgram(&mut self, enabled: bool, recv_queue_len: usize, send_queue_len: usize) {
+        self.dgram = enabled.then_some((recv_queue_len, send_queue_len));
     }
     /// Idle timeout (0 disables it).
     pub fn set_max_idle_timeout(&mut self, ms: u64) {

@@ -8,6 +8,9 @@
 //! packet-number spaces).
 
 mod builder;
+mod dgram;
+#[cfg(test)]
+mod dgram_tests;
 mod dispatch;
 mod early;
 #[cfg(test)]
@@ -52,6 +55,7 @@ use crate::PathId;
 use crate::path::{CidState, MpState, Path, PathConfig};
 pub use crate::path::{PathError, PathEvent, PathStats, PathStatus};
 pub use crate::recovery::Ecn;
+pub use dgram::DgramError;
 use spaces::{CryptoLevels, HsSpace};
 
 /// Where a datagram came from and went to.
@@ -170,6 +174,15 @@ pub struct Stats {
     /// (`Decision::SendAhead`: a slow path carrying data the fast paths will
     /// not reach before it arrives).
     pub sent_ahead_bytes: u64,
+    /// DATAGRAM frames sent (RFC 9221).
+    pub dgram_sent: u64,
+    /// DATAGRAM frames received (those dropped included).
+    pub dgram_recv: u64,
+    /// Datagrams received and dropped unread: the oldest, pushed out of a
+    /// full receive queue.
+    pub dgram_dropped: u64,
+    /// Datagrams queued and dropped unsent: a path's MTU fell below them.
+    pub dgram_send_dropped: u64,
 }
 
 /// Who closed the connection and why.
@@ -285,6 +298,8 @@ pub struct Connection {
     early_data_enabled: bool,
     /// 0-RTT state (remembered limits, rejection, buffered packets).
     early: early::EarlyData,
+    /// DATAGRAM frames: queues and whether we take them.
+    dgrams: dgram::Dgrams,
     /// Tests: raw frames to put in the next 1-RTT packet.
     #[cfg(test)]
     test_frames: Vec<Vec<u8>>,
@@ -450,6 +465,7 @@ impl Connection {
             last_now: now,
             early_data_enabled: config.early_data,
             early: early::EarlyData::default(),
+            dgrams: dgram::Dgrams::new(config.dgram),
             #[cfg(test)]
             test_frames: Vec::new(),
         };
@@ -920,6 +936,7 @@ fn local_params(
         disable_active_migration: config.disable_active_migration,
         initial_source_connection_id: Some(*scid),
         initial_max_path_id: config.initial_max_path_id.map(u64::from),
+        max_datagram_frame_size: config.dgram.map(|_| dgram::MAX_DGRAM_FRAME_SIZE),
         ..TransportParams::default()
     };
     if wants_dsr(config) {

@@ -38,8 +38,9 @@ pub mod version;
 pub use bytes::Bytes;
 pub use config::{Config, ConfigError};
 pub use conn::{
-    accept, connect, connect_with_session, random_cid, random_cid_with_prefix, CloseInfo, Connection, Ecn,
-    Error, PathError, PathEvent, PathStats, PathStatus, RecvInfo, SendInfo, Stats, PROTOCOL_VERSION,
+    accept, connect, connect_with_session, random_cid, random_cid_with_prefix, CloseInfo, Connection,
+    DgramError, Ecn, Error, PathError, PathEvent, PathStats, PathStatus, RecvInfo, SendInfo, Stats,
+    PROTOCOL_VERSION,
 };
 pub use endpoint::{Endpoint, EndpointConfig, EndpointSecret};
 pub use error::{ErrorCode, TransportError};

@@ -162,7 +162,7 @@ impl Connection {
             }
         }
         self.dispatch.until = None;
-        if self.streams.has_pending_data() || self.needs_redundancy_check() {
+        if self.streams.has_pending_data() || self.dgram_pending() || self.needs_redundancy_check() {
             if let Some(r) = self.send_decided(out, now)? {
                 return Ok(Some(r));
             }
@@ -273,6 +273,7 @@ impl Connection {
     /// queueing behind one path's pacer; the second value is when the first
     /// such path frees up.
     fn decide(&mut self, now: Instant) -> (Decision, Option<Instant>) {
+        let dgram_bytes = self.dgram_pending_bytes();
         let d = &mut self.dispatch;
         d.snapshots.clear();
         let mut pacing_wake: Option<Instant> = None;
@@ -288,7 +289,7 @@ impl Connection {
         }
         let (new_bytes, retransmit_bytes) = self.streams.pending_bytes();
         let pending = PendingInfo {
-            new_bytes,
+            new_bytes: new_bytes + dgram_bytes,
             retransmit_bytes,
             retransmit_origin: if retransmit_bytes > 0 { d.last_loss_path } else { None },
             unacked_bytes: unacked,

@@ -471,9 +471,7 @@ impl Connection {
                 }
                 self.confirm_handshake();
             }
-            Frame::Datagram { .. } => {
-                return Err(TransportError::violation("DATAGRAM frames were not negotiated"));
-            }
+            Frame::Datagram { data } => self.on_dgram_frame(data)?,
             Frame::PathAbandon { path_id: p, .. } => self.on_path_abandon(p, now)?,
             Frame::PathStatusBackup { path_id: p, seq } => self.on_path_status(p, seq, PathStatus::Backup)?,
             Frame::PathStatusAvailable { path_id: p, seq } => {

@@ -59,7 +59,7 @@ impl Connection {
     /// application refills just behind the sender (a server keeping little
     /// unsent), as it can never send the packet that fills the window.
     fn mark_app_limited(&mut self) {
-        if self.streams.has_pending_data() || !self.is_established() {
+        if self.streams.has_pending_data() || self.dgram_pending() || !self.is_established() {
             return;
         }
         for p in self.paths.iter_mut().filter(|p| p.usable()) {
@@ -265,6 +265,7 @@ impl Connection {
         }
         self.paths[0].acks.has_new()
             || self.streams.has_pending_data()
+            || self.dgram_pending()
             || self.handshake_done_pending
             || self.levels.send[2].has_pending()
     }
@@ -588,7 +589,9 @@ impl Connection {
         }
         li == 2
             && (match job.mode {
-                DataMode::Normal { .. } | DataMode::Ahead { .. } => self.streams.has_sendable_data(),
+                DataMode::Normal { .. } | DataMode::Ahead { .. } => {
+                    self.streams.has_sendable_data() || self.dgram_pending()
+                }
                 DataMode::NoStream => false,
                 // Only if something is left to copy: otherwise the packet
                 // would repeat an ACK and never end the send loop.
@@ -629,6 +632,12 @@ impl Connection {
         now: Instant,
     ) -> bool {
         let control = self.write_control_frames(w, end, pi, frames, now);
+        // Datagrams go where new data goes (see `dgram`), in 1-RTT packets
+        // only (0-RTT packets are written while 1-RTT keys are missing).
+        let dgrams = matches!(job.mode, DataMode::Normal { .. } | DataMode::Ahead { .. })
+            && self.dgram_pending()
+            && self.levels.has_send_keys(Level::OneRtt)
+            && self.write_dgrams(w, end, pi);
         let data = match job.mode {
             DataMode::Normal { collect } => {
                 self.write_stream_frames(w, end, pi, frames, collect.then_some(&mut job.ranges))
@@ -641,7 +650,7 @@ impl Connection {
             DataMode::Copy => self.write_copies(w, end, pi, frames, &job.ranges),
             DataMode::Redundant => self.write_redundant(w, end, pi, frames, &mut job.cursor),
         };
-        control || data
+        control || dgrams || data
     }
 
     /// HANDSHAKE_DONE, NEW_TOKEN, connection IDs, multipath frames,
