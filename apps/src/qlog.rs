@@ -8,7 +8,8 @@
 //! `mpquic:path_event`, ...) are copied as they are; the application adds
 //! its own in the `mpquic` namespace from the public API — the server one
 //! `mpquic:path_stats` per path and one `mpquic:out_of_order` every 100 ms,
-//! `mpquic:accepted` at the start and `mpquic:closed` at the end. Their
+//! `mpquic:accepted` at the start, and at the end a last `path_stats` per
+//! path and `mpquic:closed` with the connection's and each path's totals. Their
 //! `time` counts from the same start as the engine's (the server accepts a
 //! connection at the instant the engine creates it), and every record is
 //! written in time order: the engine's queued events first, then the
@@ -114,6 +115,12 @@ impl EventLog {
             return;
         }
         self.next = now + INTERVAL;
+        self.path_stats(conn, now);
+        self.event(now, "out_of_order", json!({ "bytes": conn.out_of_order_bytes() }));
+    }
+
+    /// One `mpquic:path_stats` record per path.
+    fn path_stats(&mut self, conn: &Connection, now: Instant) {
         let paths: Vec<_> = conn.path_stats().collect();
         for p in paths {
             self.event(
@@ -130,7 +137,16 @@ impl EventLog {
                 }),
             );
         }
-        self.event(now, "out_of_order", json!({ "bytes": conn.out_of_order_bytes() }));
+    }
+
+    /// The connection is gone: its last engine events, a final
+    /// `mpquic:path_stats` per path (the periodic ones can be an interval
+    /// old) and `mpquic:closed` with the totals; then flush.
+    pub fn closed(&mut self, conn: &mut Connection, now: Instant) {
+        self.engine_events(conn);
+        self.path_stats(conn, now);
+        self.event(now, "closed", closed_data(conn));
+        self.flush();
     }
 
     /// Copy the engine's queued qlog events.
@@ -146,9 +162,107 @@ impl EventLog {
     }
 }
 
+/// `mpquic:closed`'s data: who closed and why, the connection's counters
+/// (`Connection::stats`) and each path's (`Connection::path_stats`).
+pub fn closed_data(conn: &Connection) -> Value {
+    let info = conn.peer_error().or(conn.local_error());
+    let s = conn.stats();
+    let paths: Vec<Value> = conn
+        .path_stats()
+        .map(|p| {
+            json!({
+                "path_id": p.id.0, "local": p.local.to_string(), "peer": p.peer.to_string(),
+                "sent": p.sent, "recv": p.recv, "lost": p.lost, "sent_bytes": p.sent_bytes,
+                "recv_bytes": p.recv_bytes, "lost_bytes": p.lost_bytes, "stream_bytes": p.stream_bytes,
+                "retrans_bytes": p.retrans_bytes, "srtt_us": p.srtt.as_micros() as u64,
+                "min_rtt_us": p.min_rtt.as_micros() as u64, "rttvar_us": p.rttvar.as_micros() as u64,
+            })
+        })
+        .collect();
+    json!({
+        "by_peer": conn.peer_error().is_some(),
+        "code": info.map(|i| i.code), "app": info.map(|i| i.is_app),
+        "reason": info.map(|i| String::from_utf8_lossy(&i.reason).into_owned()),
+        "stats": {
+            "sent": s.sent, "recv": s.recv, "lost": s.lost, "sent_bytes": s.sent_bytes,
+            "recv_bytes": s.recv_bytes, "retrans_bytes": s.retrans_bytes, "dropped": s.dropped,
+            "paths": s.paths, "dup_stream_bytes": s.dup_stream_bytes, "sent_ahead_bytes": s.sent_ahead_bytes,
+            "key_updates": s.key_updates,
+        },
+        "paths": paths,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A two-path download of 1 MB (server to client) closed by the client.
+    fn downloaded() -> mpquic::testing::Pair {
+        use mpquic::testing::{config, Pair};
+        let cfg = |server| {
+            let mut c = config(server, b"hq");
+            c.set_initial_max_path_id(Some(4));
+            c
+        };
+        let mut p = Pair::new(&cfg(false), &cfg(true));
+        p.handshake();
+        p.run_for(Duration::from_millis(100));
+        let c2 = "127.0.0.1:3333".parse().unwrap();
+        p.c.probe_path(c2, p.s_addr, p.now()).expect("second path");
+        let data = vec![7u8; 1 << 20];
+        assert_eq!(p.transfer(0, &data).len(), data.len());
+        let now = p.now();
+        p.c.close(true, 0, b"done", now);
+        p.run_for(Duration::from_millis(100));
+        p
+    }
+
+    #[test]
+    fn closed_event_has_the_connection_and_path_totals_at_close() {
+        let mut p = downloaded();
+        let dir = std::env::temp_dir().join(format!("mpquic-qlog-closed-{}", std::process::id()));
+        let now = p.now();
+        let mut log = EventLog::create(&dir, &p.s, "test", now).unwrap();
+        log.closed(&mut p.s, now);
+        let text = std::fs::read_to_string(log.path()).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let records: Vec<Value> =
+            text.split('\u{1e}').skip(2).map(|r| serde_json::from_str(r).unwrap()).collect();
+        let closed = &records.last().unwrap()["data"];
+        assert_eq!(records.last().unwrap()["name"], "mpquic:closed");
+        assert_eq!(closed["by_peer"], true);
+        let s = p.s.stats();
+        let totals = &closed["stats"];
+        for (k, v) in [("sent", s.sent), ("recv", s.recv), ("lost", s.lost), ("sent_bytes", s.sent_bytes)] {
+            assert_eq!(totals[k], v, "{k}");
+        }
+        assert_eq!(totals["recv_bytes"], s.recv_bytes);
+        let paths: Vec<_> = p.s.path_stats().collect();
+        assert_eq!(paths.len(), 2, "both paths at close");
+        let logged = closed["paths"].as_array().unwrap();
+        assert_eq!(logged.len(), 2);
+        for (l, ps) in logged.iter().zip(&paths) {
+            assert_eq!(l["path_id"], ps.id.0);
+            for (k, v) in
+                [("sent", ps.sent), ("recv", ps.recv), ("lost", ps.lost), ("sent_bytes", ps.sent_bytes)]
+            {
+                assert_eq!(l[k], v, "path {} {k}", ps.id.0);
+            }
+            assert_eq!(l["recv_bytes"], ps.recv_bytes);
+            assert_eq!(l["srtt_us"], ps.srtt.as_micros() as u64);
+            // The final path_stats record of the path says the same.
+            let last = records
+                .iter()
+                .rev()
+                .find(|r| r["name"] == "mpquic:path_stats" && r["data"]["path_id"] == ps.id.0);
+            assert_eq!(last.unwrap()["data"]["sent_bytes"], ps.sent_bytes);
+        }
+        // The download went over both paths.
+        assert!(paths.iter().all(|ps| ps.stream_bytes > 0), "{paths:?}");
+        let sent: u64 = paths.iter().map(|ps| ps.sent_bytes).sum();
+        assert!(sent > 1 << 20 && sent <= s.sent_bytes, "{sent} of {}", s.sent_bytes);
+    }
 
     #[test]
     fn rfc3339_dates() {

@@ -367,19 +367,7 @@ impl Server {
             let _ = writeln!(self.access, "{}", access_line(peer, r, now, " (connection closed)"));
         }
         if let Some(mut l) = c.log.take() {
-            l.engine_events(&mut conn);
-            let info = conn.peer_error().or(conn.local_error()).cloned();
-            l.event(
-                now,
-                "closed",
-                json!({
-                    "by_peer": conn.peer_error().is_some(),
-                    "code": info.as_ref().map(|i| i.code), "app": info.as_ref().map(|i| i.is_app),
-                    "reason": info.as_ref().map(|i| String::from_utf8_lossy(&i.reason).into_owned()),
-                    "stats": format!("{:?}", conn.stats()),
-                }),
-            );
-            l.flush();
+            l.closed(&mut conn, now);
         }
     }
 }

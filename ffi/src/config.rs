@@ -32,7 +32,7 @@ pub unsafe extern "C" fn mpquic_config_free(cfg: *mut mpquic_config) {
     }
     // SAFETY: `cfg` came from mpquic_config_new and is freed once.
     let b = unsafe { Box::from_raw(cfg) };
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(b)));
+    crate::guard((), move || drop(b));
 }
 
 /// Run `f` on the config behind `cfg`; INVALID_ARGUMENT for NULL.
@@ -42,13 +42,9 @@ unsafe fn with_cfg(
 ) -> i32 {
     // SAFETY: the caller passes a live config used by this thread only.
     let Some(c) = (unsafe { cfg.as_mut() }) else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() };
-    let c = std::panic::AssertUnwindSafe(c);
-    guard(MPQUIC_ERROR_INTERNAL.code(), move || {
-        let c = c;
-        match f(&mut c.0.inner) {
-            Ok(()) => 0,
-            Err(e) => config_error(&e).code(),
-        }
+    guard(MPQUIC_ERROR_INTERNAL.code(), move || match f(&mut c.inner) {
+        Ok(()) => 0,
+        Err(e) => config_error(&e).code(),
     })
 }
 

@@ -319,15 +319,9 @@ pub(crate) unsafe fn with_conn<R>(
 ) -> R {
     // SAFETY: the caller passes a live connection used by one thread.
     let Some(c) = (unsafe { conn.as_mut() }) else { return on_null };
-    let c = AssertUnwindSafe(c);
-    let f = AssertUnwindSafe(f);
     // A panic leaves the connection possibly inconsistent; the caller is
     // told MPQUIC_ERROR_INTERNAL (or the `on_err` value) and should free it.
-    std::panic::catch_unwind(move || {
-        let (c, f) = (c, f);
-        (f.0)(c.0)
-    })
-    .unwrap_or(on_err)
+    crate::guard(on_err, move || f(c))
 }
 
 /// [`with_conn`] for calls that return a byte count or a negative
@@ -523,7 +517,7 @@ pub unsafe extern "C" fn mpquic_conn_free(conn: *mut mpquic_conn) {
     }
     // SAFETY: `conn` came from mpquic_connect/accept and is freed once.
     let b = unsafe { Box::from_raw(conn) };
-    let _ = std::panic::catch_unwind(AssertUnwindSafe(move || drop(b)));
+    crate::guard((), move || drop(b));
 }
 
 /// Process one received UDP datagram. `buf` is decrypted in place (its
@@ -1416,15 +1410,19 @@ pub unsafe extern "C" fn mpquic_conn_set_path_status(
 /// state; useful with mpquic_endpoint, which hands out connections).
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_conn_set_user_data(conn: *mut mpquic_conn, user: *mut c_void) {
-    // SAFETY: a live connection or NULL.
-    if let Some(c) = unsafe { conn.as_mut() } {
-        c.user = user;
-    }
+    crate::guard((), || {
+        // SAFETY: a live connection or NULL.
+        if let Some(c) = unsafe { conn.as_mut() } {
+            c.user = user;
+        }
+    })
 }
 
 /// The pointer given to mpquic_conn_set_user_data (NULL before).
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_conn_user_data(conn: *const mpquic_conn) -> *mut c_void {
-    // SAFETY: a live connection or NULL.
-    unsafe { conn.as_ref() }.map_or(std::ptr::null_mut(), |c| c.user)
+    crate::guard(std::ptr::null_mut(), || {
+        // SAFETY: a live connection or NULL.
+        unsafe { conn.as_ref() }.map_or(std::ptr::null_mut(), |c| c.user)
+    })
 }

@@ -106,17 +106,19 @@ pub struct mpquic_endpoint_counters {
 /// MPQUIC_ERROR_INVALID_ARGUMENT for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_endpoint_config_default(out: *mut mpquic_endpoint_config) -> i32 {
-    // SAFETY: NULL or writable.
-    let Some(out) = (unsafe { out.as_mut() }) else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() };
-    let d = EndpointConfig::default();
-    *out = mpquic_endpoint_config {
-        cid_len: d.cid_len,
-        retry: d.retry,
-        max_half_open: d.max_half_open,
-        resets_per_sec: d.resets_per_sec,
-        new_tokens: d.new_tokens,
-    };
-    0
+    crate::guard(crate::MPQUIC_ERROR_INTERNAL.code(), || {
+        // SAFETY: NULL or writable.
+        let Some(out) = (unsafe { out.as_mut() }) else { return MPQUIC_ERROR_INVALID_ARGUMENT.code() };
+        let d = EndpointConfig::default();
+        *out = mpquic_endpoint_config {
+            cid_len: d.cid_len,
+            retry: d.retry,
+            max_half_open: d.max_half_open,
+            resets_per_sec: d.resets_per_sec,
+            new_tokens: d.new_tokens,
+        };
+        0
+    })
 }
 
 /// A server endpoint accepting connections with `config` (read during the
@@ -159,13 +161,13 @@ pub unsafe extern "C" fn mpquic_endpoint_free(ep: *mut mpquic_endpoint) {
     }
     // SAFETY: `ep` came from mpquic_endpoint_new and is freed once.
     let b = unsafe { Box::from_raw(ep) };
-    let _ = std::panic::catch_unwind(AssertUnwindSafe(move || {
+    crate::guard((), move || {
         for c in b.conns.values() {
             // SAFETY: each came from mpquic_conn::boxed and is freed once.
             drop(unsafe { Box::from_raw(c.as_ptr()) });
         }
         drop(b)
-    }));
+    });
 }
 
 /// Run `f` on a live endpoint; `on_err` for NULL or a panic.

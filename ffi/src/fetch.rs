@@ -131,20 +131,26 @@ pub unsafe extern "C" fn mpquic_h3_fetch_poll(
 /// The final response status of request `i`, 0 while none (or a bad index).
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_h3_fetch_status(f: *const mpquic_h3_fetch, i: usize) -> u16 {
-    // SAFETY: a live handle.
-    unsafe { f.as_ref() }.and_then(|f| f.inner.requests().get(i)?.status).unwrap_or(0)
+    crate::guard(0, || {
+        // SAFETY: a live handle.
+        unsafe { f.as_ref() }.and_then(|f| f.inner.requests().get(i)?.status).unwrap_or(0)
+    })
 }
 
 /// Body bytes received for request `i` (0 for a bad index).
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_h3_fetch_bytes(f: *const mpquic_h3_fetch, i: usize) -> u64 {
-    // SAFETY: a live handle.
-    unsafe { f.as_ref() }.and_then(|f| f.inner.requests().get(i)).map_or(0, |r| r.bytes)
+    crate::guard(0, || {
+        // SAFETY: a live handle.
+        unsafe { f.as_ref() }.and_then(|f| f.inner.requests().get(i)).map_or(0, |r| r.bytes)
+    })
 }
 
 /// Whether every response is complete (false for NULL).
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_h3_fetch_is_done(f: *const mpquic_h3_fetch) -> bool {
-    // SAFETY: a live handle.
-    unsafe { f.as_ref() }.is_some_and(|f| f.inner.is_done())
+    crate::guard(false, || {
+        // SAFETY: a live handle.
+        unsafe { f.as_ref() }.is_some_and(|f| f.inner.is_done())
+    })
 }

@@ -96,15 +96,11 @@ unsafe fn with_h3<R>(
 ) -> R {
     // SAFETY: the caller passes live handles used by one thread.
     let (Some(h), Some(c)) = (unsafe { h3.as_mut() }, unsafe { conn.as_mut() }) else { return on_null };
-    let args = AssertUnwindSafe((h, c, f));
-    std::panic::catch_unwind(move || {
-        let args = args;
-        let (h, c, f) = args.0;
+    crate::guard(on_err, move || {
         let now = c.last;
         let mut q = Quic::new(&mut c.inner, now);
         f(&mut h.inner, &mut q)
     })
-    .unwrap_or(on_err)
 }
 
 /// Headers from a C array (`n` entries at `hdrs`).
@@ -156,7 +152,7 @@ pub unsafe extern "C" fn mpquic_h3_conn_free(h3: *mut mpquic_h3_conn) {
     }
     // SAFETY: `h3` came from mpquic_h3_conn_new and is freed once.
     let b = unsafe { Box::from_raw(h3) };
-    let _ = std::panic::catch_unwind(AssertUnwindSafe(move || drop(b)));
+    crate::guard((), move || drop(b));
 }
 
 /// Client: send a request with `n` headers (`:method`, `:scheme`,
@@ -348,22 +344,24 @@ pub unsafe extern "C" fn mpquic_h3_event_free(ev: *mut mpquic_h3_event) {
     }
     // SAFETY: `ev` came from mpquic_h3_conn_poll and is freed once.
     let b = unsafe { Box::from_raw(ev) };
-    let _ = std::panic::catch_unwind(AssertUnwindSafe(move || drop(b)));
+    crate::guard((), move || drop(b));
 }
 
 /// The event's kind. (A NULL event reads as MPQUIC_H3_EVENT_FINISHED.)
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_h3_event_kind(ev: *const mpquic_h3_event) -> mpquic_h3_event_type {
-    use mpquic_h3_event_type::*;
-    // SAFETY: NULL or a live event.
-    match unsafe { ev.as_ref() }.map(|e| &e.inner) {
-        Some(Event::Headers { .. }) => MPQUIC_H3_EVENT_HEADERS,
-        Some(Event::Data { .. }) => MPQUIC_H3_EVENT_DATA,
-        Some(Event::Finished { .. }) | None => MPQUIC_H3_EVENT_FINISHED,
-        Some(Event::Reset { .. }) => MPQUIC_H3_EVENT_RESET,
-        Some(Event::StreamError { .. }) => MPQUIC_H3_EVENT_STREAM_ERROR,
-        Some(Event::GoAway { .. }) => MPQUIC_H3_EVENT_GOAWAY,
-    }
+    crate::guard(mpquic_h3_event_type::MPQUIC_H3_EVENT_FINISHED, || {
+        use mpquic_h3_event_type::*;
+        // SAFETY: NULL or a live event.
+        match unsafe { ev.as_ref() }.map(|e| &e.inner) {
+            Some(Event::Headers { .. }) => MPQUIC_H3_EVENT_HEADERS,
+            Some(Event::Data { .. }) => MPQUIC_H3_EVENT_DATA,
+            Some(Event::Finished { .. }) | None => MPQUIC_H3_EVENT_FINISHED,
+            Some(Event::Reset { .. }) => MPQUIC_H3_EVENT_RESET,
+            Some(Event::StreamError { .. }) => MPQUIC_H3_EVENT_STREAM_ERROR,
+            Some(Event::GoAway { .. }) => MPQUIC_H3_EVENT_GOAWAY,
+        }
+    })
 }
 
 /// The headers of a Headers event (empty for others). The caller picks
@@ -455,8 +453,10 @@ pub unsafe extern "C" fn mpquic_h3_event_for_each_header(
 /// For MPQUIC_H3_EVENT_HEADERS: whether a body (or trailers) may follow.
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_h3_event_headers_has_body(ev: *const mpquic_h3_event) -> bool {
-    // SAFETY: NULL or a live event.
-    matches!(unsafe { ev.as_ref() }.map(|e| &e.inner), Some(Event::Headers { has_body: true, .. }))
+    crate::guard(false, || {
+        // SAFETY: NULL or a live event.
+        matches!(unsafe { ev.as_ref() }.map(|e| &e.inner), Some(Event::Headers { has_body: true, .. }))
+    })
 }
 
 /// For MPQUIC_H3_EVENT_RESET: the peer's code; for
@@ -464,10 +464,12 @@ pub unsafe extern "C" fn mpquic_h3_event_headers_has_body(ev: *const mpquic_h3_e
 /// with; 0 otherwise.
 #[no_mangle]
 pub unsafe extern "C" fn mpquic_h3_event_error_code(ev: *const mpquic_h3_event) -> u64 {
-    // SAFETY: NULL or a live event.
-    match unsafe { ev.as_ref() }.map(|e| &e.inner) {
-        Some(Event::Reset { code, .. }) => *code,
-        Some(Event::StreamError { error, .. }) => error.code.0,
-        _ => 0,
-    }
+    crate::guard(0, || {
+        // SAFETY: NULL or a live event.
+        match unsafe { ev.as_ref() }.map(|e| &e.inner) {
+            Some(Event::Reset { code, .. }) => *code,
+            Some(Event::StreamError { error, .. }) => error.code.0,
+            _ => 0,
+        }
+    })
 }

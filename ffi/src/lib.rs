@@ -16,8 +16,11 @@
 //! * **Threads**: handles are not synchronised; a handle may move between
 //!   threads but must be used by one thread at a time. A config may be
 //!   shared by connections created from it but not modified concurrently.
-//! * No panic crosses the boundary: every entry point catches unwinding and
-//!   returns `MPQUIC_ERROR_INTERNAL` (or NULL / false).
+//! * No panic crosses the boundary: every entry point of both C APIs (this
+//!   and `quiche`) runs its body through `guard` (lib.rs), which catches
+//!   unwinding and returns the function's error value (`MPQUIC_ERROR_INTERNAL`,
+//!   a QUICHE_ERR_* code, NULL, false or 0); `tests/panic_policy.rs`
+//!   checks that every `extern "C"` function reaches it.
 
 #![warn(missing_docs)]
 // The exported names follow C conventions (`mpquic_*`).
@@ -168,7 +171,39 @@ pub(crate) fn config_error(e: &engine::ConfigError) -> mpquic_error {
 /// caller gets MPQUIC_ERROR_INTERNAL and is told to free the handle, which
 /// is why asserting unwind safety is acceptable here.
 pub(crate) fn guard<R>(on_panic: R, f: impl FnOnce() -> R) -> R {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or(on_panic)
+    catch_unwind(AssertUnwindSafe(|| {
+        #[cfg(test)]
+        fault::panic_if_armed();
+        f()
+    }))
+    .unwrap_or(on_panic)
+}
+
+/// Fault injection for tests: the next [`guard`] entered on this thread
+/// panics inside, as a bug in the library would.
+#[cfg(test)]
+pub(crate) mod fault {
+    use std::cell::Cell;
+
+    thread_local! {
+        static ARMED: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Make the next guarded call on this thread panic.
+    pub(crate) fn arm() {
+        ARMED.with(|a| a.set(true));
+    }
+
+    /// Whether the armed panic has not happened yet (disarms).
+    pub(crate) fn disarm() -> bool {
+        ARMED.with(|a| a.replace(false))
+    }
+
+    pub(super) fn panic_if_armed() {
+        if disarm() {
+            panic!("fault injected by a test");
+        }
+    }
 }
 
 /// A byte slice from a C pointer and length; an empty slice for length 0
@@ -209,8 +244,10 @@ pub(crate) unsafe fn c_str<'a>(p: *const libc::c_char) -> Option<&'a str> {
 /// The library version, a static NUL-terminated string (never free it).
 #[no_mangle]
 pub extern "C" fn mpquic_version() -> *const libc::c_char {
-    static V: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
-    V.as_ptr().cast()
+    crate::guard(std::ptr::null(), || {
+        static V: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
+        V.as_ptr().cast()
+    })
 }
 
 /// Fill `out` with `len` random bytes (a fresh connection ID, at most 20

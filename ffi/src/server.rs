@@ -127,7 +127,7 @@ pub unsafe extern "C" fn mpquic_validator_free(v: *mut mpquic_validator) {
     }
     // SAFETY: `v` came from mpquic_validator_new and is freed once.
     let b = unsafe { Box::from_raw(v) };
-    let _ = std::panic::catch_unwind(AssertUnwindSafe(move || drop(b)));
+    crate::guard((), move || drop(b));
 }
 
 /// Decide what to do with datagram `dgram` from `from` that matched no

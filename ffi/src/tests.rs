@@ -928,3 +928,16 @@ fn stream_unsent_cap_from_c() {
         mpquic_config_free(scfg);
     }
 }
+
+#[test]
+fn a_panic_inside_returns_mpquic_error_internal() {
+    crate::fault::arm();
+    let mut out = [0u8; 8];
+    // SAFETY: `out` holds 8 writable bytes.
+    let r = unsafe { crate::mpquic_random_cid(out.as_mut_ptr(), out.len()) };
+    assert!(!crate::fault::disarm(), "the call did not reach guard");
+    assert_eq!(r, MPQUIC_ERROR_INTERNAL.code());
+    crate::fault::arm();
+    let cfg = crate::mpquic_config_new();
+    assert!(cfg.is_null() && !crate::fault::disarm());
+}

@@ -191,6 +191,24 @@ def test_the_log_shows_both_paths(request, logs, side):
     assert {"stream_id": 0, "stream_type": "bidirectional", "old": "idle", "new": "open"} in opened, opened
 
 
+def test_the_server_closes_with_each_paths_totals(qlog_files):
+    events = qvis_records(qlog_files["server"].read_text())[1:]
+    closed = [e for e in events if e["name"] == "mpquic:closed"]
+    assert len(closed) == 1 and errors(EVENT, closed[0]) == [], closed
+    data = closed[0]["data"]
+    assert {p["path_id"] for p in data["paths"]} == {0, 1}
+    # The last path_stats of each path is written at close: it agrees.
+    last = {e["data"]["path_id"]: e["data"] for e in events if e["name"] == "mpquic:path_stats"}
+    for p in data["paths"]:
+        assert last[p["path_id"]]["sent_bytes"] == p["sent_bytes"], (last, p)
+    sent = sum(p["sent_bytes"] for p in data["paths"])
+    assert 256 * 16000 < sent <= data["stats"]["sent_bytes"]
+    for bad in [lambda d: d.update(stats=str(d["stats"])), lambda d: d["paths"][0].pop("sent_bytes")]:
+        e = copy.deepcopy(closed[0])
+        bad(e["data"])
+        assert errors(EVENT, e), e
+
+
 def test_broken_records_are_rejected(qlog_files):
     records = qvis_records(qlog_files["server"].read_text())
     header, events = records[0], records[1:]

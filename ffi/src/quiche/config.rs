@@ -175,7 +175,7 @@ pub extern "C" fn quiche_config_load_verify_locations_from_directory(
     _config: *mut quiche_config,
     _path: *const c_char,
 ) -> c_int {
-    QUICHE_ERR_TLS_FAIL.c()
+    crate::guard(crate::quiche::QUICHE_ERR_INVALID_STATE.c(), || QUICHE_ERR_TLS_FAIL.c())
 }
 
 /// Not supported (TLS groups are BoringSSL's defaults): QUICHE_ERR_TLS_FAIL.
@@ -184,7 +184,7 @@ pub extern "C" fn quiche_config_set_curves_list(
     _config: *mut quiche_config,
     _curves: *const c_char,
 ) -> c_int {
-    QUICHE_ERR_TLS_FAIL.c()
+    crate::guard(crate::quiche::QUICHE_ERR_INVALID_STATE.c(), || QUICHE_ERR_TLS_FAIL.c())
 }
 
 /// Not supported (no session resumption): QUICHE_ERR_TLS_FAIL.
@@ -194,7 +194,7 @@ pub extern "C" fn quiche_config_set_ticket_key(
     _key: *const u8,
     _key_len: usize,
 ) -> c_int {
-    QUICHE_ERR_TLS_FAIL.c()
+    crate::guard(crate::quiche::QUICHE_ERR_INVALID_STATE.c(), || QUICHE_ERR_TLS_FAIL.c())
 }
 
 /// Verify the peer's certificate (default: clients yes, servers no).
@@ -373,42 +373,62 @@ pub unsafe extern "C" fn quiche_config_set_active_connection_id_limit(config: *m
 
 /// Accepted, no effect (mpquic sends no QUIC grease).
 #[no_mangle]
-pub extern "C" fn quiche_config_grease(_config: *mut quiche_config, _v: bool) {}
-/// Accepted, no effect (no path MTU discovery).
+pub extern "C" fn quiche_config_grease(_config: *mut quiche_config, _v: bool) {
+    crate::guard((), || {})
+}
+/// Path MTU discovery on or off (mpquic's default: on); each new size is a
+/// QUICHE_PATH_EVENT_PMTU_UPDATED path event.
 #[no_mangle]
-pub extern "C" fn quiche_config_discover_pmtu(_config: *mut quiche_config, _v: bool) {}
+pub unsafe extern "C" fn quiche_config_discover_pmtu(config: *mut quiche_config, v: bool) {
+    // SAFETY: forwarded.
+    unsafe { set_unit(config, move |e| e.enable_pmtud(v)) };
+}
 /// Accepted, no effect (no 0-RTT).
 #[no_mangle]
-pub extern "C" fn quiche_config_enable_early_data(_config: *mut quiche_config) {}
+pub extern "C" fn quiche_config_enable_early_data(_config: *mut quiche_config) {
+    crate::guard((), || {})
+}
 /// Accepted, no effect (the limit is RFC 9000's factor of 3).
 #[no_mangle]
-pub extern "C" fn quiche_config_set_max_amplification_factor(_config: *mut quiche_config, _v: usize) {}
+pub extern "C" fn quiche_config_set_max_amplification_factor(_config: *mut quiche_config, _v: usize) {
+    crate::guard((), || {})
+}
 /// Accepted, no effect (mpquic accepts datagrams up to 65527 bytes).
 #[no_mangle]
-pub extern "C" fn quiche_config_set_max_recv_udp_payload_size(_config: *mut quiche_config, _v: usize) {}
+pub extern "C" fn quiche_config_set_max_recv_udp_payload_size(_config: *mut quiche_config, _v: usize) {
+    crate::guard((), || {})
+}
 /// Accepted, no effect (each controller has its own initial window).
 #[no_mangle]
 pub extern "C" fn quiche_config_set_initial_congestion_window_packets(
     _config: *mut quiche_config,
     _packets: usize,
 ) {
+    crate::guard((), || {})
 }
 /// Accepted, no effect (CUBIC's slow start is the controller's own).
 #[no_mangle]
-pub extern "C" fn quiche_config_enable_hystart(_config: *mut quiche_config, _v: bool) {}
+pub extern "C" fn quiche_config_enable_hystart(_config: *mut quiche_config, _v: bool) {
+    crate::guard((), || {})
+}
 /// Accepted, no effect.
 #[no_mangle]
-pub extern "C" fn quiche_config_set_enable_cubic_idle_restart_fix(_config: *mut quiche_config, _v: bool) {}
+pub extern "C" fn quiche_config_set_enable_cubic_idle_restart_fix(_config: *mut quiche_config, _v: bool) {
+    crate::guard((), || {})
+}
 /// Accepted, no effect (windows auto-tune up to the max windows).
 #[no_mangle]
 pub extern "C" fn quiche_config_set_use_initial_max_data_as_flow_control_win(
     _config: *mut quiche_config,
     _v: bool,
 ) {
+    crate::guard((), || {})
 }
 /// Accepted, no effect (no pacing rate cap).
 #[no_mangle]
-pub extern "C" fn quiche_config_set_max_pacing_rate(_config: *mut quiche_config, _v: u64) {}
+pub extern "C" fn quiche_config_set_max_pacing_rate(_config: *mut quiche_config, _v: u64) {
+    crate::guard((), || {})
+}
 /// Accepted, no effect: DATAGRAM frames are not supported (the
 /// quiche_conn_dgram_* functions return QUICHE_ERR_INVALID_STATE).
 #[no_mangle]
@@ -421,10 +441,14 @@ pub extern "C" fn quiche_config_enable_dgram(
 }
 /// Accepted, no effect (tokens derive from a per-config random key).
 #[no_mangle]
-pub extern "C" fn quiche_config_set_stateless_reset_token(_config: *mut quiche_config, _v: *const u8) {}
+pub extern "C" fn quiche_config_set_stateless_reset_token(_config: *mut quiche_config, _v: *const u8) {
+    crate::guard((), || {})
+}
 /// Accepted, no effect.
 #[no_mangle]
-pub extern "C" fn quiche_config_set_disable_dcid_reuse(_config: *mut quiche_config, _v: bool) {}
+pub extern "C" fn quiche_config_set_disable_dcid_reuse(_config: *mut quiche_config, _v: bool) {
+    crate::guard((), || {})
+}
 
 /// quiche's congestion controllers, by number.
 #[repr(C)]

@@ -44,13 +44,22 @@ pub struct quiche_conn {
     /// Largest UDP payload we send (from the config).
     pub(crate) max_send: usize,
     established_logged: bool,
+    /// Path state last reported as path events.
+    path_watch: super::path_events::PathWatch,
 }
 
 impl quiche_conn {
     fn new(state: State, scid: ConnectionId, max_send: usize) -> *mut quiche_conn {
         let trace_id = scid.as_slice().iter().map(|b| format!("{b:02x}")).collect::<String>() + "\0";
         log_line(&format!("{}: new connection", &trace_id[..trace_id.len() - 1]));
-        Box::into_raw(Box::new(quiche_conn { state, scid, trace_id, max_send, established_logged: false }))
+        Box::into_raw(Box::new(quiche_conn {
+            state,
+            scid,
+            trace_id,
+            max_send,
+            established_logged: false,
+            path_watch: Default::default(),
+        }))
     }
 
     /// Our first source connection ID.
@@ -69,6 +78,16 @@ impl quiche_conn {
     pub(crate) fn live_mut(&mut self) -> Option<&mut Connection> {
         match &mut self.state {
             State::Live(c) => Some(c),
+            State::Pending(_) => None,
+        }
+    }
+
+    /// The engine connection and what path events reported of it.
+    pub(crate) fn live_with_watch(
+        &mut self,
+    ) -> Option<(&mut Connection, &mut super::path_events::PathWatch)> {
+        match &mut self.state {
+            State::Live(c) => Some((&mut **c, &mut self.path_watch)),
             State::Pending(_) => None,
         }
     }
@@ -347,7 +366,7 @@ pub unsafe extern "C" fn quiche_conn_send(
 /// this is one datagram.
 #[no_mangle]
 pub unsafe extern "C" fn quiche_conn_send_quantum(conn: *const quiche_conn) -> usize {
-    conn_ref!(conn, 0).max_send
+    crate::guard(0, || conn_ref!(conn, 0).max_send)
 }
 
 /// The largest UDP payload this connection sends: ours, capped by the
@@ -453,9 +472,11 @@ pub unsafe extern "C" fn quiche_conn_trace_id(
     out: *mut *const u8,
     out_len: *mut usize,
 ) {
-    let c = conn_ref!(conn);
-    // SAFETY: forwarded out pointers; the bytes live in the connection.
-    unsafe { out_bytes(&c.trace_id.as_bytes()[..c.trace_id.len() - 1], out, out_len) };
+    crate::guard((), || {
+        let c = conn_ref!(conn);
+        // SAFETY: forwarded out pointers; the bytes live in the connection.
+        unsafe { out_bytes(&c.trace_id.as_bytes()[..c.trace_id.len() - 1], out, out_len) };
+    })
 }
 
 /// Our first source connection ID.
@@ -465,9 +486,11 @@ pub unsafe extern "C" fn quiche_conn_source_id(
     out: *mut *const u8,
     out_len: *mut usize,
 ) {
-    let c = conn_ref!(conn);
-    // SAFETY: as above.
-    unsafe { out_bytes(c.scid.as_slice(), out, out_len) };
+    crate::guard((), || {
+        let c = conn_ref!(conn);
+        // SAFETY: as above.
+        unsafe { out_bytes(c.scid.as_slice(), out, out_len) };
+    })
 }
 
 /// The negotiated ALPN protocol (empty before the handshake).
@@ -477,9 +500,11 @@ pub unsafe extern "C" fn quiche_conn_application_proto(
     out: *mut *const u8,
     out_len: *mut usize,
 ) {
-    let c = conn_ref!(conn);
-    // SAFETY: as above.
-    unsafe { out_bytes(c.live().map_or(&[], Connection::application_proto), out, out_len) };
+    crate::guard((), || {
+        let c = conn_ref!(conn);
+        // SAFETY: as above.
+        unsafe { out_bytes(c.live().map_or(&[], Connection::application_proto), out, out_len) };
+    })
 }
 
 /// The SNI the client sent (server) or asked for (client).
@@ -489,10 +514,12 @@ pub unsafe extern "C" fn quiche_conn_server_name(
     out: *mut *const u8,
     out_len: *mut usize,
 ) {
-    let c = conn_ref!(conn);
-    let name = c.live().and_then(Connection::server_name).unwrap_or("");
-    // SAFETY: as above.
-    unsafe { out_bytes(name.as_bytes(), out, out_len) };
+    crate::guard((), || {
+        let c = conn_ref!(conn);
+        let name = c.live().and_then(Connection::server_name).unwrap_or("");
+        // SAFETY: as above.
+        unsafe { out_bytes(name.as_bytes(), out, out_len) };
+    })
 }
 
 /// Not supported: the peer's certificate is not exposed (`*out_len` = 0).
@@ -502,8 +529,10 @@ pub unsafe extern "C" fn quiche_conn_peer_cert(
     out: *mut *const u8,
     out_len: *mut usize,
 ) {
-    // SAFETY: as above.
-    unsafe { out_bytes(&[], out, out_len) };
+    crate::guard((), || {
+        // SAFETY: as above.
+        unsafe { out_bytes(&[], out, out_len) };
+    })
 }
 
 /// Not supported (no session resumption): `*out_len` = 0.
@@ -513,8 +542,10 @@ pub unsafe extern "C" fn quiche_conn_session(
     out: *mut *const u8,
     out_len: *mut usize,
 ) {
-    // SAFETY: as above.
-    unsafe { out_bytes(&[], out, out_len) };
+    crate::guard((), || {
+        // SAFETY: as above.
+        unsafe { out_bytes(&[], out, out_len) };
+    })
 }
 
 /// Not supported (no session resumption): QUICHE_ERR_TLS_FAIL.
@@ -524,14 +555,14 @@ pub extern "C" fn quiche_conn_set_session(
     _buf: *const u8,
     _buf_len: usize,
 ) -> c_int {
-    super::QUICHE_ERR_TLS_FAIL.c()
+    crate::guard(crate::quiche::QUICHE_ERR_INVALID_STATE.c(), || super::QUICHE_ERR_TLS_FAIL.c())
 }
 
 /// Not supported per connection (use quiche_config_log_keys with
 /// SSLKEYLOGFILE): returns false.
 #[no_mangle]
 pub extern "C" fn quiche_conn_set_keylog_path(_conn: *mut quiche_conn, _path: *const c_char) -> bool {
-    false
+    crate::guard(false, || false)
 }
 
 /// Not supported (mpquic's qlog events are in its Rust and mpquic_* APIs):
@@ -543,7 +574,7 @@ pub extern "C" fn quiche_conn_set_qlog_path(
     _log_title: *const c_char,
     _log_desc: *const c_char,
 ) -> bool {
-    false
+    crate::guard(false, || false)
 }
 
 /// A bool fact of the engine connection (false before it exists).
@@ -605,11 +636,13 @@ pub unsafe extern "C" fn quiche_conn_is_multipath(conn: *const quiche_conn) -> b
 /// Whether this is the server side.
 #[no_mangle]
 pub unsafe extern "C" fn quiche_conn_is_server(conn: *const quiche_conn) -> bool {
-    let c = conn_ref!(conn, false);
-    match &c.state {
-        State::Pending(_) => true,
-        State::Live(l) => l.is_server(),
-    }
+    crate::guard(false, || {
+        let c = conn_ref!(conn, false);
+        match &c.state {
+            State::Pending(_) => true,
+            State::Live(l) => l.is_server(),
+        }
+    })
 }
 
 /// Copy out a close error; false if there is none.

@@ -159,27 +159,37 @@ pub extern "C" fn quiche_h3_config_new() -> *mut quiche_h3_config {
 /// Largest header section accepted from the peer.
 #[no_mangle]
 pub unsafe extern "C" fn quiche_h3_config_set_max_field_section_size(config: *mut quiche_h3_config, v: u64) {
-    // SAFETY: a live config or NULL.
-    if let Some(c) = unsafe { config.as_mut() } {
-        c.inner.max_field_section_size = v;
-    }
+    crate::guard((), || {
+        // SAFETY: a live config or NULL.
+        if let Some(c) = unsafe { config.as_mut() } {
+            c.inner.max_field_section_size = v;
+        }
+    })
 }
 
 /// Accepted, no effect: mpquic's QPACK uses no dynamic table.
 #[no_mangle]
-pub extern "C" fn quiche_h3_config_set_qpack_max_table_capacity(_config: *mut quiche_h3_config, _v: u64) {}
+pub extern "C" fn quiche_h3_config_set_qpack_max_table_capacity(_config: *mut quiche_h3_config, _v: u64) {
+    crate::guard((), || {})
+}
 
 /// Accepted, no effect: mpquic's QPACK uses no dynamic table.
 #[no_mangle]
-pub extern "C" fn quiche_h3_config_set_qpack_blocked_streams(_config: *mut quiche_h3_config, _v: u64) {}
+pub extern "C" fn quiche_h3_config_set_qpack_blocked_streams(_config: *mut quiche_h3_config, _v: u64) {
+    crate::guard((), || {})
+}
 
 /// Accepted, no effect: extended CONNECT is not supported.
 #[no_mangle]
-pub extern "C" fn quiche_h3_config_enable_extended_connect(_config: *mut quiche_h3_config, _enabled: bool) {}
+pub extern "C" fn quiche_h3_config_enable_extended_connect(_config: *mut quiche_h3_config, _enabled: bool) {
+    crate::guard((), || {})
+}
 
 /// Accepted, no effect: PRIORITY_UPDATE frames are ignored.
 #[no_mangle]
-pub extern "C" fn quiche_h3_config_set_max_priority_update_size(_config: *mut quiche_h3_config, _v: u64) {}
+pub extern "C" fn quiche_h3_config_set_max_priority_update_size(_config: *mut quiche_h3_config, _v: u64) {
+    crate::guard((), || {})
+}
 
 /// Release HTTP/3 settings (NULL is accepted).
 #[no_mangle]
@@ -308,15 +318,17 @@ pub unsafe extern "C" fn quiche_h3_conn_poll(
 /// The kind of an event.
 #[no_mangle]
 pub unsafe extern "C" fn quiche_h3_event_type(ev: *mut quiche_h3_event) -> H3EventType {
-    use H3EventType::*;
-    // SAFETY: a live event or NULL.
-    match unsafe { ev.as_ref() }.map(|e| &e.inner) {
-        Some(Event::Headers { .. }) => QUICHE_H3_EVENT_HEADERS,
-        Some(Event::Data { .. }) => QUICHE_H3_EVENT_DATA,
-        Some(Event::Reset { .. }) => QUICHE_H3_EVENT_RESET,
-        Some(Event::GoAway { .. }) => QUICHE_H3_EVENT_GOAWAY,
-        Some(Event::Finished { .. } | Event::StreamError { .. }) | None => QUICHE_H3_EVENT_FINISHED,
-    }
+    crate::guard(H3EventType::QUICHE_H3_EVENT_FINISHED, || {
+        use H3EventType::*;
+        // SAFETY: a live event or NULL.
+        match unsafe { ev.as_ref() }.map(|e| &e.inner) {
+            Some(Event::Headers { .. }) => QUICHE_H3_EVENT_HEADERS,
+            Some(Event::Data { .. }) => QUICHE_H3_EVENT_DATA,
+            Some(Event::Reset { .. }) => QUICHE_H3_EVENT_RESET,
+            Some(Event::GoAway { .. }) => QUICHE_H3_EVENT_GOAWAY,
+            Some(Event::Finished { .. } | Event::StreamError { .. }) | None => QUICHE_H3_EVENT_FINISHED,
+        }
+    })
 }
 
 /// Call `cb` for each header of a HEADERS event, in order, stopping at the
@@ -336,25 +348,29 @@ pub unsafe extern "C" fn quiche_h3_event_for_each_header(
     >,
     argp: *mut c_void,
 ) -> c_int {
-    // SAFETY: a live event or NULL.
-    let (Some(e), Some(cb)) = (unsafe { ev.as_mut() }, cb) else { return -1 };
-    let Event::Headers { headers, .. } = &mut e.inner else { return -1 };
-    for h in headers.iter_mut() {
-        let (n, v) = (&mut h.name, &mut h.value);
-        // SAFETY: the callback gets pointers into the event, valid for the call.
-        let rc = unsafe { cb(n.as_mut_ptr(), n.len(), v.as_mut_ptr(), v.len(), argp) };
-        if rc != 0 {
-            return rc;
+    crate::guard(QUICHE_H3_ERR_INTERNAL_ERROR as c_int, || {
+        // SAFETY: a live event or NULL.
+        let (Some(e), Some(cb)) = (unsafe { ev.as_mut() }, cb) else { return -1 };
+        let Event::Headers { headers, .. } = &mut e.inner else { return -1 };
+        for h in headers.iter_mut() {
+            let (n, v) = (&mut h.name, &mut h.value);
+            // SAFETY: the callback gets pointers into the event, valid for the call.
+            let rc = unsafe { cb(n.as_mut_ptr(), n.len(), v.as_mut_ptr(), v.len(), argp) };
+            if rc != 0 {
+                return rc;
+            }
         }
-    }
-    0
+        0
+    })
 }
 
 /// Whether a HEADERS event may be followed by body data or trailers.
 #[no_mangle]
 pub unsafe extern "C" fn quiche_h3_event_headers_has_more_frames(ev: *mut quiche_h3_event) -> bool {
-    // SAFETY: a live event or NULL.
-    matches!(unsafe { ev.as_ref() }.map(|e| &e.inner), Some(Event::Headers { has_body: true, .. }))
+    crate::guard(false, || {
+        // SAFETY: a live event or NULL.
+        matches!(unsafe { ev.as_ref() }.map(|e| &e.inner), Some(Event::Headers { has_body: true, .. }))
+    })
 }
 
 /// Release an event (NULL is accepted).
@@ -374,26 +390,31 @@ pub unsafe extern "C" fn quiche_h3_for_each_setting(
     cb: Option<unsafe extern "C" fn(identifier: u64, value: u64, argp: *mut c_void) -> c_int>,
     argp: *mut c_void,
 ) -> c_int {
-    // SAFETY: a live connection or NULL.
-    let (Some(h), Some(cb)) = (unsafe { conn.as_ref() }, cb) else { return QUICHE_H3_ERR_DONE as c_int };
-    let Some(s) = h.inner.peer_settings() else { return QUICHE_H3_ERR_DONE as c_int };
-    let known =
-        [(0x1, s.qpack_max_table_capacity), (0x6, s.max_field_section_size), (0x7, s.qpack_blocked_streams)];
-    let all = known.into_iter().filter_map(|(id, v)| v.map(|v| (id, v))).chain(s.other.iter().copied());
-    for (id, v) in all {
-        // SAFETY: the application's callback.
-        let rc = unsafe { cb(id, v, argp) };
-        if rc != 0 {
-            return rc;
+    crate::guard(QUICHE_H3_ERR_INTERNAL_ERROR as c_int, || {
+        // SAFETY: a live connection or NULL.
+        let (Some(h), Some(cb)) = (unsafe { conn.as_ref() }, cb) else { return QUICHE_H3_ERR_DONE as c_int };
+        let Some(s) = h.inner.peer_settings() else { return QUICHE_H3_ERR_DONE as c_int };
+        let known = [
+            (0x1, s.qpack_max_table_capacity),
+            (0x6, s.max_field_section_size),
+            (0x7, s.qpack_blocked_streams),
+        ];
+        let all = known.into_iter().filter_map(|(id, v)| v.map(|v| (id, v))).chain(s.other.iter().copied());
+        for (id, v) in all {
+            // SAFETY: the application's callback.
+            let rc = unsafe { cb(id, v, argp) };
+            if rc != 0 {
+                return rc;
+            }
         }
-    }
-    0
+        0
+    })
 }
 
 /// Always false: extended CONNECT is not supported.
 #[no_mangle]
 pub extern "C" fn quiche_h3_extended_connect_enabled_by_peer(_conn: *mut quiche_h3_conn) -> bool {
-    false
+    crate::guard(false, || false)
 }
 
 /// Always false: HTTP/3 datagrams are not supported.
@@ -618,26 +639,29 @@ pub unsafe extern "C" fn quiche_h3_parse_extensible_priority(
     priority_len: usize,
     parsed: *mut quiche_h3_priority,
 ) -> c_int {
-    // SAFETY: `priority` holds `priority_len` bytes; `parsed` is valid.
-    let (Some(b), Some(out)) = (unsafe { slice(priority, priority_len) }, unsafe { parsed.as_mut() }) else {
-        return QUICHE_H3_ERR_FRAME_ERROR as c_int;
-    };
-    let Ok(s) = std::str::from_utf8(b) else { return QUICHE_H3_ERR_FRAME_ERROR as c_int };
-    let mut p = quiche_h3_priority { urgency: 3, incremental: false };
-    for item in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
-        match item.split(';').next().unwrap_or("") {
-            "i" | "i=?1" => p.incremental = true,
-            "i=?0" => p.incremental = false,
-            x => match x.strip_prefix("u=").map(str::parse::<u8>) {
-                Some(Ok(u)) if u <= 7 => p.urgency = u,
-                Some(_) => return QUICHE_H3_ERR_FRAME_ERROR as c_int,
-                // Unknown parameters are ignored (RFC 9218 §4).
-                None => {}
-            },
+    crate::guard(QUICHE_H3_ERR_INTERNAL_ERROR as c_int, || {
+        // SAFETY: `priority` holds `priority_len` bytes; `parsed` is valid.
+        let (Some(b), Some(out)) = (unsafe { slice(priority, priority_len) }, unsafe { parsed.as_mut() })
+        else {
+            return QUICHE_H3_ERR_FRAME_ERROR as c_int;
+        };
+        let Ok(s) = std::str::from_utf8(b) else { return QUICHE_H3_ERR_FRAME_ERROR as c_int };
+        let mut p = quiche_h3_priority { urgency: 3, incremental: false };
+        for item in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+            match item.split(';').next().unwrap_or("") {
+                "i" | "i=?1" => p.incremental = true,
+                "i=?0" => p.incremental = false,
+                x => match x.strip_prefix("u=").map(str::parse::<u8>) {
+                    Some(Ok(u)) if u <= 7 => p.urgency = u,
+                    Some(_) => return QUICHE_H3_ERR_FRAME_ERROR as c_int,
+                    // Unknown parameters are ignored (RFC 9218 §4).
+                    None => {}
+                },
+            }
         }
-    }
-    *out = p;
-    0
+        *out = p;
+        0
+    })
 }
 
 /// Not supported (mpquic sends no PRIORITY_UPDATE):
@@ -649,7 +673,7 @@ pub extern "C" fn quiche_h3_send_priority_update_for_request(
     _stream_id: u64,
     _priority: *mut quiche_h3_priority,
 ) -> c_int {
-    QUICHE_H3_ERR_FRAME_UNEXPECTED as c_int
+    crate::guard(QUICHE_H3_ERR_INTERNAL_ERROR as c_int, || QUICHE_H3_ERR_FRAME_UNEXPECTED as c_int)
 }
 
 /// PRIORITY_UPDATE frames are not kept: QUICHE_H3_ERR_DONE.
@@ -666,7 +690,7 @@ pub extern "C" fn quiche_h3_take_last_priority_update(
     >,
     _argp: *mut c_void,
 ) -> c_int {
-    QUICHE_H3_ERR_DONE as c_int
+    crate::guard(QUICHE_H3_ERR_INTERNAL_ERROR as c_int, || QUICHE_H3_ERR_DONE as c_int)
 }
 
 /// HTTP/3 counters.
@@ -682,8 +706,10 @@ pub struct quiche_h3_stats {
 /// Fill `out` (mpquic counts nothing here: zeros).
 #[no_mangle]
 pub unsafe extern "C" fn quiche_h3_conn_stats(_conn: *const quiche_h3_conn, out: *mut quiche_h3_stats) {
-    // SAFETY: valid when not NULL.
-    if let Some(o) = unsafe { out.as_mut() } {
-        *o = quiche_h3_stats::default();
-    }
+    crate::guard((), || {
+        // SAFETY: valid when not NULL.
+        if let Some(o) = unsafe { out.as_mut() } {
+            *o = quiche_h3_stats::default();
+        }
+    })
 }

@@ -13,8 +13,10 @@
 mod config;
 mod conn;
 mod h3;
+mod migration;
 mod mp;
 mod packet;
+mod path_events;
 mod paths;
 mod stats;
 mod stream;
@@ -25,8 +27,10 @@ mod unsupported;
 pub use config::*;
 pub use conn::*;
 pub use h3::*;
+pub use migration::*;
 pub use mp::*;
 pub use packet::*;
+pub use path_events::*;
 pub use paths::*;
 pub use stats::*;
 pub use stream::*;
@@ -182,8 +186,10 @@ pub(crate) fn timespec_of(t: Instant) -> libc::timespec {
 /// The library version, a static NUL-terminated string.
 #[no_mangle]
 pub extern "C" fn quiche_version() -> *const c_char {
-    static V: &str = concat!("mpquic-", env!("CARGO_PKG_VERSION"), "\0");
-    V.as_ptr().cast()
+    crate::guard(std::ptr::null(), || {
+        static V: &str = concat!("mpquic-", env!("CARGO_PKG_VERSION"), "\0");
+        V.as_ptr().cast()
+    })
 }
 
 /// A debug-log callback and its argument.

@@ -6,7 +6,7 @@
 
 use std::ffi::{c_char, c_int};
 
-use engine::{PathError, PathStatus};
+use engine::{PathError, PathId, PathStatus};
 use libc::{sockaddr, socklen_t};
 
 use super::conn::{conn_mut, conn_ref, quiche_conn};
@@ -39,18 +39,28 @@ pub unsafe extern "C" fn quiche_conn_open_path(
             return QUICHE_ERR_INVALID_STATE.c();
         };
         let Some(live) = c.live_mut() else { return QUICHE_ERR_INVALID_STATE.c() };
-        match live.probe_path(l, p, now()) {
-            Ok(id) => {
-                // SAFETY: valid when not NULL.
-                if let Some(out) = unsafe { path_id.as_mut() } {
-                    *out = u64::from(id.0);
-                }
-                0
-            }
-            Err(PathError::PathIdLimit | PathError::NoConnectionId) => QUICHE_ERR_OUT_OF_IDENTIFIERS.c(),
-            Err(_) => QUICHE_ERR_INVALID_STATE.c(),
-        }
+        // SAFETY: valid when not NULL.
+        unsafe { path_result(live.probe_path(l, p, now()), path_id) }
     })
+}
+
+/// A path call's result for C: 0 with the path's wire ID in `*out` (may be
+/// NULL), or quiche's code for the error.
+///
+/// # Safety
+/// `out` is NULL or writable.
+pub(crate) unsafe fn path_result(r: Result<PathId, PathError>, out: *mut u64) -> c_int {
+    match r {
+        Ok(id) => {
+            // SAFETY: the caller's contract.
+            if let Some(out) = unsafe { out.as_mut() } {
+                *out = u64::from(id.0);
+            }
+            0
+        }
+        Err(PathError::PathIdLimit | PathError::NoConnectionId) => QUICHE_ERR_OUT_OF_IDENTIFIERS.c(),
+        Err(_) => QUICHE_ERR_INVALID_STATE.c(),
+    }
 }
 
 /// mpquic extension: how many paths the connection has now.

@@ -121,7 +121,7 @@ pub unsafe extern "C" fn quiche_header_info(
 /// Whether this library speaks QUIC `version` (only QUIC v1).
 #[no_mangle]
 pub extern "C" fn quiche_version_is_supported(version: u32) -> bool {
-    version == QUIC_V1
+    crate::guard(false, || version == QUIC_V1)
 }
 
 /// Write into `out` a Version Negotiation packet answering a client whose

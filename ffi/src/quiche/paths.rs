@@ -1,11 +1,10 @@
 //! quiche's path functions over mpquic's paths: sending on a path, path
-//! validation state, the peers seen from a local address, path events,
-//! and our source connection IDs.
+//! validation state, the peers seen from a local address, and our source
+//! connection IDs.
 
 use std::ffi::c_int;
 use std::net::SocketAddr;
 
-use engine::PathEvent;
 use libc::{sockaddr, sockaddr_storage, socklen_t, ssize_t};
 
 use super::conn::{conn_mut, conn_ref, quiche_conn, quiche_send_info};
@@ -72,7 +71,7 @@ pub unsafe extern "C" fn quiche_conn_send_quantum_on_path(
     _peer_addr: *const sockaddr,
     _peer_len: socklen_t,
 ) -> usize {
-    conn_ref!(conn, 0).max_send
+    crate::guard(0, || conn_ref!(conn, 0).max_send)
 }
 
 /// 1 if the path from `from` to `to` is validated, 0 if not yet,
@@ -132,19 +131,21 @@ pub unsafe extern "C" fn quiche_socket_addr_iter_next(
     peer: *mut sockaddr_storage,
     peer_len: *mut usize,
 ) -> bool {
-    // SAFETY: a live iterator and valid out pointers.
-    let (Some(it), Some(p), Some(pl)) =
-        (unsafe { iter.as_mut() }, unsafe { peer.as_mut() }, unsafe { peer_len.as_mut() })
-    else {
-        return false;
-    };
-    match it.addrs.next() {
-        Some(a) => {
-            *pl = to_c(&a, p) as usize;
-            true
+    crate::guard(false, || {
+        // SAFETY: a live iterator and valid out pointers.
+        let (Some(it), Some(p), Some(pl)) =
+            (unsafe { iter.as_mut() }, unsafe { peer.as_mut() }, unsafe { peer_len.as_mut() })
+        else {
+            return false;
+        };
+        match it.addrs.next() {
+            Some(a) => {
+                *pl = to_c(&a, p) as usize;
+                true
+            }
+            None => false,
         }
-        None => false,
-    }
+    })
 }
 
 /// Release an address iterator (NULL is accepted).
@@ -153,151 +154,6 @@ pub unsafe extern "C" fn quiche_socket_addr_iter_free(iter: *mut quiche_socket_a
     if !iter.is_null() {
         // SAFETY: made by quiche_conn_paths_iter, not freed before.
         guard((), || drop(unsafe { Box::from_raw(iter) }));
-    }
-}
-
-/// Kinds of path events (quiche's numbering); `enum quiche_path_event_type`
-/// in C, written out in the header (its name is also a function's).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PathEventType {
-    /// The peer opened a path (server side).
-    QUICHE_PATH_EVENT_NEW = 0,
-    /// A path was validated.
-    QUICHE_PATH_EVENT_VALIDATED = 1,
-    /// A path failed validation.
-    QUICHE_PATH_EVENT_FAILED_VALIDATION = 2,
-    /// A path was closed (abandoned).
-    QUICHE_PATH_EVENT_CLOSED = 3,
-    /// Never produced by mpquic.
-    QUICHE_PATH_EVENT_REUSED_SOURCE_CONNECTION_ID = 4,
-    /// Never produced by mpquic (its peers open paths instead of migrating).
-    QUICHE_PATH_EVENT_PEER_MIGRATED = 5,
-    /// Never produced by mpquic (no PMTU discovery).
-    QUICHE_PATH_EVENT_PMTU_UPDATED = 6,
-}
-
-/// A path event (opaque). Free with quiche_path_event_free.
-pub struct quiche_path_event {
-    ty: PathEventType,
-    local: Option<SocketAddr>,
-    peer: Option<SocketAddr>,
-}
-
-/// The next path event, or NULL. Status changes of multipath paths are
-/// not reported here.
-#[no_mangle]
-pub unsafe extern "C" fn quiche_conn_path_event_next(conn: *mut quiche_conn) -> *mut quiche_path_event {
-    use PathEventType::*;
-    let c = conn_mut!(conn, std::ptr::null_mut());
-    guard(std::ptr::null_mut(), || {
-        let Some(live) = c.live_mut() else { return std::ptr::null_mut() };
-        while let Some(e) = live.path_event_next() {
-            let (ty, id) = match e {
-                PathEvent::New(_, l, p) => {
-                    return Box::into_raw(Box::new(quiche_path_event {
-                        ty: QUICHE_PATH_EVENT_NEW,
-                        local: Some(l),
-                        peer: Some(p),
-                    }));
-                }
-                PathEvent::Validated(id) => (QUICHE_PATH_EVENT_VALIDATED, id),
-                PathEvent::FailedValidation(id) => (QUICHE_PATH_EVENT_FAILED_VALIDATION, id),
-                PathEvent::Abandoned(id) => (QUICHE_PATH_EVENT_CLOSED, id),
-                PathEvent::StatusChanged(..) | PathEvent::Migrated(..) => continue,
-            };
-            let addrs = live.paths().find(|(p, _, _)| *p == id);
-            let ev = quiche_path_event { ty, local: addrs.map(|a| a.1), peer: addrs.map(|a| a.2) };
-            return Box::into_raw(Box::new(ev));
-        }
-        std::ptr::null_mut()
-    })
-}
-
-/// The kind of a path event.
-#[no_mangle]
-pub unsafe extern "C" fn quiche_path_event_type(ev: *const quiche_path_event) -> PathEventType {
-    // SAFETY: a live event or NULL.
-    unsafe { ev.as_ref() }.map_or(PathEventType::QUICHE_PATH_EVENT_CLOSED, |e| e.ty)
-}
-
-/// Copy an event's addresses out (zeroed when the path is gone).
-unsafe fn event_addrs(
-    ev: *const quiche_path_event,
-    local: *mut sockaddr_storage,
-    local_len: *mut socklen_t,
-    peer: *mut sockaddr_storage,
-    peer_len: *mut socklen_t,
-) {
-    // SAFETY: a live event and valid out pointers, or NULL.
-    let Some(e) = (unsafe { ev.as_ref() }) else { return };
-    for (a, out, len) in [(e.local, local, local_len), (e.peer, peer, peer_len)] {
-        // SAFETY: as above.
-        if let (Some(o), Some(l)) = (unsafe { out.as_mut() }, unsafe { len.as_mut() }) {
-            *o = crate::addr::zeroed_storage();
-            *l = a.map_or(0, |a| to_c(&a, o));
-        }
-    }
-}
-
-/// The addresses of a NEW event.
-#[no_mangle]
-pub unsafe extern "C" fn quiche_path_event_new(
-    ev: *const quiche_path_event,
-    local: *mut sockaddr_storage,
-    local_len: *mut socklen_t,
-    peer: *mut sockaddr_storage,
-    peer_len: *mut socklen_t,
-) {
-    // SAFETY: forwarded.
-    unsafe { event_addrs(ev, local, local_len, peer, peer_len) }
-}
-
-/// The addresses of a VALIDATED event.
-#[no_mangle]
-pub unsafe extern "C" fn quiche_path_event_validated(
-    ev: *const quiche_path_event,
-    local: *mut sockaddr_storage,
-    local_len: *mut socklen_t,
-    peer: *mut sockaddr_storage,
-    peer_len: *mut socklen_t,
-) {
-    // SAFETY: forwarded.
-    unsafe { event_addrs(ev, local, local_len, peer, peer_len) }
-}
-
-/// The addresses of a FAILED_VALIDATION event.
-#[no_mangle]
-pub unsafe extern "C" fn quiche_path_event_failed_validation(
-    ev: *const quiche_path_event,
-    local: *mut sockaddr_storage,
-    local_len: *mut socklen_t,
-    peer: *mut sockaddr_storage,
-    peer_len: *mut socklen_t,
-) {
-    // SAFETY: forwarded.
-    unsafe { event_addrs(ev, local, local_len, peer, peer_len) }
-}
-
-/// The addresses of a CLOSED event (zeroed: the path is gone).
-#[no_mangle]
-pub unsafe extern "C" fn quiche_path_event_closed(
-    ev: *const quiche_path_event,
-    local: *mut sockaddr_storage,
-    local_len: *mut socklen_t,
-    peer: *mut sockaddr_storage,
-    peer_len: *mut socklen_t,
-) {
-    // SAFETY: forwarded.
-    unsafe { event_addrs(ev, local, local_len, peer, peer_len) }
-}
-
-/// Release a path event (NULL is accepted).
-#[no_mangle]
-pub unsafe extern "C" fn quiche_path_event_free(ev: *mut quiche_path_event) {
-    if !ev.is_null() {
-        // SAFETY: made by quiche_conn_path_event_next, not freed before.
-        guard((), || drop(unsafe { Box::from_raw(ev) }));
     }
 }
 
@@ -333,13 +189,15 @@ pub unsafe extern "C" fn quiche_connection_id_iter_next(
     out: *mut *const u8,
     out_len: *mut usize,
 ) -> bool {
-    // SAFETY: a live iterator or NULL.
-    let Some(it) = (unsafe { iter.as_mut() }) else { return false };
-    let Some(id) = it.ids.get(it.next) else { return false };
-    it.next += 1;
-    // SAFETY: forwarded out pointers; the bytes live in the iterator.
-    unsafe { super::conn::out_bytes(id, out, out_len) };
-    true
+    crate::guard(false, || {
+        // SAFETY: a live iterator or NULL.
+        let Some(it) = (unsafe { iter.as_mut() }) else { return false };
+        let Some(id) = it.ids.get(it.next) else { return false };
+        it.next += 1;
+        // SAFETY: forwarded out pointers; the bytes live in the iterator.
+        unsafe { super::conn::out_bytes(id, out, out_len) };
+        true
+    })
 }
 
 /// Release an ID iterator (NULL is accepted).

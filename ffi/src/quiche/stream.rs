@@ -120,7 +120,7 @@ pub extern "C" fn quiche_conn_stream_priority(
     _urgency: u8,
     _incremental: bool,
 ) -> c_int {
-    0
+    crate::guard(crate::quiche::QUICHE_ERR_INVALID_STATE.c(), || 0)
 }
 
 /// Bytes quiche_conn_stream_send would accept now, or an error.
@@ -216,17 +216,19 @@ pub unsafe extern "C" fn quiche_conn_writable(conn: *const quiche_conn) -> *mut 
 /// The next stream ID into `*stream_id`; false at the end.
 #[no_mangle]
 pub unsafe extern "C" fn quiche_stream_iter_next(iter: *mut quiche_stream_iter, stream_id: *mut u64) -> bool {
-    // SAFETY: a live iterator and a valid out pointer.
-    let (Some(it), Some(out)) = (unsafe { iter.as_mut() }, unsafe { stream_id.as_mut() }) else {
-        return false;
-    };
-    match it.ids.next() {
-        Some(id) => {
-            *out = id;
-            true
+    crate::guard(false, || {
+        // SAFETY: a live iterator and a valid out pointer.
+        let (Some(it), Some(out)) = (unsafe { iter.as_mut() }, unsafe { stream_id.as_mut() }) else {
+            return false;
+        };
+        match it.ids.next() {
+            Some(id) => {
+                *out = id;
+                true
+            }
+            None => false,
         }
-        None => false,
-    }
+    })
 }
 
 /// Release an iterator (NULL is accepted).

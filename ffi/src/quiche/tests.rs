@@ -287,29 +287,11 @@ fn bad_arguments_get_errors_not_crashes() {
     }
 }
 
-/// Move every datagram `from` has to `to`; how many moved.
+/// Move every datagram `from` has to `to`, as sent from `from_addr` to
+/// `to_addr`; how many moved.
 unsafe fn pump(from: *mut quiche_conn, to: *mut quiche_conn, to_addr: &str, from_addr: &str) -> usize {
-    let mut buf = vec![0u8; 1500];
-    let mut si: quiche_send_info = unsafe { std::mem::zeroed() };
-    let (mut f, fl) = c_addr(from_addr);
-    let (mut t, tl) = c_addr(to_addr);
-    let info = quiche_recv_info {
-        from: (&mut f as *mut sockaddr_storage).cast(),
-        from_len: fl,
-        to: (&mut t as *mut sockaddr_storage).cast(),
-        to_len: tl,
-    };
-    let mut moved = 0;
-    loop {
-        let n = unsafe { quiche_conn_send(from, buf.as_mut_ptr(), buf.len(), &mut si) };
-        if n == QUICHE_ERR_DONE.ss() {
-            return moved;
-        }
-        assert!(n > 0, "send: {n}");
-        let r = unsafe { quiche_conn_recv(to, buf.as_mut_ptr(), n as usize, &info) };
-        assert!(r > 0 || r == QUICHE_ERR_DONE.ss(), "recv: {r}");
-        moved += 1;
-    }
+    // SAFETY: forwarded.
+    unsafe { pump_via(from, to, Some((from_addr, to_addr))) }
 }
 
 #[test]
@@ -446,4 +428,148 @@ fn a_pending_timer_never_reads_zero() {
     assert_eq!(conn::nanos_until(t0, t0), 1);
     assert_eq!(conn::nanos_until(t0, t0 + Duration::from_millis(5)), 1);
     assert_eq!(conn::nanos_until(t0 + Duration::from_micros(1500), t0), 1_500_000);
+}
+
+/// Call `f` with a panic armed for the next guarded call; its result, and
+/// whether the call reached `guard` (the panic happened).
+fn with_panic<R>(f: impl FnOnce() -> R) -> (R, bool) {
+    crate::fault::arm();
+    let r = f();
+    (r, !crate::fault::disarm())
+}
+
+#[test]
+fn a_panic_inside_returns_the_functions_error_value() {
+    unsafe {
+        let cfg = config(false, 5000);
+        let (c, _) = first_initial(cfg, &[5; 16]);
+        let mut buf = [0u8; 1500];
+        let mut si: quiche_send_info = std::mem::zeroed();
+        let mut code = 0u64;
+        let (l, ll) = c_addr("127.0.0.1:5001");
+        let (p, pl) = c_addr("127.0.0.1:4433");
+        let ss = QUICHE_ERR_INVALID_STATE.ss();
+        assert_eq!(with_panic(|| quiche_conn_send(c, buf.as_mut_ptr(), buf.len(), &mut si)), (ss, true));
+        assert_eq!(
+            with_panic(|| quiche_conn_stream_send(c, 0, buf.as_ptr(), 5, false, &mut code)),
+            (ss, true)
+        );
+        let mig = with_panic(|| quiche_conn_migrate(c, sa(&l), ll, sa(&p), pl, null_mut()));
+        assert_eq!(mig, (QUICHE_ERR_INVALID_STATE.c(), true));
+        assert_eq!(with_panic(|| quiche_conn_is_established(c)), (false, true));
+        assert_eq!(with_panic(|| quiche_conn_path_event_next(c)), (null_mut(), true));
+        assert_eq!(with_panic(quiche_version), (null(), true));
+        let h3 = with_panic(crate::quiche::quiche_h3_config_new);
+        assert_eq!(h3, (null_mut(), true));
+        // The connection still answers after the caught panics.
+        assert_eq!(quiche_conn_send(c, buf.as_mut_ptr(), buf.len(), &mut si), QUICHE_ERR_DONE.ss());
+        quiche_conn_free(c);
+        quiche_config_free(cfg);
+    }
+}
+
+/// Move every datagram `from` has to `to` with the addresses its send info
+/// gives, or `addrs` (from, to) instead; how many moved.
+unsafe fn pump_via(from: *mut quiche_conn, to: *mut quiche_conn, addrs: Option<(&str, &str)>) -> usize {
+    let mut buf = vec![0u8; 1500];
+    let mut si: quiche_send_info = unsafe { std::mem::zeroed() };
+    let mut moved = 0;
+    loop {
+        let n = unsafe { quiche_conn_send(from, buf.as_mut_ptr(), buf.len(), &mut si) };
+        if n == QUICHE_ERR_DONE.ss() {
+            return moved;
+        }
+        assert!(n > 0, "send: {n}");
+        if let Some((f, t)) = addrs {
+            (si.from, si.from_len) = c_addr(f);
+            (si.to, si.to_len) = c_addr(t);
+        }
+        let info = quiche_recv_info {
+            from: (&mut si.from as *mut sockaddr_storage).cast(),
+            from_len: si.from_len,
+            to: (&mut si.to as *mut sockaddr_storage).cast(),
+            to_len: si.to_len,
+        };
+        let r = unsafe { quiche_conn_recv(to, buf.as_mut_ptr(), n as usize, &info) };
+        assert!(r > 0 || r == QUICHE_ERR_DONE.ss(), "recv: {r}");
+        moved += 1;
+    }
+}
+
+/// The path events of `c` now: (type, local, peer, pmtu).
+unsafe fn path_events(c: *mut quiche_conn) -> Vec<(PathEventType, String, String, usize)> {
+    let mut out = Vec::new();
+    loop {
+        let ev = unsafe { quiche_conn_path_event_next(c) };
+        if ev.is_null() {
+            return out;
+        }
+        let (mut l, mut ll, mut p, mut pl, mut pmtu) = (zeroed_storage(), 0, zeroed_storage(), 0, 0usize);
+        unsafe { quiche_path_event_pmtu_updated(ev, &mut l, &mut ll, &mut p, &mut pl, &mut pmtu) };
+        let addr =
+            |s: &sockaddr_storage, len| unsafe { crate::addr::from_c(sa(s), len) }.map(|a| a.to_string());
+        out.push((
+            unsafe { quiche_path_event_type(ev) },
+            addr(&l, ll).unwrap_or_default(),
+            addr(&p, pl).unwrap_or_default(),
+            pmtu,
+        ));
+        unsafe { quiche_path_event_free(ev) };
+    }
+}
+
+#[test]
+fn migration_peer_migration_and_pmtu_arrive_as_path_events() {
+    use PathEventType::*;
+    unsafe {
+        let ccfg = config(false, 5000);
+        quiche_config_discover_pmtu(ccfg, true);
+        let scfg = config(true, 7000);
+        let (c, mut first) = first_initial(ccfg, &[6; 16]);
+        let (l, ll) = c_addr("127.0.0.1:4433");
+        let (p, pl) = c_addr("127.0.0.1:5000");
+        let s = quiche_accept([9; 16].as_ptr(), 16, null(), 0, sa(&l), ll, sa(&p), pl, scfg);
+        let info =
+            quiche_recv_info { from: sa(&p).cast_mut(), from_len: pl, to: sa(&l).cast_mut(), to_len: ll };
+        assert!(quiche_conn_recv(s, first.as_mut_ptr(), first.len(), &info) > 0);
+        let exchange = |rounds| {
+            for _ in 0..rounds {
+                pump_via(s, c, None);
+                pump_via(c, s, None);
+            }
+        };
+        // The first look at the paths sets what later events compare with.
+        assert!(path_events(c).is_empty() && path_events(s).is_empty());
+        exchange(20);
+        assert!(quiche_conn_is_established(c) && quiche_conn_is_established(s));
+        // Path MTU discovery raises the client's datagram size.
+        let mut code = 0;
+        assert_eq!(quiche_conn_stream_send(c, 0, [1u8; 100].as_ptr(), 100, true, &mut code), 100);
+        exchange(20);
+        let ev = path_events(c);
+        assert!(ev.iter().any(|e| e.0 == QUICHE_PATH_EVENT_PMTU_UPDATED && e.3 > 1200), "{ev:?}");
+        // The client moves its path to another local address.
+        let (n, nl) = c_addr("127.0.0.1:5001");
+        let mut seq = u64::MAX;
+        assert_eq!(quiche_conn_migrate_source(c, sa(&n), nl, &mut seq), 0);
+        assert_eq!(seq, 0);
+        exchange(20);
+        let moved = (QUICHE_PATH_EVENT_VALIDATED, "127.0.0.1:5001".to_string(), "127.0.0.1:4433".to_string());
+        assert!(path_events(c).iter().any(|e| (e.0, e.1.clone(), e.2.clone()) == moved));
+        let peer =
+            (QUICHE_PATH_EVENT_PEER_MIGRATED, "127.0.0.1:4433".to_string(), "127.0.0.1:5001".to_string());
+        let ev = path_events(s);
+        assert!(ev.iter().any(|e| (e.0, e.1.clone(), e.2.clone()) == peer), "{ev:?}");
+        // Already there: nothing to do. A peer address no path has: refused.
+        assert_eq!(quiche_conn_migrate(c, sa(&n), nl, sa(&l), ll, null_mut()), 0);
+        assert_eq!(quiche_conn_migrate(c, sa(&n), nl, sa(&p), pl, null_mut()), QUICHE_ERR_INVALID_STATE.c());
+        // A server does not migrate.
+        let (o, ol) = c_addr("127.0.0.1:4434");
+        assert_eq!(quiche_conn_migrate_source(s, sa(&o), ol, null_mut()), QUICHE_ERR_INVALID_STATE.c());
+        for x in [c, s] {
+            quiche_conn_free(x);
+        }
+        quiche_config_free(ccfg);
+        quiche_config_free(scfg);
+    }
 }
