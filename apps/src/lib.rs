@@ -7,6 +7,7 @@
 pub mod batch;
 pub mod exit;
 pub mod files;
+pub mod kernel;
 pub mod migrate;
 pub mod net;
 pub mod pem;

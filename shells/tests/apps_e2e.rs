@@ -27,6 +27,8 @@ use std::process::{Command, Output};
 
 use sha2::{Digest, Sha256};
 
+mod common;
+
 /// Starts the server in the background on `$host:4433` (`host` set by the script's
 /// first line from the `mm-delay 0` shell's address) and waits until it serves.
 const START_SERVER: &str = r#"
@@ -34,14 +36,7 @@ export host
 "$BIN/mpquic-server" --listen "$host:4433" --root "$DIR/root" \
     --cert "$CERTS/cert.pem" --key "$CERTS/key.pem" --cc "$CC" $SERVER_ARGS 2> "$DIR/server.log" &
 server=$!
-i=0
-until grep -q serving "$DIR/server.log" 2>/dev/null; do
-    i=$((i + 1))
-    if [ "$i" -gt 200 ] || ! kill -0 "$server" 2>/dev/null; then
-        echo "mpquic-server did not start" >&2; cat "$DIR/server.log" >&2; exit 90
-    fi
-    sleep 0.05
-done
+wait_serving "$server" "$DIR/server.log"
 "#;
 
 /// Ends the script with the client's status once the server is stopped.
@@ -143,8 +138,11 @@ impl Fixture {
     /// return routes). Fails with both programs' output unless the script succeeds.
     fn run(&self, host_line: &str, client: &str, env: &[(&str, String)]) -> Output {
         let script = self.dir.join("run.sh");
-        std::fs::write(&script, format!("set -u\n{host_line}\n{START_SERVER}\n{client}\n{STOP_SERVER}"))
-            .unwrap();
+        std::fs::write(
+            &script,
+            format!("set -u\n{}\n{host_line}\n{START_SERVER}\n{client}\n{STOP_SERVER}", common::WAIT_SERVING),
+        )
+        .unwrap();
         let out = Command::new(env!("CARGO_BIN_EXE_mm-delay"))
             .args(["0", "--", "sh"])
             .arg(&script)
