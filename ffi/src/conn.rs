@@ -3,7 +3,6 @@
 
 use std::ffi::{c_char, c_void};
 use std::ops::{Deref, DerefMut};
-use std::panic::AssertUnwindSafe;
 use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 

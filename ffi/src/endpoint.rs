@@ -6,7 +6,6 @@
 //! that decrypts, and keeps the connections' deadlines in a heap.
 
 use std::collections::HashMap;
-use std::panic::AssertUnwindSafe;
 use std::ptr::NonNull;
 
 use engine::endpoint::{Endpoint, EndpointConfig, Handle, Incoming};

@@ -2,7 +2,6 @@
 //! and connection-ID lookup for demultiplexing datagrams.
 
 use std::ffi::c_char;
-use std::panic::AssertUnwindSafe;
 
 use engine::server::{Accept, Validator};
 use libc::{sockaddr, socklen_t};

@@ -458,8 +458,8 @@ fn a_panic_inside_returns_the_functions_error_value() {
         assert_eq!(mig, (QUICHE_ERR_INVALID_STATE.c(), true));
         assert_eq!(with_panic(|| quiche_conn_is_established(c)), (false, true));
         assert_eq!(with_panic(|| quiche_conn_path_event_next(c)), (null_mut(), true));
-        assert_eq!(with_panic(quiche_version), (null(), true));
-        let h3 = with_panic(crate::quiche::quiche_h3_config_new);
+        assert_eq!(with_panic(|| quiche_version()), (null(), true));
+        let h3 = with_panic(|| crate::quiche::quiche_h3_config_new());
         assert_eq!(h3, (null_mut(), true));
         // The connection still answers after the caught panics.
         assert_eq!(quiche_conn_send(c, buf.as_mut_ptr(), buf.len(), &mut si), QUICHE_ERR_DONE.ss());
