@@ -597,8 +597,9 @@ void quiche_config_set_active_connection_id_limit(struct quiche_config *config, 
 // Accepted, no effect (mpquic sends no QUIC grease).
 void quiche_config_grease(struct quiche_config *_config, bool _v);
 
-// Accepted, no effect (no path MTU discovery).
-void quiche_config_discover_pmtu(struct quiche_config *_config, bool _v);
+// Path MTU discovery on or off (mpquic's default: on); each new size is a
+// QUICHE_PATH_EVENT_PMTU_UPDATED path event.
+void quiche_config_discover_pmtu(struct quiche_config *config, bool v);
 
 // Accepted, no effect (no 0-RTT).
 void quiche_config_enable_early_data(struct quiche_config *_config);
@@ -958,6 +959,36 @@ int quiche_h3_take_last_priority_update(struct quiche_h3_conn *_conn,
 // Fill `out` (mpquic counts nothing here: zeros).
 void quiche_h3_conn_stats(const struct quiche_h3_conn *_conn, struct quiche_h3_stats *out);
 
+// Validate the pair `local` -> `peer`: on a multipath connection a new
+// path (quiche_conn_open_path); otherwise the client's path to `peer`
+// starts moving to `local` and moves once validated (a VALIDATED event
+// with the new pair). 0, QUICHE_ERR_INVALID_STATE (a server, no path to
+// `peer`, migration disabled by the peer, handshake not confirmed) or
+// QUICHE_ERR_OUT_OF_IDENTIFIERS (no spare connection ID of the peer's).
+int quiche_conn_probe_path(struct quiche_conn *conn,
+                           const struct sockaddr *local,
+                           socklen_t local_len,
+                           const struct sockaddr *peer,
+                           socklen_t peer_len,
+                           uint64_t *seq);
+
+// Move the path to `peer` to local address `local` (validated first, as
+// for quiche_conn_probe_path); 0 at once if a path is on that pair
+// already. Errors as quiche_conn_probe_path.
+int quiche_conn_migrate(struct quiche_conn *conn,
+                        const struct sockaddr *local,
+                        socklen_t local_len,
+                        const struct sockaddr *peer,
+                        socklen_t peer_len,
+                        uint64_t *seq);
+
+// Move the first path to local address `local`, keeping its peer address
+// (as quiche_conn_migrate).
+int quiche_conn_migrate_source(struct quiche_conn *conn,
+                               const struct sockaddr *local,
+                               socklen_t local_len,
+                               uint64_t *seq);
+
 // mpquic extension: open a new path from `local` to `peer` on a client
 // whose multipath offer was accepted (quiche_conn_is_multipath); its
 // wire path ID goes to `*path_id` (may be NULL). Data flows on it once the
@@ -1028,6 +1059,76 @@ ssize_t quiche_retry(const uint8_t *scid,
                      uint8_t *out,
                      size_t out_len);
 
+// The next path event, or NULL. Status changes of multipath paths are
+// not reported here. A path's MTU and peer address are compared with
+// what was reported before: poll regularly (as quiche's examples do after
+// each batch of datagrams) to see each change.
+struct quiche_path_event *quiche_conn_path_event_next(struct quiche_conn *conn);
+
+// The kind of a path event.
+enum quiche_path_event_type quiche_path_event_type(const struct quiche_path_event *ev);
+
+// The addresses of a NEW event.
+void quiche_path_event_new(const struct quiche_path_event *ev,
+                           struct sockaddr_storage *local,
+                           socklen_t *local_len,
+                           struct sockaddr_storage *peer,
+                           socklen_t *peer_len);
+
+// The addresses of a VALIDATED event.
+void quiche_path_event_validated(const struct quiche_path_event *ev,
+                                 struct sockaddr_storage *local,
+                                 socklen_t *local_len,
+                                 struct sockaddr_storage *peer,
+                                 socklen_t *peer_len);
+
+// The addresses of a FAILED_VALIDATION event.
+void quiche_path_event_failed_validation(const struct quiche_path_event *ev,
+                                         struct sockaddr_storage *local,
+                                         socklen_t *local_len,
+                                         struct sockaddr_storage *peer,
+                                         socklen_t *peer_len);
+
+// The addresses of a CLOSED event (zeroed: the path is gone).
+void quiche_path_event_closed(const struct quiche_path_event *ev,
+                              struct sockaddr_storage *local,
+                              socklen_t *local_len,
+                              struct sockaddr_storage *peer,
+                              socklen_t *peer_len);
+
+// A REUSED_SOURCE_CONNECTION_ID event's ID and address pairs. mpquic never
+// produces the event; for any other event `*id` is 0, the old pair empty
+// and the new pair the event's addresses.
+void quiche_path_event_reused_source_connection_id(const struct quiche_path_event *ev,
+                                                   uint64_t *id,
+                                                   struct sockaddr_storage *old_local,
+                                                   socklen_t *old_local_len,
+                                                   struct sockaddr_storage *old_peer,
+                                                   socklen_t *old_peer_len,
+                                                   struct sockaddr_storage *local,
+                                                   socklen_t *local_len,
+                                                   struct sockaddr_storage *peer,
+                                                   socklen_t *peer_len);
+
+// The new address pair of a PEER_MIGRATED event.
+void quiche_path_event_peer_migrated(const struct quiche_path_event *ev,
+                                     struct sockaddr_storage *local,
+                                     socklen_t *local_len,
+                                     struct sockaddr_storage *peer,
+                                     socklen_t *peer_len);
+
+// The address pair and new datagram size (UDP payload bytes) of a
+// PMTU_UPDATED event; `*pmtu` is 0 for other events.
+void quiche_path_event_pmtu_updated(const struct quiche_path_event *ev,
+                                    struct sockaddr_storage *local,
+                                    socklen_t *local_len,
+                                    struct sockaddr_storage *peer,
+                                    socklen_t *peer_len,
+                                    size_t *pmtu);
+
+// Release a path event (NULL is accepted).
+void quiche_path_event_free(struct quiche_path_event *ev);
+
 // Like quiche_conn_send, for the path from `from` to `to` (either may be
 // NULL: the first path matching the other). QUICHE_ERR_DONE when that
 // path has nothing to send, QUICHE_ERR_INVALID_STATE when there is no such
@@ -1068,44 +1169,6 @@ bool quiche_socket_addr_iter_next(struct quiche_socket_addr_iter *iter,
 
 // Release an address iterator (NULL is accepted).
 void quiche_socket_addr_iter_free(struct quiche_socket_addr_iter *iter);
-
-// The next path event, or NULL. Status changes of multipath paths are
-// not reported here.
-struct quiche_path_event *quiche_conn_path_event_next(struct quiche_conn *conn);
-
-// The kind of a path event.
-enum quiche_path_event_type quiche_path_event_type(const struct quiche_path_event *ev);
-
-// The addresses of a NEW event.
-void quiche_path_event_new(const struct quiche_path_event *ev,
-                           struct sockaddr_storage *local,
-                           socklen_t *local_len,
-                           struct sockaddr_storage *peer,
-                           socklen_t *peer_len);
-
-// The addresses of a VALIDATED event.
-void quiche_path_event_validated(const struct quiche_path_event *ev,
-                                 struct sockaddr_storage *local,
-                                 socklen_t *local_len,
-                                 struct sockaddr_storage *peer,
-                                 socklen_t *peer_len);
-
-// The addresses of a FAILED_VALIDATION event.
-void quiche_path_event_failed_validation(const struct quiche_path_event *ev,
-                                         struct sockaddr_storage *local,
-                                         socklen_t *local_len,
-                                         struct sockaddr_storage *peer,
-                                         socklen_t *peer_len);
-
-// The addresses of a CLOSED event (zeroed: the path is gone).
-void quiche_path_event_closed(const struct quiche_path_event *ev,
-                              struct sockaddr_storage *local,
-                              socklen_t *local_len,
-                              struct sockaddr_storage *peer,
-                              socklen_t *peer_len);
-
-// Release a path event (NULL is accepted).
-void quiche_path_event_free(struct quiche_path_event *ev);
 
 // Our source connection IDs. mpquic exposes the first one only (the one
 // given to quiche_connect / quiche_accept, which routes the connection).
@@ -1225,29 +1288,6 @@ ssize_t quiche_conn_dgram_recv_queue_len(const struct quiche_conn *_conn);
 
 // No DATAGRAM support: 0.
 ssize_t quiche_conn_dgram_send_queue_len(const struct quiche_conn *_conn);
-
-// Single-path migration is not supported (open multipath paths with
-// quiche_conn_open_path): QUICHE_ERR_INVALID_STATE.
-int quiche_conn_probe_path(struct quiche_conn *_conn,
-                           const struct sockaddr *_local,
-                           socklen_t _local_len,
-                           const struct sockaddr *_peer,
-                           socklen_t _peer_len,
-                           uint64_t *_seq);
-
-// Not supported: QUICHE_ERR_INVALID_STATE.
-int quiche_conn_migrate(struct quiche_conn *_conn,
-                        const struct sockaddr *_local,
-                        socklen_t _local_len,
-                        const struct sockaddr *_peer,
-                        socklen_t _peer_len,
-                        uint64_t *_seq);
-
-// Not supported: QUICHE_ERR_INVALID_STATE.
-int quiche_conn_migrate_source(struct quiche_conn *_conn,
-                               const struct sockaddr *_local,
-                               socklen_t _local_len,
-                               uint64_t *_seq);
 
 // Not supported (mpquic manages connection IDs): QUICHE_ERR_INVALID_STATE.
 int quiche_conn_retire_dcid(struct quiche_conn *_conn, uint64_t _dcid_seq);

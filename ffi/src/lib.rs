@@ -179,32 +179,6 @@ pub(crate) fn guard<R>(on_panic: R, f: impl FnOnce() -> R) -> R {
     .unwrap_or(on_panic)
 }
 
-/// Fault injection for tests: the next [`guard`] entered on this thread
-/// panics inside, as a bug in the library would.
-#[cfg(test)]
-pub(crate) mod fault {
-    use std::cell::Cell;
-
-    thread_local! {
-        static ARMED: Cell<bool> = const { Cell::new(false) };
-    }
-
-    /// Make the next guarded call on this thread panic.
-    pub(crate) fn arm() {
-        ARMED.with(|a| a.set(true));
-    }
-
-    /// Whether the armed panic has not happened yet (disarms).
-    pub(crate) fn disarm() -> bool {
-        ARMED.with(|a| a.replace(false))
-    }
-
-    pub(super) fn panic_if_armed() {
-        if disarm() {
-            panic!("fault injected by a test");
-        }
-    }
-}
 
 /// A byte slice from a C pointer and length; an empty slice for length 0
 /// (any pointer, even NULL), `None` for NULL with a non-zero length.
@@ -263,4 +237,31 @@ pub unsafe extern "C" fn mpquic_random_cid(out: *mut u8, len: usize) -> i32 {
         out.copy_from_slice(engine::random_cid(len).as_slice());
         0
     })
+}
+
+/// Fault injection for tests: the next [`guard`] entered on this thread
+/// panics inside, as a bug in the library would.
+#[cfg(test)]
+pub(crate) mod fault {
+    use std::cell::Cell;
+
+    thread_local! {
+        static ARMED: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Make the next guarded call on this thread panic.
+    pub(crate) fn arm() {
+        ARMED.with(|a| a.set(true));
+    }
+
+    /// Whether the armed panic has not happened yet (disarms).
+    pub(crate) fn disarm() -> bool {
+        ARMED.with(|a| a.replace(false))
+    }
+
+    pub(super) fn panic_if_armed() {
+        if disarm() {
+            panic!("fault injected by a test");
+        }
+    }
 }

@@ -72,7 +72,7 @@ impl PathWatch {
     /// The next event: the engine's first, then state changes.
     fn next(&mut self, c: &mut Connection) -> Option<quiche_path_event> {
         while let Some(e) = c.path_event_next() {
-            if let Some(ev) = self.from_engine(c, e) {
+            if let Some(ev) = self.translate(c, e) {
                 return Some(ev);
             }
         }
@@ -83,7 +83,7 @@ impl PathWatch {
     }
 
     /// quiche's event for an engine event (none for status changes).
-    fn from_engine(&mut self, c: &Connection, e: PathEvent) -> Option<quiche_path_event> {
+    fn translate(&mut self, c: &Connection, e: PathEvent) -> Option<quiche_path_event> {
         use PathEventType::*;
         let (ty, id) = match e {
             PathEvent::New(_, l, p) => {

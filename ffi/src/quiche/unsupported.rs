@@ -163,7 +163,7 @@ pub extern "C" fn quiche_conn_new_with_tls(
     _ssl: *mut std::ffi::c_void,
     _is_server: bool,
 ) -> *mut quiche_conn {
-    crate::guard(std::ptr::null_mut(), || std::ptr::null_mut())
+    crate::guard(std::ptr::null_mut(), std::ptr::null_mut)
 }
 
 /// Not supported (mpquic owns its TLS state): NULL.
@@ -180,7 +180,7 @@ pub extern "C" fn quiche_conn_new_with_tls_and_client_dcid(
     _config: *const super::quiche_config,
     _ssl: *mut std::ffi::c_void,
 ) -> *mut quiche_conn {
-    crate::guard(std::ptr::null_mut(), || std::ptr::null_mut())
+    crate::guard(std::ptr::null_mut(), std::ptr::null_mut)
 }
 
 /// No DATAGRAM support: nothing queued, no effect.
