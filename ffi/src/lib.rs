@@ -179,7 +179,6 @@ pub(crate) fn guard<R>(on_panic: R, f: impl FnOnce() -> R) -> R {
     .unwrap_or(on_panic)
 }
 
-
 /// A byte slice from a C pointer and length; an empty slice for length 0
 /// (any pointer, even NULL), `None` for NULL with a non-zero length.
 pub(crate) unsafe fn slice<'a>(p: *const u8, len: usize) -> Option<&'a [u8]> {
