@@ -47,7 +47,7 @@ def test_quick_experiment_writes_its_table_figures_and_report(tmp_path):
     assert csv["error"].isna().all()
     assert (csv["goodput_bps"] > 1e6).all()
     report = (tmp_path / "REPRODUCTION.md").read_text()
-    assert "## 000-fig11" in report and "| ref | metric | paper | ours | ratio |" in report
+    assert "## 000-fig11" in report and "| ref | claim | source | paper | ours | ratio | verdict | why |" in report
     assert "![000-fig11](000-fig11a.png)" in report
     assert (tmp_path / "000-fig11a.png").stat().st_size > 1000
     # Experiments not run are listed, not silently left out.
