@@ -7,6 +7,8 @@
 pub mod batch;
 pub mod exit;
 pub mod files;
+pub mod follow;
+pub mod ifwatch;
 pub mod kernel;
 pub mod migrate;
 pub mod net;

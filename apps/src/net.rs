@@ -21,6 +21,9 @@ pub const MAX_DATAGRAM: usize = 65535;
 /// loop cannot sleep with finer resolution anyway.
 const PACING_SLACK: Duration = Duration::from_millis(1);
 
+/// The poll token of the one non-socket descriptor ([`Sockets::watch_other`]).
+const OTHER: Token = Token(usize::MAX - 1);
+
 /// Bound UDP sockets and the poller watching them.
 pub struct Sockets {
     poll: Poll,
@@ -167,6 +170,19 @@ impl Sockets {
         let std_sock = std::net::UdpSocket::bind(addr)
             .map_err(|e| io::Error::new(e.kind(), format!("bind {addr}: {e}")))?;
         self.watch(std_sock)
+    }
+
+    /// Poll `fd` too (e.g. [`crate::ifwatch::IfWatch`]'s netlink socket):
+    /// [`Sockets::wait`] returns when it is readable, and
+    /// [`Sockets::other_ready`] says so.
+    pub fn watch_other(&mut self, fd: std::os::fd::RawFd) -> io::Result<()> {
+        self.poll.registry().register(&mut mio::unix::SourceFd(&fd), OTHER, Interest::READABLE)
+    }
+
+    /// Whether the last [`Sockets::wait`] returned for the descriptor of
+    /// [`Sockets::watch_other`].
+    pub fn other_ready(&self) -> bool {
+        self.events.iter().any(|e| e.token() == OTHER)
     }
 
     /// Wait until a socket may be readable or `timeout` passes.

@@ -155,6 +155,7 @@ pub fn command_env(
         env.push((format!("MPSHELL_ADDR_{i}"), s.inner().to_string()));
         env.push((format!("MPSHELL_PEER_{i}"), s.outer().to_string()));
         env.push((format!("MPSHELL_LOCAL_{i}"), s.inner().to_string()));
+        env.push((format!("MPSHELL_IFACE_{i}"), crate::setup::ingress_name(i, subnets.len())));
         if v6 {
             env.push((format!("MPSHELL_ADDR6_{i}"), s.inner6().to_string()));
             env.push((format!("MPSHELL_PEER6_{i}"), s.outer6().to_string()));
@@ -398,6 +399,7 @@ mod tests {
         assert_eq!(get("MPSHELL_ADDR_1"), "100.64.0.22");
         assert_eq!(get("MPSHELL_PEER_1"), "100.64.0.21");
         assert_eq!(get("MPSHELL_LOCAL_1"), "100.64.0.22");
+        assert_eq!(get("MPSHELL_IFACE_1"), "path1");
         assert_eq!(get(CHAIN_ENV), "1:x");
         assert_eq!(get(BASE6_ENV), "fd6d:7368:656c:6c00::6440:1");
         assert_eq!(get("MPSHELL_ADDR6_1"), "fd6d:7368:656c:6c00::6440:16");

@@ -8,6 +8,8 @@
 //!   crate's Mahimahi-compatible `mm-delay`/`mm-link` put first on `PATH` (the client
 //!   then binds path i's socket in shell i's namespace via `MPSHELL_LOCAL_i`).
 //! - IPv6: the same apps over the shells' IPv6 addresses (`MPSHELL_ADDR6_0`).
+//! - Interfaces followed: the multipath client on interface names (`MPSHELL_IFACE_i`);
+//!   one goes down mid-download and returns with a new address.
 //! - ECN: a CoDel queue with `ecn=1` on the downlink marks the server's packets CE
 //!   instead of dropping them; the client reports the marks (seen in the server's qlog),
 //!   both ends validate ECN, and nothing is lost. The same queue without `ecn=1` drops.
@@ -57,6 +59,33 @@ PATH="$BIN:$PATH" "$BIN/mpquic-mpshell" --backend "$BACKEND" \
         --insecure --json --timeout 20 -o "$DIR/out.bin"'
 "#;
 
+/// The multipath client on interface names, which it follows, over IPv6: 1.5 s in,
+/// path 1's interface goes down (the kernel drops its IPv6 address and routes); 2 s
+/// later it comes back with the other free address of its /126, its route and its
+/// source rule, as a phone's Wi-Fi rejoining with a new address would.
+const FOLLOW_CLIENT: &str = r#"
+PATH="$BIN:$PATH" "$BIN/mpquic-mpshell" \
+    --path "a,$TRACE,$TRACE,10" --path "b,$TRACE,$TRACE,10" \
+    -- sh -c '
+"$BIN/mpquic-client" "https://$host:4433/file.bin" \
+    --local "$MPSHELL_IFACE_0" --local "$MPSHELL_IFACE_1" --cc "$CC" \
+    --insecure --json --timeout 30 -o "$DIR/out.bin" > "$DIR/client.json" &
+client=$!
+sleep 1.5
+ip link set dev "$MPSHELL_IFACE_1" down
+sleep 2
+last=${MPSHELL_ADDR6_1##*:}
+new="${MPSHELL_ADDR6_1%:*}:$(printf %x $((0x$last + 1)))"
+ip link set dev "$MPSHELL_IFACE_1" up
+ip -6 route replace default dev "$MPSHELL_IFACE_1" table 101
+ip -6 rule add from "$new" table 101 priority 999
+ip -6 addr add "$new/126" dev "$MPSHELL_IFACE_1" nodad
+wait $client
+rc=$?
+cat "$DIR/client.json"
+exit $rc'
+"#;
+
 /// A single-path client behind `mm-delay 10` and `mm-link` (12 Mbit/s both ways, the
 /// downlink queue from `$DOWN_QUEUE` / `$DOWN_QUEUE_ARGS`).
 const LINK_CLIENT: &str = r#"
@@ -73,6 +102,7 @@ const HOST_V6: &str = r#"host="[$MPSHELL_ADDR6_0]""#;
 
 const MP_FILE_BYTES: usize = 8_000_000;
 const LINK_FILE_BYTES: usize = 5_000_000;
+const FOLLOW_FILE_BYTES: usize = 16_000_000;
 
 fn repo(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
@@ -285,6 +315,46 @@ fn http3_download_over_ipv6() {
     // 12 Mbit/s link: the 5 MB took at least its serialisation time.
     assert!(j["time_s"].as_f64().unwrap_or(0.0) > 3.0, "faster than the link: {j}");
     assert!(path["min_rtt_ms"].as_f64().unwrap_or(0.0) >= 20.0, "mm-delay 10 each way missing: {j}");
+}
+
+/// A path's interface goes down mid-download and comes back with a new address: the
+/// client abandons the path at once, opens one from the new address, and that path
+/// carries data again; the file arrives intact. Gap and recovery times are printed.
+#[test]
+fn paths_follow_an_interface_that_goes_down_and_returns_with_a_new_address() {
+    let test = "paths_follow_an_interface_that_goes_down_and_returns_with_a_new_address";
+    if let Some(why) = skip_reason(true) {
+        println!("SKIPPED {test}: {why}");
+        return;
+    }
+    let fx = Fixture::new("follow", FOLLOW_FILE_BYTES);
+    let out = fx.run(HOST_V6, FOLLOW_CLIENT, &[("TRACE", trace("shells/tests/data/12mbps.trace"))]);
+    let j = fx.check(&out);
+    let events = j["interfaces"].as_array().unwrap_or_else(|| panic!("no interface events: {j}"));
+    let down = events.iter().find(|e| e["addr"].is_null()).unwrap_or_else(|| panic!("no down event: {j}"));
+    assert_eq!(down["abandoned"], 1, "path 1 not abandoned when its interface went down: {j}");
+    let up = events
+        .iter()
+        .find(|e| !e["opened"].is_null())
+        .unwrap_or_else(|| panic!("no path opened after the interface returned: {j}"));
+    let new_ip = up["addr"].as_str().unwrap_or_default();
+    assert!(!new_ip.is_empty() && down["was"].as_str() != Some(new_ip), "not a new address: {j}");
+    let opened = up["opened"].as_u64().expect("opened path id");
+    let path = j["paths"].as_array().and_then(|p| p.iter().find(|p| p["id"] == opened)).expect("new path");
+    let recv = path["recv_bytes"].as_u64().unwrap_or(0);
+    assert!(recv > FOLLOW_FILE_BYTES as u64 / 20, "the returned path carried only {recv} B: {j}");
+    assert!(path["local"].as_str().unwrap_or_default().contains(new_ip), "{j}");
+    println!(
+        "interface down at {:.2} s, back at {:.2} s (gap {:.2} s); new path {opened} validated after {:.3} s, \
+         {} kB received after {:.3} s; it carried {recv} B; total {:.2} s",
+        down["t"].as_f64().unwrap_or(0.0),
+        up["t"].as_f64().unwrap_or(0.0),
+        up["gap_s"].as_f64().unwrap_or(0.0),
+        up["validated_after_s"].as_f64().unwrap_or(-1.0),
+        mpquic_apps::follow::CARRYING_BYTES / 1024,
+        up["carrying_after_s"].as_f64().unwrap_or(-1.0),
+        j["time_s"].as_f64().unwrap_or(0.0),
+    );
 }
 
 /// What the server's qlog says about one connection's path 0.

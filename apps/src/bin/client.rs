@@ -13,6 +13,8 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use mpquic::h3::{self, quic::Quic};
 use mpquic::Connection;
+use mpquic_apps::follow::Follower;
+use mpquic_apps::ifwatch::{self, IfWatch};
 use mpquic_apps::migrate::Migrator;
 use mpquic_apps::net::{self, LocalSpec, Outbox, Sockets};
 use mpquic_apps::pem;
@@ -32,6 +34,9 @@ struct Args {
     /// Local address (IP or IP:PORT) or interface name; one path each. `ADDR@NETNS`
     /// binds ADDR inside the network namespace file NETNS (e.g. `/proc/PID/ns/net`;
     /// root only), as `mpquic-mpshell --backend mahimahi` sets in `MPSHELL_LOCAL_i`.
+    /// A path on an interface name follows it (Linux): abandoned when the interface
+    /// goes down or loses its address, opened again when it comes back. `auto`: every
+    /// interface that is up with an address of the server's family (not loopback).
     #[arg(long = "local")]
     locals: Vec<String>,
     /// Congestion controller.
@@ -205,6 +210,54 @@ fn local_addr(spec: &str, peer: &SocketAddr) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("--local {spec}: not an address, and no interface of that name with an address of the server's family"))
 }
 
+/// `--local auto` replaced by the interfaces it stands for.
+fn expand_auto(locals: &[String], peer: &SocketAddr) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for l in locals {
+        if l != "auto" {
+            out.push(l.clone());
+            continue;
+        }
+        let found = ifwatch::auto_interfaces(peer.is_ipv6());
+        if found.is_empty() {
+            return Err(format!(
+                "--local auto: no interface is up with an address of the server's family ({peer})"
+            ));
+        }
+        out.extend(found.into_iter().filter(|n| !locals.contains(n)));
+    }
+    Ok(out)
+}
+
+/// Follow the `--local` specs that are interface names (bound in `socks`
+/// in the same order), if any and if the kernel lets us watch them.
+fn follow_interfaces(
+    specs: &[String],
+    socks: &mut Sockets,
+    peer: SocketAddr,
+    started: Instant,
+) -> Option<Follower> {
+    let is_name =
+        |s: &String| !s.contains('@') && s.parse::<SocketAddr>().is_err() && s.parse::<IpAddr>().is_err();
+    let named: Vec<(String, SocketAddr)> = specs
+        .iter()
+        .zip(socks.local_addrs())
+        .filter(|(s, _)| is_name(s))
+        .map(|(s, a)| (s.clone(), *a))
+        .collect();
+    if named.is_empty() {
+        return None;
+    }
+    let watch = IfWatch::open().and_then(|w| socks.watch_other(w.raw_fd()).map(|()| w));
+    match watch {
+        Ok(w) => Some(Follower::new(w, named, peer, started)),
+        Err(e) => {
+            eprintln!("mpquic-client: not following interfaces ({e}); their paths stay as bound");
+            None
+        }
+    }
+}
+
 fn main() {
     let args = Args::parse();
     let started = Instant::now();
@@ -255,9 +308,6 @@ fn main() {
     config.set_initial_max_stream_data_bidi_local(16 << 20);
     config.set_max_connection_window(32 << 20);
     config.set_max_stream_window(32 << 20);
-    if args.locals.len() > 1 {
-        config.set_initial_max_path_id(Some(args.locals.len() as u32 - 1));
-    }
     if let Some(dir) = &args.qlog_dir {
         qlog::check_dir(dir)
             .unwrap_or_else(|e| fail(exit::USAGE, format!("--qlog-dir {}: {e}", dir.display())));
@@ -265,14 +315,20 @@ fn main() {
     }
 
     let peer = server_addr(&first.host, first.port, &args.locals).unwrap_or_else(|(code, e)| fail(code, e));
+    let specs = expand_auto(&args.locals, &peer).unwrap_or_else(|e| fail(exit::USAGE, e));
+    if specs.len() > 1 {
+        config.set_initial_max_path_id(Some(specs.len() as u32 - 1));
+    }
     let mut locals: Vec<LocalSpec> =
-        args.locals.iter().map(|l| local_spec(l, &peer).unwrap_or_else(|e| fail(exit::USAGE, e))).collect();
+        specs.iter().map(|l| local_spec(l, &peer).unwrap_or_else(|e| fail(exit::USAGE, e))).collect();
     if locals.is_empty() {
         let any: IpAddr =
             if peer.is_ipv4() { [0, 0, 0, 0].into() } else { std::net::Ipv6Addr::UNSPECIFIED.into() };
         locals.push(LocalSpec { addr: SocketAddr::new(any, 0), netns: None });
     }
-    let socks = Sockets::bind_specs(&locals).unwrap_or_else(|e| fail(exit::USAGE, format!("--local: {e}")));
+    let mut socks =
+        Sockets::bind_specs(&locals).unwrap_or_else(|e| fail(exit::USAGE, format!("--local: {e}")));
+    let follower = follow_interfaces(&specs, &mut socks, peer, started);
     let migrator = args.migrate_to.map(|to| {
         same_family(&format!("--migrate-to {to}"), &to, &peer).unwrap_or_else(|e| fail(exit::USAGE, e));
         Migrator::new(to, args.migrate_after)
@@ -347,6 +403,7 @@ fn main() {
         qlog: None,
         qlog_dir: args.qlog_dir.clone(),
         migrator,
+        follower,
     };
     c.open_qlog();
     if let Some(b) = &c.bar {
@@ -399,6 +456,8 @@ struct Client {
     qlog_dir: Option<std::path::PathBuf>,
     /// The move asked for by --migrate-to.
     migrator: Option<Migrator>,
+    /// The paths on interface names, following them.
+    follower: Option<Follower>,
 }
 
 type Reopen = Box<dyn FnOnce(mpquic::Version, mpquic::Version) -> Option<Connection>>;
@@ -480,6 +539,9 @@ impl Client {
             if let Err(e) = r {
                 fail(exit::IO, format!("recv: {e}"));
             }
+            if let Some(f) = self.follower.as_mut().filter(|_| self.socks.other_ready()) {
+                f.on_change(&mut self.conn, &mut self.socks, now);
+            }
             if self.conn.timeout().is_some_and(|t| t <= now) {
                 self.conn.on_timeout(now);
             }
@@ -493,6 +555,9 @@ impl Client {
                 }
             }
             self.open_paths(now);
+            if let Some(f) = self.follower.as_mut() {
+                f.poll(&mut self.conn, now);
+            }
             if let Err(code) = self.on_h3(now) {
                 return code;
             }
@@ -695,6 +760,7 @@ impl Client {
                 "duplicate_bytes": stats.dup_stream_bytes,
                 "out_of_order_bytes": { "samples": ooo.count, "mean": ooo.mean, "p95": ooo.p95, "max": ooo.max },
                 "migration": self.migrator.as_ref().map(Migrator::report),
+                "interfaces": self.follower.as_ref().map(Follower::to_json),
             });
             println!("{j}");
             return;
@@ -743,6 +809,9 @@ impl Client {
                 human_bytes(p.retrans_bytes),
                 ecn_label(p.ecn, p.ecn_ce)
             );
+        }
+        for ev in self.follower.iter().flat_map(|f| f.events()) {
+            let _ = writeln!(e, "{}", ev);
         }
         let _ = writeln!(
             e,
