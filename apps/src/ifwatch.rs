@@ -103,6 +103,14 @@ pub fn is_up(name: &str) -> bool {
     r == 0 && flags & libc::IFF_UP != 0 && flags & libc::IFF_RUNNING != 0
 }
 
+/// Whether an interface of that name exists (up or down, with addresses
+/// or not).
+pub fn exists(name: &str) -> bool {
+    let Ok(c) = std::ffi::CString::new(name) else { return false };
+    // SAFETY: a NUL-terminated name.
+    unsafe { libc::if_nametoindex(c.as_ptr()) != 0 }
+}
+
 /// The address a path on interface `name` uses now: none while the
 /// interface is down; else its first address of the family asked for
 /// (IPv6: not link-local, which cannot reach a server off the link).
@@ -140,6 +148,7 @@ mod tests {
         assert!(!is_up("no-such-if0"));
         assert!(!is_up("a-name-longer-than-ifnamsiz"));
         assert!(!is_up("nul\0byte"));
+        assert!(exists("lo") && !exists("no-such-if0") && !exists("nul\0byte"));
         assert_eq!(usable_address("no-such-if0", false), None);
         assert!(!auto_interfaces(false).iter().any(|n| n == "lo"));
     }

@@ -45,7 +45,11 @@ def download(url, locals=None, cc="cubic", scheduler="minrtt", timeout=30.0,
     """Downloads ``url`` (``https://host:port/path``) over HTTP/3 on real UDP sockets.
 
     ``locals`` lists the local addresses to bind, one path each (``"ip"`` or
-    ``"ip:port"``); the first carries the handshake, more than one needs multipath.
+    ``"ip:port"``, or an interface name); the first carries the handshake, more
+    than one needs multipath. A path on an interface name follows it (Linux), as
+    ``mpquic-client --local IFNAME`` does: abandoned when the interface goes down
+    or loses its address, opened again when it returns; ``"interfaces"`` lists
+    those changes.
     ``cc`` and ``scheduler`` are names from :func:`congestion_controllers` and
     :func:`schedulers`. ``output``, if given, is a file the body is written to.
     ``insecure`` skips certificate verification (test servers use self-signed
@@ -88,8 +92,9 @@ def download(url, locals=None, cc="cubic", scheduler="minrtt", timeout=30.0,
                          None if qlog_dir is None else str(qlog_dir),
                          None if migrate_to is None else str(migrate_to), int(migrate_after),
                          bool(ecn), bool(pmtud))
-    if r["migration"] is not None:
-        r["migration"] = json.loads(r["migration"])
+    for k in ("migration", "interfaces"):
+        if r[k] is not None:
+            r[k] = json.loads(r[k])
     return r
 
 

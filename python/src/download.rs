@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use mpquic::h3::{self, quic::Quic};
 use mpquic::Connection;
+use mpquic_apps::follow::Follower;
+use mpquic_apps::ifwatch::{self, IfWatch};
 use mpquic_apps::migrate::Migrator;
 use mpquic_apps::net::{self, parse_local_addr, Outbox, Sockets};
 use mpquic_apps::qlog::{self, EventLog};
@@ -65,11 +67,13 @@ struct Outcome {
     early_data: bool,
     qlog: Option<PathBuf>,
     migration: Option<Migrator>,
+    /// What the followed interfaces did (`Follower::to_json`).
+    interfaces: Option<String>,
 }
 
 /// What `download` was asked to do besides the URL, checked.
 struct Options {
-    locals: Vec<SocketAddr>,
+    locals: Vec<Local>,
     cc: String,
     scheduler: String,
     timeout: Duration,
@@ -82,6 +86,23 @@ struct Options {
     ecn: bool,
     /// Path MTU discovery (DPLPMTUD) on every path.
     pmtud: bool,
+}
+
+/// A `locals` entry: an address, or an interface the path follows.
+#[derive(Clone, Debug)]
+enum Local {
+    Addr(SocketAddr),
+    Iface(String),
+}
+
+/// An address (`parse_local_addr`), else the name of an existing interface.
+fn parse_local(spec: &str) -> Result<Local, String> {
+    let named = ifwatch::exists(spec);
+    match parse_local_addr(spec) {
+        Ok(a) => Ok(Local::Addr(a)),
+        Err(_) if named => Ok(Local::Iface(spec.to_owned())),
+        Err(e) => Err(format!("{e}, or the name of an interface with an address")),
+    }
 }
 
 /// Downloads `url`; see the Python wrapper `mpquic.download` for the arguments.
@@ -111,7 +132,7 @@ pub(crate) fn download<'py>(
     if !(timeout.is_finite() && timeout > 0.0 && timeout < 1e6) {
         return Err(PyValueError::new_err("timeout must be a positive number of seconds"));
     }
-    let locals = locals.iter().map(|l| parse_local_addr(l)).collect::<Result<Vec<_>, _>>();
+    let locals = locals.iter().map(|l| parse_local(l)).collect::<Result<Vec<_>, _>>();
     let migrate_to = migrate_to.map(|m| parse_local_addr(&m)).transpose();
     if let Some(dir) = &qlog_dir {
         qlog::check_dir(dir).map_err(|e| PyOSError::new_err(format!("qlog_dir {}: {e}", dir.display())))?;
@@ -182,6 +203,7 @@ fn summary<'py>(
     // The object of mpquic-client's JSON summary, as JSON text: the Python
     // wrapper parses it.
     d.set_item("migration", outcome.migration.map(|m| m.report().to_string()))?;
+    d.set_item("interfaces", outcome.interfaces)?;
     d.set_item("paths", path_list(py, &outcome.paths)?)?;
     Ok(d)
 }
@@ -256,6 +278,34 @@ fn config(opts: &Options) -> Result<mpquic::Config, Failure> {
 
 /// The download loop (no GIL held).
 #[allow(clippy::disallowed_methods)] // a real download runs on the wall clock
+/// The address to bind for `l`: an interface's address of the peer's family.
+fn resolve(l: &Local, peer: &SocketAddr) -> Result<SocketAddr, Failure> {
+    match l {
+        Local::Addr(a) => Ok(*a),
+        Local::Iface(name) => ifwatch::usable_address(name, peer.is_ipv6())
+            .map(|ip| SocketAddr::new(ip, 0))
+            .ok_or_else(|| Failure::Arg(format!("{name}: down, or no address of the server's family ({peer})"))),
+    }
+}
+
+/// Follow the interface entries of `locals` (bound in `socks` in order).
+fn follow(locals: &[Local], socks: &mut Sockets, peer: SocketAddr, started: Instant) -> Result<Option<Follower>, Failure> {
+    let named: Vec<(String, SocketAddr)> = locals
+        .iter()
+        .zip(socks.local_addrs())
+        .filter_map(|(l, a)| match l {
+            Local::Iface(n) => Some((n.clone(), *a)),
+            Local::Addr(_) => None,
+        })
+        .collect();
+    if named.is_empty() {
+        return Ok(None);
+    }
+    let w = IfWatch::open().map_err(|e| Failure::Io(format!("watching interfaces: {e}")))?;
+    socks.watch_other(w.raw_fd()).map_err(|e| Failure::Io(format!("watching interfaces: {e}")))?;
+    Ok(Some(Follower::new(w, named, peer, started)))
+}
+
 fn run(t: &Target, opts: &mut Options, out: Option<Box<dyn Write + Send>>) -> Result<Outcome, Failure> {
     let started = Instant::now();
     let mut c = Client::connect(t, opts, out, started)?;
@@ -277,6 +327,8 @@ struct Client {
     out: Option<Box<dyn Write + Send>>,
     qlog: Option<EventLog>,
     migrate: Option<Migrator>,
+    /// The paths on interface names, following them.
+    follower: Option<Follower>,
     /// Further local sockets still to open paths from.
     extra_paths: Vec<SocketAddr>,
     peer: SocketAddr,
@@ -309,10 +361,12 @@ impl Client {
         if opts.locals.is_empty() {
             let any: IpAddr =
                 if peer.is_ipv4() { [0, 0, 0, 0].into() } else { std::net::Ipv6Addr::UNSPECIFIED.into() };
-            opts.locals.push(SocketAddr::new(any, 0));
+            opts.locals.push(Local::Addr(SocketAddr::new(any, 0)));
         }
-        let socks = Sockets::bind(&opts.locals)
-            .map_err(|e| Failure::Io(format!("binding {:?}: {e}", opts.locals)))?;
+        let addrs = opts.locals.iter().map(|l| resolve(l, &peer)).collect::<Result<Vec<_>, _>>()?;
+        let mut socks =
+            Sockets::bind(&addrs).map_err(|e| Failure::Io(format!("binding {:?}: {e}", opts.locals)))?;
+        let follower = follow(&opts.locals, &mut socks, peer, started)?;
         let local0 = *socks.local_addrs().first().ok_or_else(|| Failure::Io("no local socket".into()))?;
         let scid = mpquic::random_cid(16);
         let session = opts.session.as_deref();
@@ -340,6 +394,7 @@ impl Client {
             out,
             qlog,
             migrate: opts.migrate.take(),
+            follower,
             extra_paths: Vec::new(),
             peer,
             path: t.path.clone(),
@@ -414,6 +469,9 @@ impl Client {
                 let _ = conn.recv(d, info, now);
             })
             .map_err(|e| Failure::Io(format!("recv: {e}")))?;
+        if let Some(f) = self.follower.as_mut().filter(|_| self.socks.other_ready()) {
+            f.on_change(&mut self.conn, &mut self.socks, now);
+        }
         if self.conn.timeout().is_some_and(|t| t <= now) {
             self.conn.on_timeout(now);
         }
@@ -427,6 +485,9 @@ impl Client {
         // One extra path per further local socket; a path the server
         // refuses simply stays unused.
         net::open_paths(&mut self.conn, &mut self.extra_paths, self.peer, now, |_, _| {});
+        if let Some(f) = self.follower.as_mut() {
+            f.poll(&mut self.conn, now);
+        }
         if self.established_at.is_none() && !self.conn.is_in_early_data() {
             return Ok(());
         }
@@ -500,6 +561,7 @@ impl Client {
             early_data: self.conn.is_early_data_accepted(),
             qlog: self.qlog.as_ref().map(|l| l.path().to_path_buf()),
             migration: self.migrate,
+            interfaces: self.follower.as_ref().map(|f| f.to_json().to_string()),
         })
     }
 }

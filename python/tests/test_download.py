@@ -20,6 +20,16 @@ def test_download(server, tmp_path):
     assert s["duplicate_bytes"] == 0 and s["paths"][0]["redundant_bytes"] == 0
 
 
+def test_download_on_an_interface_name_follows_it(server):
+    # "lo" stays up for the whole download: the path is bound on its address,
+    # followed, and no change is reported.
+    s = mpquic.download(server["url"] + "/blob.bin", locals=["lo"], timeout=10)
+    assert s["status"] == 200 and s["bytes"] == len(server["blob"])
+    assert s["paths"][0]["local"].startswith("127.0.0.1:")
+    assert s["interfaces"] == []
+    assert mpquic.download(server["url"] + "/blob.bin", timeout=10)["interfaces"] is None
+
+
 def test_download_missing_file(server):
     with pytest.raises(mpquic.DownloadError, match="HTTP status 404"):
         mpquic.download(server["url"] + "/nope.bin", timeout=10)
@@ -34,7 +44,7 @@ def test_download_bad_arguments():
         mpquic.download("https://127.0.0.1:1/x", cc="nope")
     with pytest.raises(mpquic.ConfigError):
         mpquic.download("https://127.0.0.1:1/x", scheduler="nope")
-    with pytest.raises(ValueError, match="local address"):
+    with pytest.raises(ValueError, match="local address.*or the name of an interface"):
         mpquic.download("https://127.0.0.1:1/x", locals=["not-an-ip"])
 
 
