@@ -300,9 +300,12 @@ pub struct Connection {
     early: early::EarlyData,
     /// DATAGRAM frames: queues and whether we take them.
     dgrams: dgram::Dgrams,
-    /// Tests: raw frames to put in the next 1-RTT packet.
-    #[cfg(test)]
+    /// Tests and fuzzing: raw frames to put in the next 1-RTT packets
+    /// (last first), on `test_path` only if set.
+    #[cfg(any(test, feature = "fuzzing"))]
     test_frames: Vec<Vec<u8>>,
+    #[cfg(any(test, feature = "fuzzing"))]
+    test_path: Option<crate::PathId>,
 }
 
 /// Open a client connection to `peer`. `server_name` is used for SNI and
@@ -466,8 +469,10 @@ impl Connection {
             early_data_enabled: config.early_data,
             early: early::EarlyData::default(),
             dgrams: dgram::Dgrams::new(config.dgram),
-            #[cfg(test)]
+            #[cfg(any(test, feature = "fuzzing"))]
             test_frames: Vec::new(),
+            #[cfg(any(test, feature = "fuzzing"))]
+            test_path: None,
         };
         if let Some(q) = &mut conn.qlog {
             conn.streams.record_changes();

@@ -606,7 +606,7 @@ impl Connection {
                 || !self.paths[pi].responses.is_empty()
                 || self.mp_frames_pending()
                 || (self.send_dsr && self.paths.iter().any(|p| p.dsr_pending.is_some()))
-                || self.test_frames_pending())
+                || self.test_frames_pending(pi))
     }
 
     /// Whether any of `ranges` is still unacknowledged (a copy has
@@ -730,8 +730,8 @@ impl Connection {
                 eliciting = true;
             }
         }
-        #[cfg(test)]
-        while let Some(f) = self.test_frames.pop() {
+        #[cfg(any(test, feature = "fuzzing"))]
+        while let Some(f) = self.test_frames.pop_if(|_| self.test_path.is_none_or(|id| id == self.paths[pi].id)) {
             if w.bytes(&f).is_ok() {
                 eliciting = true;
                 frames.push(SentFrame::Ping);
@@ -963,14 +963,23 @@ impl Connection {
         )))
     }
 
-    #[cfg(test)]
-    fn test_frames_pending(&self) -> bool {
-        !self.test_frames.is_empty()
+    #[cfg(any(test, feature = "fuzzing"))]
+    fn test_frames_pending(&self, pi: usize) -> bool {
+        !self.test_frames.is_empty() && self.test_path.is_none_or(|id| id == self.paths[pi].id)
     }
-    #[cfg(not(test))]
+    #[cfg(not(any(test, feature = "fuzzing")))]
     #[inline(always)]
-    fn test_frames_pending(&self) -> bool {
+    fn test_frames_pending(&self, _pi: usize) -> bool {
         false
+    }
+
+    /// Fuzzing: put `frames` (encoded frames, not checked) in the next 1-RTT
+    /// packet, on path `path` if given; they count as a PING for recovery.
+    #[cfg(feature = "fuzzing")]
+    #[doc(hidden)]
+    pub fn fuzz_inject_frames(&mut self, path: Option<crate::PathId>, frames: Vec<u8>) {
+        self.test_path = path;
+        self.test_frames.insert(0, frames);
     }
 
     /// Another path has PATH_ACKs due that this packet should carry.
