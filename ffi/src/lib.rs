@@ -29,6 +29,7 @@
 mod addr;
 mod config;
 mod conn;
+mod dgram;
 mod endpoint;
 mod fetch;
 mod h3;
@@ -39,6 +40,7 @@ mod tests;
 
 pub use config::*;
 pub use conn::*;
+pub use dgram::*;
 pub use endpoint::*;
 pub use fetch::*;
 pub use h3::*;

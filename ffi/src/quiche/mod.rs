@@ -12,6 +12,7 @@
 
 mod config;
 mod conn;
+mod dgram;
 mod h3;
 mod mp;
 mod packet;
@@ -24,6 +25,7 @@ mod unsupported;
 
 pub use config::*;
 pub use conn::*;
+pub use dgram::*;
 pub use h3::*;
 pub use mp::*;
 pub use packet::*;
