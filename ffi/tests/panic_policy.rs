@@ -100,7 +100,7 @@ fn unguarded(texts: &[String]) -> Vec<String> {
     let mut bad: Vec<String> = fns
         .iter()
         .zip(&guarded)
-        .filter(|((n, e, _), ok)| *e && !**ok)
+        .filter(|((_, e, _), ok)| *e && !**ok)
         .map(|((n, _, _), _)| n.clone())
         .collect();
     bad.sort();
