@@ -119,6 +119,12 @@ fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
 }
 
+/// A noq server endpoint on loopback.
+fn noq_server_endpoint(rt: &tokio::runtime::Runtime) -> noq::Endpoint {
+    let _g = rt.enter();
+    noq::Endpoint::server(noq_server_config(), "127.0.0.1:0".parse().unwrap()).unwrap()
+}
+
 /// A noq client endpoint (call inside the runtime).
 fn noq_client_endpoint() -> noq::Endpoint {
     let ep = noq::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
@@ -251,10 +257,7 @@ fn path_shares(conn: &Connection) -> Vec<(PathId, u64)> {
 /// mpquic client downloads 50 MB from a noq server over two paths.
 fn mpquic_client_noq_server(blackhole_at: Option<usize>) {
     let rt = runtime();
-    let ep = {
-        let _g = rt.enter();
-        noq::Endpoint::server(noq_server_config(), "127.0.0.1:0".parse().unwrap()).unwrap()
-    };
+    let ep = noq_server_endpoint(&rt);
     let server_addr = ep.local_addr().unwrap();
     let server = rt.spawn(async move {
         let conn = ep.accept().await.unwrap().await.unwrap();
@@ -686,4 +689,98 @@ fn noq_client_reuses_our_new_token_and_skips_retry() {
     rt.block_on(client).unwrap();
     eprintln!("two noq connections: {retries} Retry, {without_retry} accepted on a NEW_TOKEN token");
     assert_eq!((conns.len(), retries, without_retry), (2, 1, 1));
+}
+
+/// Datagram `i` of a run: its index, then bytes derived from it.
+fn datagram(i: usize) -> Vec<u8> {
+    let len = 8 + (i * 37) % 1000;
+    let mut d = (i as u64).to_le_bytes().to_vec();
+    d.extend((8..len).map(|k| (i * 31 + k) as u8));
+    d
+}
+
+/// mpquic's client sends DATAGRAM frames over two paths to a noq server,
+/// which echoes each one back. Datagrams are unreliable and loopback
+/// sockets may drop a few, so the test asks for nine in ten each way, each
+/// intact and none twice, and a share of them on each path.
+#[test]
+fn mpquic_client_noq_server_datagrams_on_two_paths() {
+    const N: usize = 400;
+    let rt = runtime();
+    let ep = noq_server_endpoint(&rt);
+    let server_addr = ep.local_addr().unwrap();
+    let server = rt.spawn(async move {
+        let conn = ep.accept().await.unwrap().await.unwrap();
+        let mut echoed = 0usize;
+        let wait = Duration::from_secs(3);
+        while let Ok(Ok(d)) = tokio::time::timeout(wait, conn.read_datagram()).await {
+            conn.send_datagram(d).unwrap();
+            echoed += 1;
+        }
+        echoed
+    });
+    let a = udp("127.0.0.1:0");
+    let b = udp("127.0.0.1:0");
+    let (la, lb) = (a.local_addr().unwrap(), b.local_addr().unwrap());
+    let mut cfg = mpquic_config(false);
+    cfg.enable_dgram(true, 1000, 1000);
+    let conn =
+        mpquic::connect(Some("localhost"), &mpquic::random_cid(8), la, server_addr, &cfg, Instant::now())
+            .unwrap();
+    let mut d = Driver::new(conn, vec![a, b]);
+    let start = Instant::now();
+    let mut two_paths = false;
+    let mut sent = 0;
+    let mut got = vec![0u32; N];
+    let mut buf = vec![0u8; 2048];
+    let mut last_arrival = Instant::now();
+    while start.elapsed() < Duration::from_secs(60) {
+        d.poll();
+        if !d.conn.is_established() {
+            continue;
+        }
+        if !two_paths {
+            assert!(d.conn.is_multipath(), "noq did not negotiate multipath");
+            if matches!(d.conn.probe_path(lb, server_addr, Instant::now()), Ok(_)) {
+                two_paths = true;
+            }
+            continue;
+        }
+        // Start once the second path is validated and can carry datagrams.
+        let validated = d.conn.path_stats().filter(|s| s.active).count() == 2;
+        while sent < N && (sent > 0 || validated) && d.conn.dgram_send(&datagram(sent)).is_ok() {
+            sent += 1;
+        }
+        while let Ok(len) = d.conn.dgram_recv(&mut buf) {
+            let i = u64::from_le_bytes(buf[..8].try_into().unwrap()) as usize;
+            assert!(i < N && buf[..len] == datagram(i)[..], "echo {i} differs");
+            got[i] += 1;
+            last_arrival = Instant::now();
+        }
+        let all = got.iter().all(|&n| n > 0);
+        if sent == N && (all || last_arrival.elapsed() > Duration::from_secs(2)) {
+            break;
+        }
+    }
+    assert_eq!(sent, N, "not all datagrams queued");
+    let echoes = got.iter().filter(|&&n| n > 0).count();
+    assert!(got.iter().all(|&n| n <= 1), "an echo arrived twice");
+    let shares = path_shares(&d.conn);
+    let stats = d.conn.stats();
+    eprintln!(
+        "mpquic client <-> noq server datagrams: {echoes}/{N} echoed, sent {} recv {}; paths {shares:?}",
+        stats.dgram_sent, stats.dgram_recv
+    );
+    d.conn.close(true, 0, b"done", Instant::now());
+    for _ in 0..50 {
+        d.poll();
+    }
+    let echoed = rt.block_on(async { tokio::time::timeout(Duration::from_secs(30), server).await });
+    let echoed = echoed.expect("server finished").expect("server task");
+    assert!(echoed >= N * 9 / 10, "noq received {echoed} of {N}");
+    assert!(echoes >= N * 9 / 10, "{echoes} of {N} echoes came back");
+    // Round-robin put a share of the 200 KB each way on each path.
+    for (id, bytes) in shares {
+        assert!(bytes > 40_000, "path {id:?} carried {bytes} bytes");
+    }
 }

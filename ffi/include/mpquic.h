@@ -263,6 +263,12 @@ typedef struct mpquic_stats {
   uint64_t sent_ahead_bytes;
   // 1-RTT key updates (ours and the peer's).
   uint64_t key_updates;
+  // DATAGRAM frames sent.
+  uint64_t dgram_sent;
+  // DATAGRAM frames received (those dropped included).
+  uint64_t dgram_recv;
+  // Datagrams received and pushed out of a full receive queue unread.
+  uint64_t dgram_dropped;
 } mpquic_stats;
 
 // Per-path statistics.
@@ -340,6 +346,22 @@ typedef struct mpquic_path_event {
   // For MPQUIC_PATH_EVENT_STATUS_CHANGED: the new status is backup.
   bool backup;
 } mpquic_path_event;
+
+// The datagram queues of a connection.
+typedef struct mpquic_dgram_queues {
+  // Datagrams received and not yet read.
+  size_t recv_len;
+  // Their bytes.
+  size_t recv_bytes;
+  // The receive queue is full: the next datagram pushes out the oldest.
+  bool recv_full;
+  // Datagrams queued and not yet sent.
+  size_t send_len;
+  // Their bytes.
+  size_t send_bytes;
+  // The send queue is full: mpquic_conn_dgram_send refuses.
+  bool send_full;
+} mpquic_dgram_queues;
 
 // Settings of an endpoint; mpquic_endpoint_config_default fills in the
 // defaults.
@@ -568,6 +590,14 @@ int32_t mpquic_config_enable_session_tickets(struct mpquic_config *cfg, bool v);
 // replayed by an attacker: accept it only for requests that are safe to
 // repeat.
 int32_t mpquic_config_enable_early_data(struct mpquic_config *cfg, bool v);
+
+// DATAGRAM frames (RFC 9221, off by default): advertise them and keep up
+// to `recv_queue_len` datagrams received (the oldest pushed out beyond)
+// and `send_queue_len` waiting to be sent (mpquic_conn_dgram_send).
+int32_t mpquic_config_enable_dgram(struct mpquic_config *cfg,
+                                   bool enabled,
+                                   size_t recv_queue_len,
+                                   size_t send_queue_len);
 
 // Log every connection made with this config in qlog (main schema
 // draft-13, QUIC events draft-12, with mpquic's multipath extensions):
@@ -975,6 +1005,38 @@ void mpquic_conn_set_user_data(struct mpquic_conn *conn, void *user);
 
 // The pointer given to mpquic_conn_set_user_data (NULL before).
 void *mpquic_conn_user_data(const struct mpquic_conn *conn);
+
+// Queue `len` bytes at `buf` as one datagram (copied). Returns 0,
+// MPQUIC_ERROR_DONE when the send queue is full,
+// MPQUIC_ERROR_BUFFER_TOO_SHORT when it is larger than
+// mpquic_conn_dgram_max_writable_len, MPQUIC_ERROR_INVALID_STATE when the
+// peer does not take datagrams.
+ssize_t mpquic_conn_dgram_send(struct mpquic_conn *conn, const uint8_t *buf, size_t len);
+
+// Take the oldest datagram received into `out` (`len` bytes): its
+// length, MPQUIC_ERROR_DONE when none waits, or
+// MPQUIC_ERROR_BUFFER_TOO_SHORT when it does not fit (it stays queued;
+// mpquic_conn_dgram_recv_front_len says how long it is).
+ssize_t mpquic_conn_dgram_recv(struct mpquic_conn *conn, uint8_t *out, size_t len);
+
+// The largest datagram mpquic_conn_dgram_send takes now, or
+// MPQUIC_ERROR_INVALID_STATE while the peer's parameters are unknown, if
+// it does not take datagrams, or if they are not enabled here.
+ssize_t mpquic_conn_dgram_max_writable_len(const struct mpquic_conn *conn);
+
+// The length of the oldest datagram received, or MPQUIC_ERROR_DONE.
+ssize_t mpquic_conn_dgram_recv_front_len(const struct mpquic_conn *conn);
+
+// Fill `*out` with the state of the connection's datagram queues.
+// Returns 0 or MPQUIC_ERROR_INVALID_ARGUMENT.
+int32_t mpquic_conn_dgram_queues(const struct mpquic_conn *conn, struct mpquic_dgram_queues *out);
+
+// Drop the queued datagrams for which `f(data, len, user)` returns true
+// (e.g. media past its deadline). `data` is valid during the call only.
+// Returns 0 or MPQUIC_ERROR_INVALID_ARGUMENT (no connection or no `f`).
+int32_t mpquic_conn_dgram_purge_outgoing(struct mpquic_conn *conn,
+                                         bool (*f)(const uint8_t *data, size_t len, void *user),
+                                         void *user);
 
 // Fill `out` with the default settings. Returns 0, or
 // MPQUIC_ERROR_INVALID_ARGUMENT for NULL.

@@ -363,9 +363,9 @@ typedef struct quiche_stats {
   uint64_t lost_bytes;
   // Stream bytes retransmitted.
   uint64_t stream_retrans_bytes;
-  // 0: no DATAGRAM support.
+  // DATAGRAM frames received.
   size_t dgram_recv;
-  // 0: no DATAGRAM support.
+  // DATAGRAM frames sent.
   size_t dgram_sent;
   // Paths opened over the connection's life.
   size_t paths_count;
@@ -422,9 +422,9 @@ typedef struct quiche_path_stats {
   // Times the path went silent while another answered (mpquic's
   // suspicions; quiche counts PTOs).
   size_t total_pto_count;
-  // 0: no DATAGRAM support.
+  // 0: datagrams are not counted per path.
   size_t dgram_recv;
-  // 0: no DATAGRAM support.
+  // 0: datagrams are not counted per path.
   size_t dgram_sent;
   // Smoothed RTT (ns).
   uint64_t rtt;
@@ -627,12 +627,12 @@ void quiche_config_set_use_initial_max_data_as_flow_control_win(struct quiche_co
 // Accepted, no effect (no pacing rate cap).
 void quiche_config_set_max_pacing_rate(struct quiche_config *_config, uint64_t _v);
 
-// Accepted, no effect: DATAGRAM frames are not supported (the
-// quiche_conn_dgram_* functions return QUICHE_ERR_INVALID_STATE).
-void quiche_config_enable_dgram(struct quiche_config *_config,
-                                bool _enabled,
-                                size_t _recv_queue_len,
-                                size_t _send_queue_len);
+// DATAGRAM frames (RFC 9221): advertise them and keep up to
+// `recv_queue_len` received and `send_queue_len` waiting to be sent.
+void quiche_config_enable_dgram(struct quiche_config *config,
+                                bool enabled,
+                                size_t recv_queue_len,
+                                size_t send_queue_len);
 
 // Accepted, no effect (tokens derive from a per-config random key).
 void quiche_config_set_stateless_reset_token(struct quiche_config *_config, const uint8_t *_v);
@@ -806,6 +806,47 @@ bool quiche_conn_local_error(const struct quiche_conn *conn,
                              uint64_t *error_code,
                              const uint8_t **reason,
                              size_t *reason_len);
+
+// Queue `buf` as a datagram: `buf_len`, QUICHE_ERR_DONE when the send
+// queue is full, QUICHE_ERR_BUFFER_TOO_SHORT when it is larger than
+// quiche_conn_dgram_max_writable_len, QUICHE_ERR_INVALID_STATE when the
+// peer does not take datagrams.
+ssize_t quiche_conn_dgram_send(struct quiche_conn *conn, const uint8_t *buf, size_t buf_len);
+
+// Take the oldest datagram received into `buf`: its length,
+// QUICHE_ERR_DONE when none waits, QUICHE_ERR_BUFFER_TOO_SHORT when it
+// does not fit (it stays queued).
+ssize_t quiche_conn_dgram_recv(struct quiche_conn *conn, uint8_t *buf, size_t buf_len);
+
+// The largest datagram quiche_conn_dgram_send takes now, or
+// QUICHE_ERR_DONE when the peer does not take datagrams (or its
+// parameters are not known yet), as quiche answers.
+ssize_t quiche_conn_dgram_max_writable_len(const struct quiche_conn *conn);
+
+// The length of the oldest datagram received, or QUICHE_ERR_DONE.
+ssize_t quiche_conn_dgram_recv_front_len(const struct quiche_conn *conn);
+
+// Datagrams received and not yet read.
+ssize_t quiche_conn_dgram_recv_queue_len(const struct quiche_conn *conn);
+
+// Bytes of the datagrams received and not yet read.
+ssize_t quiche_conn_dgram_recv_queue_byte_size(const struct quiche_conn *conn);
+
+// Datagrams queued and not yet sent.
+ssize_t quiche_conn_dgram_send_queue_len(const struct quiche_conn *conn);
+
+// Bytes of the datagrams queued and not yet sent.
+ssize_t quiche_conn_dgram_send_queue_byte_size(const struct quiche_conn *conn);
+
+// The send queue is full.
+bool quiche_conn_is_dgram_send_queue_full(const struct quiche_conn *conn);
+
+// The receive queue is full (the next datagram pushes out the oldest).
+bool quiche_conn_is_dgram_recv_queue_full(const struct quiche_conn *conn);
+
+// Drop the queued datagrams for which `f` returns true. `f` sees a copy
+// of each (the queue's buffers are shared and must not change).
+void quiche_conn_dgram_purge_outgoing(struct quiche_conn *conn, bool (*f)(uint8_t*, size_t));
 
 // New HTTP/3 settings with defaults. Free with quiche_h3_config_free.
 struct quiche_h3_config *quiche_h3_config_new(void);
@@ -1271,24 +1312,6 @@ bool quiche_stream_iter_next(struct quiche_stream_iter *iter, uint64_t *stream_i
 // Release an iterator (NULL is accepted).
 void quiche_stream_iter_free(struct quiche_stream_iter *iter);
 
-// No DATAGRAM support: QUICHE_ERR_INVALID_STATE.
-ssize_t quiche_conn_dgram_send(struct quiche_conn *_conn, const uint8_t *_buf, size_t _buf_len);
-
-// No DATAGRAM support: QUICHE_ERR_INVALID_STATE.
-ssize_t quiche_conn_dgram_recv(struct quiche_conn *_conn, uint8_t *_buf, size_t _buf_len);
-
-// No DATAGRAM support: QUICHE_ERR_INVALID_STATE.
-ssize_t quiche_conn_dgram_max_writable_len(const struct quiche_conn *_conn);
-
-// No DATAGRAM support: QUICHE_ERR_DONE (nothing queued).
-ssize_t quiche_conn_dgram_recv_front_len(const struct quiche_conn *_conn);
-
-// No DATAGRAM support: 0.
-ssize_t quiche_conn_dgram_recv_queue_len(const struct quiche_conn *_conn);
-
-// No DATAGRAM support: 0.
-ssize_t quiche_conn_dgram_send_queue_len(const struct quiche_conn *_conn);
-
 // Not supported (mpquic manages connection IDs): QUICHE_ERR_INVALID_STATE.
 int quiche_conn_retire_dcid(struct quiche_conn *_conn, uint64_t _dcid_seq);
 
@@ -1365,21 +1388,6 @@ struct quiche_conn *quiche_conn_new_with_tls_and_client_dcid(const uint8_t *_sci
                                                              socklen_t _peer_len,
                                                              const struct quiche_config *_config,
                                                              void *_ssl);
-
-// No DATAGRAM support: nothing queued, no effect.
-void quiche_conn_dgram_purge_outgoing(struct quiche_conn *_conn, bool (*_f)(uint8_t*, size_t));
-
-// No DATAGRAM support: 0.
-ssize_t quiche_conn_dgram_recv_queue_byte_size(const struct quiche_conn *_conn);
-
-// No DATAGRAM support: 0.
-ssize_t quiche_conn_dgram_send_queue_byte_size(const struct quiche_conn *_conn);
-
-// No DATAGRAM support: false.
-bool quiche_conn_is_dgram_send_queue_full(const struct quiche_conn *_conn);
-
-// No DATAGRAM support: false.
-bool quiche_conn_is_dgram_recv_queue_full(const struct quiche_conn *_conn);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -428,6 +428,25 @@ pub unsafe extern "C" fn mpquic_config_enable_early_data(cfg: *mut mpquic_config
     }
 }
 
+/// DATAGRAM frames (RFC 9221, off by default): advertise them and keep up
+/// to `recv_queue_len` datagrams received (the oldest pushed out beyond)
+/// and `send_queue_len` waiting to be sent (mpquic_conn_dgram_send).
+#[no_mangle]
+pub unsafe extern "C" fn mpquic_config_enable_dgram(
+    cfg: *mut mpquic_config,
+    enabled: bool,
+    recv_queue_len: usize,
+    send_queue_len: usize,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(cfg, |c| {
+            c.enable_dgram(enabled, recv_queue_len, send_queue_len);
+            Ok(())
+        })
+    }
+}
+
 /// Log every connection made with this config in qlog (main schema
 /// draft-13, QUIC events draft-12, with mpquic's multipath extensions):
 /// read the records with mpquic_conn_qlog_next. Off by default; off, it

@@ -209,6 +209,12 @@ pub struct mpquic_stats {
     pub sent_ahead_bytes: u64,
     /// 1-RTT key updates (ours and the peer's).
     pub key_updates: u64,
+    /// DATAGRAM frames sent.
+    pub dgram_sent: u64,
+    /// DATAGRAM frames received (those dropped included).
+    pub dgram_recv: u64,
+    /// Datagrams received and pushed out of a full receive queue unread.
+    pub dgram_dropped: u64,
 }
 
 /// Per-path statistics.
@@ -328,7 +334,10 @@ pub(crate) unsafe fn with_conn<R>(
 ///
 /// # Safety
 /// As [`with_conn`].
-unsafe fn with_conn_len(conn: *mut mpquic_conn, f: impl FnOnce(&mut mpquic_conn) -> ssize_t) -> ssize_t {
+pub(crate) unsafe fn with_conn_len(
+    conn: *mut mpquic_conn,
+    f: impl FnOnce(&mut mpquic_conn) -> ssize_t,
+) -> ssize_t {
     // SAFETY: forwarded contract.
     unsafe {
         with_conn(
@@ -1174,6 +1183,9 @@ pub unsafe extern "C" fn mpquic_conn_stats(conn: *const mpquic_conn, out: *mut m
                 dup_stream_bytes: s.dup_stream_bytes,
                 sent_ahead_bytes: s.sent_ahead_bytes,
                 key_updates: s.key_updates,
+                dgram_sent: s.dgram_sent,
+                dgram_recv: s.dgram_recv,
+                dgram_dropped: s.dgram_dropped,
             };
             0
         })

@@ -32,6 +32,7 @@
 mod addr;
 mod config;
 mod conn;
+mod dgram;
 mod endpoint;
 mod fetch;
 mod h3;
@@ -42,6 +43,7 @@ mod tests;
 
 pub use config::*;
 pub use conn::*;
+pub use dgram::*;
 pub use endpoint::*;
 pub use fetch::*;
 pub use h3::*;

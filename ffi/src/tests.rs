@@ -941,3 +941,76 @@ fn a_panic_inside_returns_mpquic_error_internal() {
     let cfg = crate::mpquic_config_new();
     assert!(cfg.is_null() && !crate::fault::disarm());
 }
+
+unsafe extern "C" fn purge_b(data: *const u8, len: usize, user: *mut std::ffi::c_void) -> bool {
+    // SAFETY: mpquic passes `len` readable bytes and our counter.
+    unsafe {
+        *user.cast::<u32>() += 1;
+        len > 0 && *data == b'b'
+    }
+}
+
+/// DATAGRAM frames from C: queued, purged, sent, read, counted; refused
+/// before the peer's parameters are known and when too large.
+#[test]
+fn datagrams_from_c() {
+    unsafe {
+        let (ccfg, scfg) = (config(false), config(true));
+        for cfg in [ccfg, scfg] {
+            assert_eq!(mpquic_config_enable_dgram(cfg, true, 2, 8), 0);
+        }
+        assert_eq!(mpquic_config_enable_dgram(null_mut(), true, 1, 1), MPQUIC_ERROR_INVALID_ARGUMENT as i32);
+        let early = |c| {
+            let r = mpquic_conn_dgram_send(c, b"x".as_ptr(), 1);
+            assert_eq!(r, MPQUIC_ERROR_INVALID_STATE as isize, "before the peer's parameters");
+        };
+        let (c, s) = direct_pair(ccfg, scfg, None, early);
+        let mut now = 2_000u64;
+        for _ in 0..10 {
+            now += 1_000_000;
+            pump(c, s, now);
+            pump(s, c, now);
+        }
+        let max = mpquic_conn_dgram_max_writable_len(c);
+        assert!(max > 1000, "{max}");
+        let big = vec![0u8; max as usize + 1];
+        assert_eq!(
+            mpquic_conn_dgram_send(c, big.as_ptr(), big.len()),
+            MPQUIC_ERROR_BUFFER_TOO_SHORT as isize
+        );
+        for d in [&b"a1"[..], b"b2", b"a3"] {
+            assert_eq!(mpquic_conn_dgram_send(c, d.as_ptr(), d.len()), 0);
+        }
+        let mut calls = 0u32;
+        let user = (&mut calls as *mut u32).cast();
+        assert_eq!(mpquic_conn_dgram_purge_outgoing(c, Some(purge_b), user), 0);
+        assert_eq!(calls, 3);
+        let mut q = mpquic_dgram_queues::default();
+        assert_eq!(mpquic_conn_dgram_queues(c, &mut q), 0);
+        assert_eq!((q.send_len, q.send_bytes, q.send_full), (2, 4, false));
+        now += 1_000_000;
+        pump(c, s, now);
+        assert_eq!(mpquic_conn_dgram_queues(s, &mut q), 0);
+        assert_eq!((q.recv_len, q.recv_bytes, q.recv_full), (2, 4, true));
+        assert_eq!(mpquic_conn_dgram_recv_front_len(s), 2);
+        let mut buf = [0u8; 16];
+        assert_eq!(mpquic_conn_dgram_recv(s, buf.as_mut_ptr(), 1), MPQUIC_ERROR_BUFFER_TOO_SHORT as isize);
+        assert_eq!(mpquic_conn_dgram_recv(s, buf.as_mut_ptr(), buf.len()), 2);
+        assert_eq!(&buf[..2], b"a1");
+        assert_eq!(mpquic_conn_dgram_recv(s, buf.as_mut_ptr(), buf.len()), 2);
+        assert_eq!(&buf[..2], b"a3");
+        assert_eq!(mpquic_conn_dgram_recv(s, buf.as_mut_ptr(), buf.len()), MPQUIC_ERROR_DONE as isize);
+        assert_eq!(mpquic_conn_dgram_recv_front_len(s), MPQUIC_ERROR_DONE as isize);
+        let mut st: mpquic_stats = std::mem::zeroed();
+        assert_eq!(mpquic_conn_stats(s, &mut st), 0);
+        assert_eq!((st.dgram_recv, st.dgram_dropped), (2, 0));
+        assert_eq!(
+            mpquic_conn_dgram_send(null_mut(), buf.as_ptr(), 1),
+            MPQUIC_ERROR_INVALID_ARGUMENT as isize
+        );
+        mpquic_conn_free(c);
+        mpquic_conn_free(s);
+        mpquic_config_free(ccfg);
+        mpquic_config_free(scfg);
+    }
+}

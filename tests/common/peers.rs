@@ -37,6 +37,10 @@ pub trait Endpoint {
     fn key_updates(&self) -> Option<u64> {
         None
     }
+    /// Queue a DATAGRAM frame (RFC 9221): whether it was taken.
+    fn dgram_send(&mut self, data: &[u8]) -> bool;
+    /// The next datagram received, if any.
+    fn dgram_recv(&mut self, buf: &mut [u8]) -> Option<usize>;
 }
 
 /// Which engine plays a role.
@@ -63,7 +67,12 @@ pub struct Settings {
     /// mpquic runs path MTU discovery (its default; quiche 0.30 does not, so
     /// pairbench turns it off to keep both at `mss`).
     pub pmtud: bool,
+    /// Both engines take DATAGRAM frames (queues of `DGRAM_QUEUE`).
+    pub dgram: bool,
 }
+
+/// The DATAGRAM queue lengths (each way) when `Settings::dgram` is on.
+pub const DGRAM_QUEUE: usize = 1000;
 
 impl Default for Settings {
     fn default() -> Self {
@@ -76,6 +85,7 @@ impl Default for Settings {
             key_update_interval: None,
             pacing: true,
             pmtud: true,
+            dgram: false,
         }
     }
 }
@@ -126,6 +136,7 @@ pub mod mp {
         if let Some(n) = s.key_update_interval {
             c.set_key_update_interval(n);
         }
+        c.enable_dgram(s.dgram, DGRAM_QUEUE, DGRAM_QUEUE);
         c
     }
 
@@ -219,6 +230,12 @@ pub mod mp {
         fn name(&self) -> &'static str {
             "mpquic"
         }
+        fn dgram_send(&mut self, data: &[u8]) -> bool {
+            self.conn.dgram_send(data).is_ok()
+        }
+        fn dgram_recv(&mut self, buf: &mut [u8]) -> Option<usize> {
+            self.conn.dgram_recv(buf).ok()
+        }
     }
 }
 
@@ -258,6 +275,7 @@ pub mod qc {
         c.set_cc_algorithm(quiche::CongestionControlAlgorithm::CUBIC);
         c.enable_pacing(s.pacing);
         c.set_max_idle_timeout(30_000);
+        c.enable_dgram(s.dgram, DGRAM_QUEUE, DGRAM_QUEUE);
         c
     }
 
@@ -331,6 +349,12 @@ pub mod qc {
         }
         fn name(&self) -> &'static str {
             "quiche"
+        }
+        fn dgram_send(&mut self, data: &[u8]) -> bool {
+            self.conn.dgram_send(data).is_ok()
+        }
+        fn dgram_recv(&mut self, buf: &mut [u8]) -> Option<usize> {
+            self.conn.dgram_recv(buf).ok()
         }
     }
 }

@@ -429,15 +429,17 @@ pub extern "C" fn quiche_config_set_use_initial_max_data_as_flow_control_win(
 pub extern "C" fn quiche_config_set_max_pacing_rate(_config: *mut quiche_config, _v: u64) {
     crate::guard((), || {})
 }
-/// Accepted, no effect: DATAGRAM frames are not supported (the
-/// quiche_conn_dgram_* functions return QUICHE_ERR_INVALID_STATE).
+/// DATAGRAM frames (RFC 9221): advertise them and keep up to
+/// `recv_queue_len` received and `send_queue_len` waiting to be sent.
 #[no_mangle]
-pub extern "C" fn quiche_config_enable_dgram(
-    _config: *mut quiche_config,
-    _enabled: bool,
-    _recv_queue_len: usize,
-    _send_queue_len: usize,
+pub unsafe extern "C" fn quiche_config_enable_dgram(
+    config: *mut quiche_config,
+    enabled: bool,
+    recv_queue_len: usize,
+    send_queue_len: usize,
 ) {
+    // SAFETY: forwarded.
+    unsafe { set_unit(config, move |e| e.enable_dgram(enabled, recv_queue_len, send_queue_len)) };
 }
 /// Accepted, no effect (tokens derive from a per-config random key).
 #[no_mangle]

@@ -423,7 +423,7 @@ pub extern "C" fn quiche_h3_dgram_enabled_by_peer(
     _conn: *mut quiche_h3_conn,
     _quic_conn: *mut quiche_conn,
 ) -> bool {
-    false
+    crate::guard(false, || false)
 }
 
 /// A header field for the send functions.

@@ -12,6 +12,7 @@
 
 mod config;
 mod conn;
+mod dgram;
 mod h3;
 mod migration;
 mod mp;
@@ -26,6 +27,7 @@ mod unsupported;
 
 pub use config::*;
 pub use conn::*;
+pub use dgram::*;
 pub use h3::*;
 pub use migration::*;
 pub use mp::*;

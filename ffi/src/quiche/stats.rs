@@ -36,9 +36,9 @@ pub struct quiche_stats {
     pub lost_bytes: u64,
     /// Stream bytes retransmitted.
     pub stream_retrans_bytes: u64,
-    /// 0: no DATAGRAM support.
+    /// DATAGRAM frames received.
     pub dgram_recv: usize,
-    /// 0: no DATAGRAM support.
+    /// DATAGRAM frames sent.
     pub dgram_sent: usize,
     /// Paths opened over the connection's life.
     pub paths_count: usize,
@@ -93,6 +93,8 @@ fn stats(c: &Connection) -> quiche_stats {
         lost_bytes: lost,
         stream_retrans_bytes: s.retrans_bytes,
         paths_count: s.paths as usize,
+        dgram_recv: s.dgram_recv as usize,
+        dgram_sent: s.dgram_sent as usize,
         ..quiche_stats::default()
     }
 }
@@ -123,9 +125,9 @@ pub struct quiche_path_stats {
     /// Times the path went silent while another answered (mpquic's
     /// suspicions; quiche counts PTOs).
     pub total_pto_count: usize,
-    /// 0: no DATAGRAM support.
+    /// 0: datagrams are not counted per path.
     pub dgram_recv: usize,
-    /// 0: no DATAGRAM support.
+    /// 0: datagrams are not counted per path.
     pub dgram_sent: usize,
     /// Smoothed RTT (ns).
     pub rtt: u64,

@@ -282,6 +282,8 @@ fn bad_arguments_get_errors_not_crashes() {
         assert_eq!(quiche_conn_recv(conn, junk.as_mut_ptr(), 50, &info), QUICHE_ERR_INVALID_PACKET.ss());
         assert_eq!(quiche_conn_path_stats(conn, 0, &mut std::mem::zeroed()), QUICHE_ERR_DONE.c());
         assert_eq!(quiche_conn_dgram_send(conn, out.as_ptr(), 3), QUICHE_ERR_INVALID_STATE.ss());
+        assert_eq!(quiche_conn_dgram_max_writable_len(conn), QUICHE_ERR_DONE.ss());
+        assert_eq!(quiche_conn_dgram_recv(conn, out.as_mut_ptr(), 3), QUICHE_ERR_DONE.ss());
         quiche_conn_free(conn);
         quiche_config_free(cfg);
     }
@@ -568,6 +570,71 @@ fn migration_peer_migration_and_pmtu_arrive_as_path_events() {
         assert_eq!(quiche_conn_migrate_source(s, sa(&o), ol, null_mut()), QUICHE_ERR_INVALID_STATE.c());
         for x in [c, s] {
             quiche_conn_free(x);
+        }
+        quiche_config_free(ccfg);
+        quiche_config_free(scfg);
+    }
+}
+
+extern "C" fn purge_all(_data: *mut u8, _len: usize) -> bool {
+    true
+}
+
+/// DATAGRAM frames both ways through quiche_conn_dgram_*, with quiche's
+/// answers: Done when empty or full, BufferTooShort when too large.
+#[test]
+fn datagrams_through_the_quiche_layer() {
+    unsafe {
+        let (ccfg, scfg) = (config(false, 5000), config(true, 5000));
+        quiche_config_enable_dgram(ccfg, true, 4, 2);
+        quiche_config_enable_dgram(scfg, true, 4, 2);
+        let (c, first) = first_initial(ccfg, &[5; 16]);
+        let (l, ll) = c_addr("127.0.0.1:4433");
+        let (p, pl) = c_addr("127.0.0.1:5000");
+        let s = quiche_accept([6; 16].as_ptr(), 16, null(), 0, sa(&l), ll, sa(&p), pl, scfg);
+        let info =
+            quiche_recv_info { from: sa(&p).cast_mut(), from_len: pl, to: sa(&l).cast_mut(), to_len: ll };
+        let mut d = first;
+        assert_eq!(quiche_conn_recv(s, d.as_mut_ptr(), d.len(), &info), d.len() as isize);
+        let both = |n| {
+            for _ in 0..n {
+                pump(s, c, "127.0.0.1:5000", "127.0.0.1:4433");
+                pump(c, s, "127.0.0.1:4433", "127.0.0.1:5000");
+            }
+        };
+        both(20);
+        let max = quiche_conn_dgram_max_writable_len(c);
+        assert!(max > 1000, "{max}");
+        let big = vec![1u8; max as usize + 1];
+        assert_eq!(quiche_conn_dgram_send(c, big.as_ptr(), big.len()), QUICHE_ERR_BUFFER_TOO_SHORT.ss());
+        assert_eq!(quiche_conn_dgram_send(c, b"ping".as_ptr(), 4), 4);
+        assert_eq!(quiche_conn_dgram_send(c, b"pong!".as_ptr(), 5), 5);
+        assert!(quiche_conn_is_dgram_send_queue_full(c));
+        assert_eq!(quiche_conn_dgram_send(c, b"x".as_ptr(), 1), QUICHE_ERR_DONE.ss());
+        assert_eq!((quiche_conn_dgram_send_queue_len(c), quiche_conn_dgram_send_queue_byte_size(c)), (2, 9));
+        both(2);
+        assert_eq!((quiche_conn_dgram_recv_queue_len(s), quiche_conn_dgram_recv_queue_byte_size(s)), (2, 9));
+        assert!(!quiche_conn_is_dgram_recv_queue_full(s));
+        assert_eq!(quiche_conn_dgram_recv_front_len(s), 4);
+        let mut buf = [0u8; 8];
+        assert_eq!(quiche_conn_dgram_recv(s, buf.as_mut_ptr(), 8), 4);
+        assert_eq!(&buf[..4], b"ping");
+        assert_eq!(quiche_conn_dgram_recv(s, buf.as_mut_ptr(), 8), 5);
+        assert_eq!(quiche_conn_dgram_recv(s, buf.as_mut_ptr(), 8), QUICHE_ERR_DONE.ss());
+        assert_eq!(quiche_conn_dgram_recv_front_len(s), QUICHE_ERR_DONE.ss());
+        // The server's answers: one purged before it leaves.
+        assert_eq!(quiche_conn_dgram_send(s, b"gone".as_ptr(), 4), 4);
+        quiche_conn_dgram_purge_outgoing(s, Some(purge_all));
+        assert_eq!(quiche_conn_dgram_send_queue_len(s), 0);
+        assert_eq!(quiche_conn_dgram_send(s, b"back".as_ptr(), 4), 4);
+        both(2);
+        assert_eq!(quiche_conn_dgram_recv(c, buf.as_mut_ptr(), 8), 4);
+        assert_eq!(&buf[..4], b"back");
+        let mut st: quiche_stats = std::mem::zeroed();
+        quiche_conn_stats(s, &mut st);
+        assert_eq!((st.dgram_recv, st.dgram_sent), (2, 1));
+        for p in [c, s] {
+            quiche_conn_free(p);
         }
         quiche_config_free(ccfg);
         quiche_config_free(scfg);

@@ -1,53 +1,14 @@
 //! quiche functions mpquic does not support, answering with quiche's error
 //! for them so programs that call them still link and fail cleanly.
-//! DATAGRAM frames (RFC 9221) are not implemented.
+//! quiche's single-path migration calls are in migration.rs; multipath
+//! paths are opened with quiche_conn_open_path.
 
 use std::ffi::c_int;
 
 use libc::{sockaddr, socklen_t, ssize_t};
 
 use super::conn::quiche_conn;
-use super::{QUICHE_ERR_DONE, QUICHE_ERR_INVALID_STATE};
-
-/// No DATAGRAM support: QUICHE_ERR_INVALID_STATE.
-#[no_mangle]
-pub extern "C" fn quiche_conn_dgram_send(
-    _conn: *mut quiche_conn,
-    _buf: *const u8,
-    _buf_len: usize,
-) -> ssize_t {
-    QUICHE_ERR_INVALID_STATE.ss()
-}
-
-/// No DATAGRAM support: QUICHE_ERR_INVALID_STATE.
-#[no_mangle]
-pub extern "C" fn quiche_conn_dgram_recv(_conn: *mut quiche_conn, _buf: *mut u8, _buf_len: usize) -> ssize_t {
-    QUICHE_ERR_INVALID_STATE.ss()
-}
-
-/// No DATAGRAM support: QUICHE_ERR_INVALID_STATE.
-#[no_mangle]
-pub extern "C" fn quiche_conn_dgram_max_writable_len(_conn: *const quiche_conn) -> ssize_t {
-    QUICHE_ERR_INVALID_STATE.ss()
-}
-
-/// No DATAGRAM support: QUICHE_ERR_DONE (nothing queued).
-#[no_mangle]
-pub extern "C" fn quiche_conn_dgram_recv_front_len(_conn: *const quiche_conn) -> ssize_t {
-    QUICHE_ERR_DONE.ss()
-}
-
-/// No DATAGRAM support: 0.
-#[no_mangle]
-pub extern "C" fn quiche_conn_dgram_recv_queue_len(_conn: *const quiche_conn) -> ssize_t {
-    0
-}
-
-/// No DATAGRAM support: 0.
-#[no_mangle]
-pub extern "C" fn quiche_conn_dgram_send_queue_len(_conn: *const quiche_conn) -> ssize_t {
-    0
-}
+use super::QUICHE_ERR_INVALID_STATE;
 
 /// Not supported (mpquic manages connection IDs): QUICHE_ERR_INVALID_STATE.
 #[no_mangle]
@@ -181,36 +142,4 @@ pub extern "C" fn quiche_conn_new_with_tls_and_client_dcid(
     _ssl: *mut std::ffi::c_void,
 ) -> *mut quiche_conn {
     crate::guard(std::ptr::null_mut(), std::ptr::null_mut)
-}
-
-/// No DATAGRAM support: nothing queued, no effect.
-#[no_mangle]
-pub extern "C" fn quiche_conn_dgram_purge_outgoing(
-    _conn: *mut quiche_conn,
-    _f: Option<extern "C" fn(*mut u8, usize) -> bool>,
-) {
-}
-
-/// No DATAGRAM support: 0.
-#[no_mangle]
-pub extern "C" fn quiche_conn_dgram_recv_queue_byte_size(_conn: *const quiche_conn) -> ssize_t {
-    0
-}
-
-/// No DATAGRAM support: 0.
-#[no_mangle]
-pub extern "C" fn quiche_conn_dgram_send_queue_byte_size(_conn: *const quiche_conn) -> ssize_t {
-    0
-}
-
-/// No DATAGRAM support: false.
-#[no_mangle]
-pub extern "C" fn quiche_conn_is_dgram_send_queue_full(_conn: *const quiche_conn) -> bool {
-    false
-}
-
-/// No DATAGRAM support: false.
-#[no_mangle]
-pub extern "C" fn quiche_conn_is_dgram_recv_queue_full(_conn: *const quiche_conn) -> bool {
-    false
 }
