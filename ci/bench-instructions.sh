@@ -19,7 +19,7 @@
 # (the simulator): the programs are deterministic but for their random
 # connection IDs and keys. What moves them is the code, the compiler and the
 # libraries: refresh the baseline with --update in the commit that changes
-# them, saying why. About 25-45 s on 2 cores, after the builds.
+# them, saying why. About 25-50 s on 2 cores, after the builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source ci/env.sh
