@@ -21,5 +21,9 @@ cargo test --release -p mpquic-shells -- --test-threads=1
 # Fuzz regressions: every committed corpus input (findings included) runs once
 # through its cargo-fuzz target (stable + RUSTC_BOOTSTRAP; installs cargo-fuzz).
 bash ci/fuzz.sh --replay
+# Instruction counts (callgrind; valgrind comes from ci/setup.sh): fails when
+# pairbench's instructions/byte (one path, two paths, zero-copy) or the
+# simulator's bench grew more than 3% over ci/instructions.baseline.
+bash ci/bench-instructions.sh --check
 # Python bindings (maturin + pytest), last: pytest prints the closing summary.
 bash ci/python.sh

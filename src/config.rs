@@ -95,6 +95,9 @@ pub struct Config {
     pub(crate) early_data: bool,
     /// DATAGRAM frames: (receive, send) queue lengths when enabled.
     pub(crate) dgram: Option<(usize, usize)>,
+    /// Packet keys after Initial use the simulator's AEAD.
+    #[cfg(feature = "sim-aead")]
+    sim_aead: bool,
     tls_cache: TlsCache,
 }
 
@@ -164,6 +167,8 @@ impl Config {
             session_tickets: false,
             early_data: false,
             dgram: None,
+            #[cfg(feature = "sim-aead")]
+            sim_aead: false,
             tls_cache: TlsCache::default(),
         }
     }
@@ -490,6 +495,31 @@ impl Config {
         self.qlog = v;
     }
 
+    /// Simulations only (feature `sim-aead`, which `mpquic-sim` turns on):
+    /// packet keys after the Initial ones leave the payload in clear and
+    /// carry a keyed checksum as their 16-byte tag. Packets keep their
+    /// sizes, corrupted or misdirected packets are still refused, but
+    /// nothing is secret or authenticated against an attacker. Both ends
+    /// must agree; socket endpoints refuse such a config
+    /// ([`uses_sim_aead`](Self::uses_sim_aead)).
+    #[cfg(feature = "sim-aead")]
+    #[doc(hidden)]
+    pub fn use_sim_aead(&mut self, on: bool) {
+        self.sim_aead = on;
+        self.tls_changed();
+    }
+
+    /// Whether [`use_sim_aead`](Self::use_sim_aead) is on (always false
+    /// without the `sim-aead` feature): what socket endpoints check before
+    /// using a config on a real network.
+    #[doc(hidden)]
+    pub fn uses_sim_aead(&self) -> bool {
+        #[cfg(feature = "sim-aead")]
+        return self.sim_aead;
+        #[cfg(not(feature = "sim-aead"))]
+        false
+    }
+
     /// The TLS context for one role, built once and shared.
     pub(crate) fn tls(&self, is_server: bool) -> Result<Arc<TlsConfig>, ConfigError> {
         let mut cache = self.tls_cache.0.lock().map_err(|_| ConfigError::Tls("poisoned".into()))?;
@@ -518,6 +548,10 @@ impl Config {
             b = b.keylog_file(p);
         }
         b = b.session_tickets(self.session_tickets).early_data(self.early_data);
+        #[cfg(feature = "sim-aead")]
+        {
+            b = b.sim_aead(self.sim_aead);
+        }
         let c = Arc::new(b.build()?);
         *cache = Some((is_server, c.clone()));
         Ok(c)

@@ -15,6 +15,8 @@ mod aead;
 mod hp;
 mod retry;
 mod secrets;
+#[cfg(feature = "sim-aead")]
+mod sim_aead;
 mod tls;
 
 pub use aead::{nonce_for, PacketKey, TAG_LEN};

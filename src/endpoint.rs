@@ -196,10 +196,19 @@ impl std::fmt::Display for EndpointError {
 }
 impl std::error::Error for EndpointError {}
 
+/// Why an endpoint refuses a config with the simulator's AEAD.
+pub const SIM_AEAD_REFUSED: &str =
+    "the simulator's AEAD (Config::use_sim_aead) protects nothing: not on a network";
+
 impl<T: Default> Endpoint<T> {
     /// An endpoint accepting connections with `config` (its stateless reset
     /// key is replaced by the endpoint's, so resets match issued IDs).
+    /// Refuses a config with the simulator's AEAD (`Config::use_sim_aead`):
+    /// an endpoint serves a real network.
     pub fn new(mut config: Config, ep: EndpointConfig, now: Instant) -> Result<Endpoint<T>, EndpointError> {
+        if config.uses_sim_aead() {
+            return Err(EndpointError(SIM_AEAD_REFUSED.into()));
+        }
         if !(4..=packet::MAX_CID_LEN).contains(&ep.cid_len) {
             return Err(EndpointError(format!("connection ID length {} not in 4..=20", ep.cid_len)));
         }

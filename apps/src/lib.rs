@@ -50,3 +50,32 @@ pub fn set_algorithms(config: &mut mpquic::Config, cc: &str, scheduler: &str) ->
     })?;
     Ok(())
 }
+
+/// Refuses a config with the simulator's AEAD (`mpquic::Config::use_sim_aead`,
+/// compiled into the engine when a build unifies mpquic-sim's features):
+/// the apps talk to real networks. The server's `Endpoint::new` refuses it
+/// too.
+pub fn check_network_config(config: &mpquic::Config) -> Result<(), String> {
+    if config.uses_sim_aead() {
+        return Err(mpquic::endpoint::SIM_AEAD_REFUSED.into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod sim_aead_tests {
+    #[test]
+    #[allow(clippy::disallowed_methods)] // the endpoint's start time, as in the server
+    fn the_simulators_aead_is_refused() {
+        let mut config = mpquic::Config::new();
+        assert_eq!(super::check_network_config(&config), Ok(()));
+        config.use_sim_aead(true);
+        assert_eq!(super::check_network_config(&config), Err(mpquic::endpoint::SIM_AEAD_REFUSED.into()));
+        let ep = mpquic::endpoint::Endpoint::<()>::new(
+            config,
+            mpquic::endpoint::EndpointConfig::default(),
+            std::time::Instant::now(),
+        );
+        assert!(ep.is_err(), "the server's endpoint refuses it");
+    }
+}

@@ -436,6 +436,10 @@ pub unsafe extern "C" fn mpquic_connect_with_session(
         let (local, peer, cfg) =
             unsafe { (from_c(local, local_len), from_c(peer, peer_len), config.as_ref()) };
         let (Some(local), Some(peer), Some(cfg)) = (local, peer, cfg) else { return std::ptr::null_mut() };
+        // The C API is for real networks: never the simulator's AEAD.
+        if cfg.inner.uses_sim_aead() {
+            return std::ptr::null_mut();
+        }
         let name = if server_name.is_null() {
             None
         } else {
@@ -492,6 +496,10 @@ pub unsafe extern "C" fn mpquic_accept(
         let (local, peer, cfg) =
             unsafe { (from_c(local, local_len), from_c(peer, peer_len), config.as_ref()) };
         let (Some(local), Some(peer), Some(cfg)) = (local, peer, cfg) else { return std::ptr::null_mut() };
+        // The C API is for real networks: never the simulator's AEAD.
+        if cfg.inner.uses_sim_aead() {
+            return std::ptr::null_mut();
+        }
         // SAFETY: pointers to the given lengths.
         let (scid, odcid) = unsafe { (cid_arg(scid, scid_len), cid_arg(odcid, odcid_len)) };
         let (Some(scid), Some(odcid)) = (scid, odcid) else { return std::ptr::null_mut() };

@@ -1014,3 +1014,63 @@ fn datagrams_from_c() {
         mpquic_config_free(scfg);
     }
 }
+
+/// The C API is for real networks: a config with the simulator's AEAD (which
+/// C cannot select; here through the engine) makes no endpoint and no
+/// connection.
+#[test]
+fn the_simulators_aead_is_refused() {
+    unsafe {
+        let (scfg, ccfg) = (config(true), config(false));
+        (*scfg).inner.use_sim_aead(true);
+        (*ccfg).inner.use_sim_aead(true);
+        let mut settings: mpquic_endpoint_config = std::mem::zeroed();
+        assert_eq!(mpquic_endpoint_config_default(&mut settings), 0);
+        assert!(mpquic_endpoint_new(scfg, &settings, 1_000).is_null());
+        let (ca, sa) = (Addr::new("127.0.0.1:41001"), Addr::new("127.0.0.1:41002"));
+        let name = cstr("localhost");
+        let connect = |cfg| {
+            mpquic_connect_with_session(
+                name.as_ptr(),
+                null(),
+                0,
+                ca.ptr(),
+                ca.1,
+                sa.ptr(),
+                sa.1,
+                null(),
+                0,
+                cfg,
+                1_000,
+            )
+        };
+        assert!(connect(ccfg).is_null());
+        let cid = [7u8; 8];
+        let accept = |cfg| {
+            mpquic_accept(
+                cid.as_ptr(),
+                8,
+                cid.as_ptr(),
+                8,
+                null(),
+                0,
+                sa.ptr(),
+                sa.1,
+                ca.ptr(),
+                ca.1,
+                cfg,
+                1_000,
+            )
+        };
+        assert!(accept(scfg).is_null());
+        (*scfg).inner.use_sim_aead(false);
+        (*ccfg).inner.use_sim_aead(false);
+        let c = connect(ccfg);
+        let s = accept(scfg);
+        assert!(!c.is_null() && !s.is_null());
+        mpquic_conn_free(c);
+        mpquic_conn_free(s);
+        mpquic_config_free(scfg);
+        mpquic_config_free(ccfg);
+    }
+}

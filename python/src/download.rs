@@ -273,6 +273,9 @@ fn config(opts: &Options) -> Result<mpquic::Config, Failure> {
     config.enable_qlog(opts.qlog_dir.is_some());
     config.enable_ecn(opts.ecn);
     config.enable_pmtud(opts.pmtud);
+    // This crate links the simulator, whose feature compiles the simulation's
+    // AEAD into the engine: a download on a real network refuses it.
+    mpquic_apps::check_network_config(&config).map_err(Failure::Transfer)?;
     Ok(config)
 }
 

@@ -243,6 +243,11 @@ pub struct SimConfig {
     /// Write every endpoint's qlog here (`flow<i>_client.sqlog`,
     /// `flow<i>_server.sqlog`, in simulated time; see [`crate::qlog`]).
     pub qlog_dir: Option<PathBuf>,
+    /// Protect packets with the real AEAD (AES-GCM) instead of the
+    /// simulation's (`mpquic::Config::use_sim_aead`: payload in clear, a keyed
+    /// checksum as tag, same sizes). Results are identical either way; the
+    /// simulation's AEAD only saves time.
+    pub real_aead: bool,
 }
 
 impl SimConfig {
@@ -258,6 +263,7 @@ impl SimConfig {
             rebindings: Vec::new(),
             max_udp_payload: 1350,
             qlog_dir: None,
+            real_aead: false,
         }
     }
 
@@ -492,7 +498,7 @@ pub struct Sim {
     qlog_error: Option<String>,
 }
 
-fn make_config(server: bool, spec: &FlowSpec, max_udp_payload: usize) -> Result<Config, SimError> {
+fn make_config(server: bool, spec: &FlowSpec, cfg: &SimConfig) -> Result<Config, SimError> {
     let err = |e: mpquic::ConfigError| SimError::Config(e.to_string());
     let mut c = Config::new();
     let alpn: &[u8] = if spec.workload == Workload::H3 { b"h3" } else { b"mpquic-sim" };
@@ -524,7 +530,8 @@ fn make_config(server: bool, spec: &FlowSpec, max_udp_payload: usize) -> Result<
         c.set_max_connection_window(w);
         c.set_max_stream_window(w);
     }
-    c.set_max_send_udp_payload_size(max_udp_payload);
+    c.set_max_send_udp_payload_size(cfg.max_udp_payload);
+    c.use_sim_aead(!cfg.real_aead);
     c.set_max_idle_timeout(60_000);
     if spec.paths.len() > 1 {
         c.set_initial_max_path_id(Some(spec.paths.len() as u32 + 3));
@@ -609,10 +616,7 @@ impl Sim {
                 return Err(SimError::BadPath(format!("flow {i}: too many flows or paths")));
             }
             let n = spec.paths.len();
-            let (mut ccfg, mut scfg) = (
-                make_config(false, spec, cfg.max_udp_payload)?,
-                make_config(true, spec, cfg.max_udp_payload)?,
-            );
+            let (mut ccfg, mut scfg) = (make_config(false, spec, &cfg)?, make_config(true, spec, &cfg)?);
             ccfg.enable_qlog(cfg.qlog_dir.is_some());
             scfg.enable_qlog(cfg.qlog_dir.is_some());
             flows.push(Flow {

@@ -1492,3 +1492,35 @@ fn a_lost_handshake_done_goes_again_in_the_pto_probe() {
     assert!(c.handshake_confirmed, "the client still waits for HANDSHAKE_DONE after {:?}", t - now);
     assert!(t - now < Duration::from_secs(1), "confirmed by the first PTO's probe, not later: {:?}", t - now);
 }
+
+/// The simulator's AEAD (`Config::use_sim_aead`): data arrives intact across
+/// key updates, the payload travels in clear, and a peer with the real AEAD
+/// cannot complete a handshake with it.
+#[cfg(feature = "sim-aead")]
+#[test]
+fn sim_aead_transfers_in_clear_and_needs_both_ends() {
+    let sim = |server: bool| {
+        let mut c = config(server);
+        c.use_sim_aead(true);
+        c.set_key_update_interval(1000);
+        c
+    };
+    assert!(sim(false).uses_sim_aead() && !config(false).uses_sim_aead());
+    let mut p = Pair::new(&sim(false), &sim(true));
+    p.client_sent = Some(Vec::new());
+    p.handshake();
+    let data = pattern(3 << 20);
+    assert!(p.transfer(0, &data) == data, "data corrupted");
+    assert!(p.s.stats().key_updates > 0 && p.c.stats().key_updates > 0);
+    let marker = b"a request the simulator's AEAD leaves in clear";
+    p.c.stream_send(4, marker, true).unwrap();
+    p.run_for(Duration::from_millis(100));
+    let sent = p.client_sent.take().unwrap();
+    assert!(sent.iter().any(|d| d.windows(marker.len()).any(|w| w == marker)));
+
+    for (c, s) in [(sim(false), config(true)), (config(false), sim(true))] {
+        let mut p = Pair::new(&c, &s);
+        p.run_for(Duration::from_secs(2));
+        assert!(!(p.c.is_established() && p.s.is_established()), "mixed AEADs interoperated");
+    }
+}

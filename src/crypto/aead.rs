@@ -50,9 +50,16 @@ pub fn nonce_for(iv: &[u8; 12], pn: u64, path_id: u32) -> [u8; 12] {
 
 /// One direction's packet-protection key and IV for one key phase.
 pub struct PacketKey {
-    ctx: AeadCtx,
+    imp: Imp,
     iv: [u8; 12],
     alg: Algorithm,
+}
+
+/// BoringSSL's AEAD, or the simulator's checksum (see `sim_aead`).
+enum Imp {
+    Boring(AeadCtx),
+    #[cfg(feature = "sim-aead")]
+    Sim(super::sim_aead::SimAead),
 }
 
 impl std::fmt::Debug for PacketKey {
@@ -73,7 +80,27 @@ impl PacketKey {
         // SAFETY: key is valid for key.len() bytes; the AEAD table is static.
         let raw = unsafe { boring_sys::EVP_AEAD_CTX_new(alg.evp(), key.as_ptr(), key.len(), TAG_LEN) };
         let ctx = NonNull::new(raw).ok_or(CryptoError::BadKey)?;
-        Ok(PacketKey { ctx: AeadCtx(ctx), iv, alg })
+        Ok(PacketKey { imp: Imp::Boring(AeadCtx(ctx)), iv, alg })
+    }
+
+    /// The simulator's key for `alg`: same lengths and tag size, payload
+    /// left in clear, tag a keyed checksum (see `sim_aead`).
+    #[cfg(feature = "sim-aead")]
+    pub(super) fn sim(alg: Algorithm, key: &[u8], iv: &[u8]) -> Result<PacketKey, CryptoError> {
+        if key.len() != alg.key_len() {
+            return Err(CryptoError::BadKey);
+        }
+        let iv: [u8; 12] = iv.try_into().map_err(|_| CryptoError::BadKey)?;
+        Ok(PacketKey { imp: Imp::Sim(super::sim_aead::SimAead::new(key)), iv, alg })
+    }
+
+    /// Whether this is the simulator's AEAD.
+    pub fn is_sim(&self) -> bool {
+        match self.imp {
+            Imp::Boring(_) => false,
+            #[cfg(feature = "sim-aead")]
+            Imp::Sim(_) => true,
+        }
     }
 
     /// The AEAD this key uses.
@@ -81,9 +108,14 @@ impl PacketKey {
         self.alg
     }
 
-    /// The raw context, for the token code that brings its own nonces.
-    pub(super) fn ctx_ptr(&self) -> *const boring_sys::EVP_AEAD_CTX {
-        self.ctx.0.as_ptr()
+    /// The raw context, for the token code that brings its own nonces
+    /// (a BoringSSL key only).
+    pub(super) fn ctx_ptr(&self) -> Result<*const boring_sys::EVP_AEAD_CTX, CryptoError> {
+        match &self.imp {
+            Imp::Boring(ctx) => Ok(ctx.0.as_ptr()),
+            #[cfg(feature = "sim-aead")]
+            Imp::Sim(_) => Err(CryptoError::Internal),
+        }
     }
 
     /// The IV (needed by tests and diagnostics only).
@@ -102,12 +134,20 @@ impl PacketKey {
         tag_out: &mut [u8; TAG_LEN],
     ) -> Result<(), CryptoError> {
         let nonce = nonce_for(&self.iv, pn, path_id);
+        let ctx = match &self.imp {
+            Imp::Boring(ctx) => ctx.0.as_ptr(),
+            #[cfg(feature = "sim-aead")]
+            Imp::Sim(k) => {
+                *tag_out = k.tag(&nonce, header, payload);
+                return Ok(());
+            }
+        };
         let mut tag_len = 0usize;
         // SAFETY: all pointers are valid for the lengths given; BoringSSL
         // allows `out` to alias `in` exactly, which is how we encrypt in place.
         let ok = unsafe {
             boring_sys::EVP_AEAD_CTX_seal_scatter(
-                self.ctx.0.as_ptr(),
+                ctx,
                 payload.as_mut_ptr(),
                 tag_out.as_mut_ptr(),
                 &mut tag_len,
@@ -165,12 +205,24 @@ impl PacketKey {
             return Err(CryptoError::BufferTooShort);
         }
         let nonce = nonce_for(&self.iv, pn, path_id);
+        let ctx = match &self.imp {
+            Imp::Boring(ctx) => ctx.0.as_ptr(),
+            #[cfg(feature = "sim-aead")]
+            Imp::Sim(k) => {
+                let (payload, tag) = payload_and_tag.split_at(payload_and_tag.len() - TAG_LEN);
+                return if k.tag(&nonce, header, payload) == *tag {
+                    Ok(payload.len())
+                } else {
+                    Err(CryptoError::DecryptFailed)
+                };
+            }
+        };
         let mut out_len = 0usize;
         // SAFETY: pointers valid for the given lengths; `out` aliases `in`
         // exactly, which BoringSSL permits.
         let ok = unsafe {
             boring_sys::EVP_AEAD_CTX_open(
-                self.ctx.0.as_ptr(),
+                ctx,
                 payload_and_tag.as_mut_ptr(),
                 &mut out_len,
                 payload_and_tag.len(),
@@ -273,6 +325,41 @@ mod tests {
             }
             assert_eq!(k.open_packet(2, 0, &mut pkt.clone(), 3), Err(CryptoError::DecryptFailed));
             assert_eq!(k.open_packet(1, 0, &mut pkt, 3), Ok(10));
+        }
+    }
+
+    #[cfg(feature = "sim-aead")]
+    #[test]
+    fn sim_aead_keeps_sizes_and_refuses_tampering() {
+        let real = PacketKey::new(Algorithm::Aes128Gcm, &[3u8; 16], &[1u8; 12]).unwrap();
+        let k = PacketKey::sim(Algorithm::Aes128Gcm, &[3u8; 16], &[1u8; 12]).unwrap();
+        assert!(k.is_sim() && !real.is_sim());
+        assert!(k.ctx_ptr().is_err(), "no token may be sealed with it");
+        for len in [0, 1, 10, 63, 64, 65, 1200] {
+            let mut pkt = vec![0u8; 3 + len + TAG_LEN];
+            pkt[..3].copy_from_slice(&[0x41, 0, 1]);
+            for (i, b) in pkt[3..3 + len].iter_mut().enumerate() {
+                *b = i as u8;
+            }
+            let plain = pkt.clone();
+            k.seal_packet(1, 0, &mut pkt, 3).unwrap();
+            // Payload left in clear; only the tag is written.
+            assert_eq!(pkt[..3 + len], plain[..3 + len]);
+            for i in 0..pkt.len() {
+                let mut bad = pkt.clone();
+                bad[i] ^= 0x20;
+                assert_eq!(
+                    k.open_packet(1, 0, &mut bad, 3),
+                    Err(CryptoError::DecryptFailed),
+                    "len {len} byte {i}"
+                );
+            }
+            assert_eq!(k.open_packet(2, 0, &mut pkt.clone(), 3), Err(CryptoError::DecryptFailed));
+            assert_eq!(k.open_packet(1, 1, &mut pkt.clone(), 3), Err(CryptoError::DecryptFailed));
+            let other = PacketKey::sim(Algorithm::Aes128Gcm, &[4u8; 16], &[1u8; 12]).unwrap();
+            assert_eq!(other.open_packet(1, 0, &mut pkt.clone(), 3), Err(CryptoError::DecryptFailed));
+            assert_eq!(real.open_packet(1, 0, &mut pkt.clone(), 3), Err(CryptoError::DecryptFailed));
+            assert_eq!(k.open_packet(1, 0, &mut pkt, 3), Ok(len));
         }
     }
 

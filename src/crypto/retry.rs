@@ -155,11 +155,12 @@ impl TokenKey {
     ) -> Result<(), CryptoError> {
         // The AD binds the version/nonce prefix and the address.
         let ad = [head, addr].concat();
+        let ctx = self.key.ctx_ptr()?;
         let mut out_tag_len = 0usize;
         // SAFETY: pointers valid for the given lengths; in-place sealing.
         let ok = unsafe {
             boring_sys::EVP_AEAD_CTX_seal_scatter(
-                self.key.ctx_ptr(),
+                ctx,
                 plain.as_mut_ptr(),
                 tag.as_mut_ptr(),
                 &mut out_tag_len,
@@ -193,11 +194,12 @@ impl TokenKey {
         let head = token.get(..1 + TOKEN_NONCE_LEN)?;
         let ad = [head, addr].concat();
         let mut body = rest.get(TOKEN_NONCE_LEN..)?.to_vec();
+        let ctx = self.key.ctx_ptr().ok()?;
         let mut out_len = 0usize;
         // SAFETY: pointers valid for the given lengths; in-place opening.
         let ok = unsafe {
             boring_sys::EVP_AEAD_CTX_open(
-                self.key.ctx_ptr(),
+                ctx,
                 body.as_mut_ptr(),
                 &mut out_len,
                 body.len(),

@@ -71,6 +71,9 @@ pub struct Secret {
     alg: Algorithm,
     version: Version,
     bytes: [u8; MAX_SECRET],
+    /// Its packet keys are the simulator's AEAD (kept across key updates).
+    #[cfg(feature = "sim-aead")]
+    sim: bool,
 }
 
 impl std::fmt::Debug for Secret {
@@ -95,12 +98,28 @@ impl Secret {
         }
         let mut bytes = [0u8; MAX_SECRET];
         bytes[..secret.len()].copy_from_slice(secret);
-        Ok(Secret { alg, version: Version::V1, bytes })
+        Ok(Secret {
+            alg,
+            version: Version::V1,
+            bytes,
+            #[cfg(feature = "sim-aead")]
+            sim: false,
+        })
     }
 
     /// The same secret, its keys derived with `version`'s labels.
     pub fn for_version(mut self, version: Version) -> Secret {
         self.version = version;
+        self
+    }
+
+    /// The same secret, its packet keys the simulator's AEAD when `on`
+    /// (same sizes, payload in clear, a keyed checksum as tag; never on a
+    /// real network). Header protection stays real.
+    #[cfg(feature = "sim-aead")]
+    #[doc(hidden)]
+    pub fn with_sim_aead(mut self, on: bool) -> Secret {
+        self.sim = on;
         self
     }
 
@@ -120,7 +139,9 @@ impl Secret {
         let mut bytes = [0u8; MAX_SECRET];
         let len = self.alg.hash().output_len();
         hkdf_expand_label(self.alg.hash(), self.as_bytes(), self.version.labels().ku, &mut bytes[..len])?;
-        Ok(Secret { alg: self.alg, version: self.version, bytes })
+        let mut next = self.clone();
+        next.bytes = bytes;
+        Ok(next)
     }
 
     /// The packet-protection key ("quic key" and "quic iv", or v2's labels).
@@ -131,6 +152,10 @@ impl Secret {
         let labels = self.version.labels();
         hkdf_expand_label(self.alg.hash(), self.as_bytes(), labels.key, key)?;
         hkdf_expand_label(self.alg.hash(), self.as_bytes(), labels.iv, &mut iv)?;
+        #[cfg(feature = "sim-aead")]
+        let pk =
+            if self.sim { PacketKey::sim(self.alg, key, &iv) } else { PacketKey::new(self.alg, key, &iv) };
+        #[cfg(not(feature = "sim-aead"))]
         let pk = PacketKey::new(self.alg, key, &iv);
         // SAFETY: key is a valid writable buffer.
         unsafe { boring_sys::OPENSSL_cleanse(key.as_mut_ptr().cast(), key.len()) };

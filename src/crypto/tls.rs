@@ -127,6 +127,9 @@ struct ConfigInner {
     verify_peer: bool,
     early_data: bool,
     keylog: Option<Mutex<File>>,
+    /// Keys derived from TLS secrets use the simulator's AEAD.
+    #[cfg(feature = "sim-aead")]
+    sim_aead: bool,
 }
 
 /// Shared TLS configuration (an `SSL_CTX`): build once, create one
@@ -159,6 +162,8 @@ pub struct TlsConfigBuilder {
     ciphers: Vec<Algorithm>,
     tickets: bool,
     early_data: bool,
+    #[cfg(feature = "sim-aead")]
+    sim_aead: bool,
 }
 
 impl TlsConfig {
@@ -203,6 +208,8 @@ impl TlsConfigBuilder {
             ciphers: Vec::new(),
             tickets: false,
             early_data: false,
+            #[cfg(feature = "sim-aead")]
+            sim_aead: false,
         }
     }
 
@@ -274,6 +281,16 @@ impl TlsConfigBuilder {
     /// Needs [`session_tickets`](Self::session_tickets). Off by default.
     pub fn early_data(mut self, on: bool) -> Self {
         self.early_data = on;
+        self
+    }
+
+    /// Packet keys derived from the handshake's secrets (Handshake, 0-RTT,
+    /// 1-RTT) use the simulator's AEAD: for simulations only, where both
+    /// ends do the same (see `Config::use_sim_aead`).
+    #[cfg(feature = "sim-aead")]
+    #[doc(hidden)]
+    pub fn sim_aead(mut self, on: bool) -> Self {
+        self.sim_aead = on;
         self
     }
 
@@ -388,6 +405,8 @@ impl TlsConfigBuilder {
                 verify_peer: self.verify_peer,
                 early_data: self.early_data && self.tickets,
                 keylog,
+                #[cfg(feature = "sim-aead")]
+                sim_aead: self.sim_aead,
             }),
         })
     }
@@ -854,7 +873,10 @@ unsafe fn on_secret(
     };
     // SAFETY: BoringSSL passes `len` valid bytes.
     let secret = unsafe { std::slice::from_raw_parts(secret, len) };
-    match Secret::new(alg, secret).and_then(|s| s.for_version(st.version).keys()) {
+    let secret = Secret::new(alg, secret).map(|s| s.for_version(st.version));
+    #[cfg(feature = "sim-aead")]
+    let secret = secret.map(|s| s.with_sim_aead(st.config.sim_aead));
+    match secret.and_then(|s| s.keys()) {
         Ok(keys) => {
             st.new_keys.push_back((level, dir, keys));
             1

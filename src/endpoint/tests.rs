@@ -378,3 +378,14 @@ fn endpoints_sharing_a_secret_accept_each_others_tokens() {
     w.run(100);
     assert_eq!(w.ep.stats().retries, 1);
 }
+
+/// A server endpoint serves a real network: it refuses the simulator's AEAD.
+#[cfg(feature = "sim-aead")]
+#[test]
+fn endpoint_refuses_the_simulators_aead() {
+    let mut cfg = config(true);
+    cfg.use_sim_aead(true);
+    let e = Endpoint::<u32>::new(cfg, EndpointConfig::default(), Instant::now()).err().expect("refused");
+    assert_eq!(e.to_string(), SIM_AEAD_REFUSED);
+    assert!(Endpoint::<u32>::new(config(true), EndpointConfig::default(), Instant::now()).is_ok());
+}

@@ -353,6 +353,7 @@ fn main() {
     let session = args.session_file.as_ref().and_then(|p| std::fs::read(p).ok());
     config.enable_session_tickets(args.session_file.is_some());
     config.enable_early_data(args.early_data);
+    mpquic_apps::check_network_config(&config).unwrap_or_else(|e| fail(exit::USAGE, e));
     let scid = mpquic::random_cid(16);
     // RFC 9368 §2.1: a server that answers with Version Negotiation gets a
     // second attempt in the version of ours it listed (once).

@@ -98,6 +98,7 @@ fn main() {
     let any: SocketAddr = if peer.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" }.parse().unwrap_or(peer);
     let socks = Sockets::bind(&vec![any; args.connections])
         .unwrap_or_else(|e| fail(exit::IO, format!("binding {} sockets: {e}", args.connections)));
+    mpquic_apps::check_network_config(&config).unwrap_or_else(|e| fail(exit::USAGE, e));
     let started = Instant::now();
     let mut loads = Vec::with_capacity(args.connections);
     let mut by_local = HashMap::new();
