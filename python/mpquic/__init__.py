@@ -18,6 +18,7 @@ The native part (``mpquic._native``) is a Rust extension built with maturin; see
 """
 
 import json
+import os
 
 from . import _native
 from ._native import (
@@ -31,6 +32,10 @@ from ._native import (
     scenarios,
     schedulers,
 )
+
+# Scenarios by name are looked up in the checkout this package belongs to.
+_native.set_package_dir(os.path.dirname(os.path.abspath(__file__)))
+
 from .experiment import SimResult, simulate, sweep
 
 try:

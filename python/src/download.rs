@@ -285,14 +285,21 @@ fn config(opts: &Options) -> Result<mpquic::Config, Failure> {
 fn resolve(l: &Local, peer: &SocketAddr) -> Result<SocketAddr, Failure> {
     match l {
         Local::Addr(a) => Ok(*a),
-        Local::Iface(name) => ifwatch::usable_address(name, peer.is_ipv6())
-            .map(|ip| SocketAddr::new(ip, 0))
-            .ok_or_else(|| Failure::Arg(format!("{name}: down, or no address of the server's family ({peer})"))),
+        Local::Iface(name) => {
+            ifwatch::usable_address(name, peer.is_ipv6()).map(|ip| SocketAddr::new(ip, 0)).ok_or_else(|| {
+                Failure::Arg(format!("{name}: down, or no address of the server's family ({peer})"))
+            })
+        }
     }
 }
 
 /// Follow the interface entries of `locals` (bound in `socks` in order).
-fn follow(locals: &[Local], socks: &mut Sockets, peer: SocketAddr, started: Instant) -> Result<Option<Follower>, Failure> {
+fn follow(
+    locals: &[Local],
+    socks: &mut Sockets,
+    peer: SocketAddr,
+    started: Instant,
+) -> Result<Option<Follower>, Failure> {
     let named: Vec<(String, SocketAddr)> = locals
         .iter()
         .zip(socks.local_addrs())

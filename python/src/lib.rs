@@ -140,6 +140,13 @@ fn scenario_toml(scenario: &Bound<'_, PyDict>) -> PyResult<String> {
     scenario::dict_to_toml(scenario)
 }
 
+/// Called once by the package on import with its own directory
+/// (`python/mpquic` in a checkout): scenarios are looked up beside it.
+#[pyfunction]
+fn set_package_dir(dir: std::path::PathBuf) {
+    let _ = scenario::PACKAGE_DIR.set(dir);
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -147,6 +154,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("SimulationError", py.get_type::<SimulationError>())?;
     m.add("DownloadError", py.get_type::<DownloadError>())?;
+    m.add_function(wrap_pyfunction!(set_package_dir, m)?)?;
     m.add_function(wrap_pyfunction!(congestion_controllers, m)?)?;
     m.add_function(wrap_pyfunction!(schedulers, m)?)?;
     m.add_function(wrap_pyfunction!(scenarios, m)?)?;

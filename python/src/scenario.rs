@@ -11,9 +11,19 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use crate::ScenarioError;
 
-/// The repository's `traces/` directory (scenario files and trace data).
+/// The Python package's directory, given by its `__init__` on import.
+pub(crate) static PACKAGE_DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// The repository's `traces/` directory (scenario files and trace data): beside
+/// the package imported (`python/mpquic/`, in a checkout), else where the
+/// crate was compiled. The first matters when one
+/// target directory serves several checkouts: cargo does not rebuild for a
+/// moved checkout, so the compiled-in path may name another one.
 pub(crate) fn repo_traces() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("traces")
+    let beside = PACKAGE_DIR.get().and_then(|d| Some(d.parent()?.parent()?.join("traces")));
+    beside
+        .filter(|d| d.is_dir())
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("traces"))
 }
 
 /// Directories searched for scenarios by name, in order: `./traces`, then the

@@ -1524,3 +1524,21 @@ fn sim_aead_transfers_in_clear_and_needs_both_ends() {
         assert!(!(p.c.is_established() && p.s.is_established()), "mixed AEADs interoperated");
     }
 }
+
+/// fuzz/live_conn's finding: garbage from the server in a valid 1-RTT packet
+/// on the second path, read as a NEW_CONNECTION_ID that runs past the
+/// packet's end, closes the client with FRAME_ENCODING_ERROR for that frame
+/// type, and the server hears the close.
+#[test]
+fn garbled_new_connection_id_on_the_second_path_closes_the_connection() {
+    let mut p = Pair::two_paths(&mp_config(false), &mp_config(true));
+    p.c.stream_send(0, b"get", true).unwrap();
+    p.run_for(Duration::from_millis(25));
+    p.s.test_path = Some(PathId(1));
+    p.s.test_frames.insert(0, vec![24, 154, 151, 85, 115, 29]);
+    p.run_for(Duration::from_millis(820));
+    let e = p.c.local_error().expect("client closed");
+    assert_eq!((e.is_app, e.code, e.frame_type), (false, ErrorCode::FRAME_ENCODING_ERROR.0, Some(0x18)));
+    assert_eq!(p.s.peer_error().map(|i| i.code), Some(e.code));
+    assert!(p.s.local_error().is_none());
+}
