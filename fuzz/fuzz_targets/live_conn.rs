@@ -1,9 +1,7 @@
 //! An established multipath connection (two validated paths, a stream
 //! moving data) fed fuzzed frame sequences inside valid 1-RTT packets, where
-//! the state machines are rather than the decoders. Never panics. A side
-//! that closed did so with an error code its peer learns, unless that peer's
-//! own frames were fuzzed (a fuzzed NEW_CONNECTION_ID may retire every
-//! connection ID the closing side could reach it with). Unless the server's
+//! the state machines are rather than the decoders. Never panics; a side
+//! that closed did so with a transport error code; unless the server's
 //! frames were fuzzed (they may carry STREAM frames of their own for the
 //! same offsets, which the receiver may take first), what the client read
 //! of the server's answer is a prefix of it, uncorrupted.
@@ -50,6 +48,11 @@ fn two_paths() -> Option<(Pair, PathId)> {
     None
 }
 
+/// A transport error code a connection may close with.
+fn transport_code(code: u64) -> bool {
+    code <= 0x10 || (0x100..=0x1ff).contains(&code) || code == 0x3e || (0x3e75..=0x3e77).contains(&code)
+}
+
 fuzz_target!(|data: &[u8]| {
     let Some((mut p, second)) = two_paths() else { return };
     // A request and its answer in flight while the frames arrive.
@@ -60,13 +63,12 @@ fuzz_target!(|data: &[u8]| {
     let mut buf = vec![0u8; 65536];
     let mut req = [0u8; 16];
     let mut rest = data;
-    let (mut client_fuzzed, mut server_fuzzed) = (false, false);
+    let mut server_fuzzed = false;
     while let [op, len, tail @ ..] = rest {
         let n = usize::from(*len).min(tail.len());
         let (frames, next) = tail.split_at(n);
         rest = next;
         let path = if op & 2 == 0 { PathId(0) } else { second };
-        client_fuzzed |= op & 1 == 0;
         server_fuzzed |= op & 1 == 1;
         let side = if op & 1 == 0 { &mut p.c } else { &mut p.s };
         side.fuzz_inject_frames(Some(path), frames.to_vec());
@@ -88,17 +90,14 @@ fuzz_target!(|data: &[u8]| {
     if !server_fuzzed {
         assert!(got.len() <= body.len() && got[..] == body[..got.len()], "stream data corrupted");
     }
-    for (me, peer, peer_fuzzed) in [(&p.c, &p.s, server_fuzzed), (&p.s, &p.c, client_fuzzed)] {
-        if let Some(e) = me.local_error().filter(|_| !peer_fuzzed) {
-            // The peer heard the close (or is itself closed by then).
-            assert!(
-                peer.peer_error().is_some_and(|pe| pe.code == e.code) || peer.is_closed() || peer.local_error().is_some(),
-                "closed with {e:?}, the peer never heard it (peer: local {:?}, peer {:?}, closed {}, draining {})",
-                peer.local_error(),
-                peer.peer_error(),
-                peer.is_closed(),
-                peer.is_draining()
-            );
+    // No application here closes, so a close is the engine's answer to what
+    // it received: a transport error code of RFC 9000 §20.1, TLS's range, or
+    // the multipath draft's. Whether the peer hears it is not checked: a
+    // fuzzed side can make itself unreachable (retire or replace the
+    // connection IDs the close would travel on).
+    for side in [&p.c, &p.s] {
+        if let Some(e) = side.local_error() {
+            assert!(!e.is_app && transport_code(e.code), "closed with {e:?}");
         }
     }
 });

@@ -280,7 +280,6 @@ fn config(opts: &Options) -> Result<mpquic::Config, Failure> {
 }
 
 /// The download loop (no GIL held).
-#[allow(clippy::disallowed_methods)] // a real download runs on the wall clock
 /// The address to bind for `l`: an interface's address of the peer's family.
 fn resolve(l: &Local, peer: &SocketAddr) -> Result<SocketAddr, Failure> {
     match l {
@@ -316,6 +315,7 @@ fn follow(
     Ok(Some(Follower::new(w, named, peer, started)))
 }
 
+#[allow(clippy::disallowed_methods)] // a real download runs on the wall clock
 fn run(t: &Target, opts: &mut Options, out: Option<Box<dyn Write + Send>>) -> Result<Outcome, Failure> {
     let started = Instant::now();
     let mut c = Client::connect(t, opts, out, started)?;

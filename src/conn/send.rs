@@ -731,9 +731,8 @@ impl Connection {
             }
         }
         #[cfg(any(test, feature = "fuzzing"))]
-        while let Some(f) =
-            self.test_frames.pop_if(|_| self.test_path.is_none_or(|id| id == self.paths[pi].id))
-        {
+        while self.test_path.is_none_or(|id| id == self.paths[pi].id) {
+            let Some(f) = self.test_frames.pop() else { break };
             if w.bytes(&f).is_ok() {
                 eliciting = true;
                 frames.push(SentFrame::Ping);
