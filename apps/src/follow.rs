@@ -40,6 +40,8 @@ pub struct Event {
     /// Seconds from the change until the new path had received
     /// [`CARRYING_BYTES`].
     pub carrying_after: Option<f64>,
+    /// The new path closed before it carried that much.
+    pub opened_gone: bool,
 }
 
 /// Bytes a new path must have received to count as carrying data again
@@ -89,23 +91,21 @@ pub struct Follower {
 }
 
 impl Follower {
-    /// Follow `bound`: (interface name, the socket bound on it at start).
-    pub fn new(
-        watch: IfWatch,
+    /// Follow `bound`: (interface name, the socket bound on it at start),
+    /// with `socks` polling the netlink socket too.
+    pub fn start(
         bound: Vec<(String, SocketAddr)>,
+        socks: &mut Sockets,
         peer: SocketAddr,
         started: Instant,
-    ) -> Follower {
+    ) -> std::io::Result<Follower> {
+        let watch = IfWatch::open()?;
+        socks.watch_other(watch.raw_fd())?;
         let ifaces = bound
             .into_iter()
             .map(|(name, local)| Iface { name, ip: Some(local.ip()), local: Some(local), pending: None })
             .collect();
-        Follower { watch, v6: peer.is_ipv6(), peer, started, ifaces, events: Vec::new() }
-    }
-
-    /// The netlink descriptor, to poll.
-    pub fn raw_fd(&self) -> std::os::fd::RawFd {
-        self.watch.raw_fd()
+        Ok(Follower { watch, v6: peer.is_ipv6(), peer, started, ifaces, events: Vec::new() })
     }
 
     /// After the netlink socket polled readable: compare every followed
@@ -142,6 +142,7 @@ impl Follower {
             opened: None,
             validated_after: None,
             carrying_after: None,
+            opened_gone: false,
         };
         if let Some(old) = iface.local.take() {
             let path = conn.path_stats().find(|p| p.local == old && p.active).map(|p| p.id);
@@ -174,8 +175,13 @@ impl Follower {
             self.open(conn, now);
         }
         let t = now.saturating_duration_since(self.started).as_secs_f64();
-        for ev in self.events.iter_mut().filter(|e| e.opened.is_some() && e.carrying_after.is_none()) {
-            let Some(p) = conn.path_stats().find(|p| Some(p.id) == ev.opened) else { continue };
+        let waiting = |e: &&mut Event| e.opened.is_some() && e.carrying_after.is_none() && !e.opened_gone;
+        for ev in self.events.iter_mut().filter(waiting) {
+            let Some(p) = conn.path_stats().find(|p| Some(p.id) == ev.opened) else {
+                // Closed before it carried data: nothing left to wait for.
+                ev.opened_gone = true;
+                continue;
+            };
             if p.active && ev.validated_after.is_none() {
                 ev.validated_after = Some(t - ev.t);
             }

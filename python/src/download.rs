@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use mpquic::h3::{self, quic::Quic};
 use mpquic::Connection;
 use mpquic_apps::follow::Follower;
-use mpquic_apps::ifwatch::{self, IfWatch};
+use mpquic_apps::ifwatch;
 use mpquic_apps::migrate::Migrator;
 use mpquic_apps::net::{self, parse_local_addr, Outbox, Sockets};
 use mpquic_apps::qlog::{self, EventLog};
@@ -310,9 +310,9 @@ fn follow(
     if named.is_empty() {
         return Ok(None);
     }
-    let w = IfWatch::open().map_err(|e| Failure::Io(format!("watching interfaces: {e}")))?;
-    socks.watch_other(w.raw_fd()).map_err(|e| Failure::Io(format!("watching interfaces: {e}")))?;
-    Ok(Some(Follower::new(w, named, peer, started)))
+    Follower::start(named, socks, peer, started)
+        .map(Some)
+        .map_err(|e| Failure::Io(format!("watching interfaces: {e}")))
 }
 
 #[allow(clippy::disallowed_methods)] // a real download runs on the wall clock

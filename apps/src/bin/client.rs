@@ -14,7 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use mpquic::h3::{self, quic::Quic};
 use mpquic::Connection;
 use mpquic_apps::follow::Follower;
-use mpquic_apps::ifwatch::{self, IfWatch};
+use mpquic_apps::ifwatch;
 use mpquic_apps::migrate::Migrator;
 use mpquic_apps::net::{self, LocalSpec, Outbox, Sockets};
 use mpquic_apps::pem;
@@ -248,9 +248,8 @@ fn follow_interfaces(
     if named.is_empty() {
         return None;
     }
-    let watch = IfWatch::open().and_then(|w| socks.watch_other(w.raw_fd()).map(|()| w));
-    match watch {
-        Ok(w) => Some(Follower::new(w, named, peer, started)),
+    match Follower::start(named, socks, peer, started) {
+        Ok(f) => Some(f),
         Err(e) => {
             eprintln!("mpquic-client: not following interfaces ({e}); their paths stay as bound");
             None
